@@ -1,0 +1,374 @@
+package spec
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxNodes bounds the nodes the decoder visits, so a file of nested aliases
+// (a "billion laughs") fails instead of exhausting memory.
+const maxNodes = 1 << 20
+
+// decoder fills Go values from a YAML node tree. Unlike yaml.v3's own
+// decoder it keeps going after an error, so that Load reports every problem
+// of a file at once, and it records where each field was written so that
+// validation can point at it.
+type decoder struct {
+	file  string
+	errs  Errors
+	pos   map[string]Pos  // where each field's value was written (see entry.node)
+	keys  map[string]Pos  // where each map entry's key was written
+	bad   map[string]bool // paths whose value could not be decoded
+	nodes int
+	// open holds the mappings being listed, to refuse a merge of one into
+	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
+	// loop: each level of decoding is a level of graft's Go types.
+	open map[*yaml.Node]bool
+}
+
+func newDecoder(file string) *decoder {
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
+}
+
+func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
+
+func (d *decoder) errorf(p Pos, path, format string, args ...any) {
+	d.bad[path] = true
+	d.errs = append(d.errs, &Error{File: d.file, Pos: p, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// at returns where path was written, or the position of the closest
+// enclosing field that was.
+func (d *decoder) at(path string) Pos {
+	for {
+		if p, ok := d.pos[path]; ok {
+			return p
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return Pos{Line: 1, Col: 1}
+		}
+		path = path[:i]
+	}
+}
+
+// atKey returns where the key of the map entry at path was written.
+func (d *decoder) atKey(path string) Pos {
+	if p, ok := d.keys[path]; ok {
+		return p
+	}
+	return d.at(path)
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// decode fills v from n. A null leaves v unset; the caller decides whether
+// that is allowed.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if !d.spend(n, path) {
+		return
+	}
+	n = resolve(n)
+	if isNull(n) {
+		return
+	}
+	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {
+		if !d.scalar(n, path, "a string") {
+			return
+		}
+		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(n.Value)); err != nil {
+			d.errorf(nodePos(n), path, "%v", err)
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path)
+	case reflect.Struct:
+		d.structure(n, v, path)
+	case reflect.Map:
+		d.mapping(n, v, path)
+	case reflect.Slice:
+		d.sequence(n, v, path)
+	case reflect.String:
+		// Any scalar is text here: an env value written 8080 or true means
+		// the string the operator typed, as docker compose reads it.
+		if d.scalar(n, path, "a string") {
+			v.SetString(n.Value)
+		}
+	case reflect.Int, reflect.Float64, reflect.Bool:
+		d.number(n, v, path)
+	default:
+		panic(fmt.Sprintf("spec: cannot decode into %s", v.Type()))
+	}
+}
+
+// spend counts a node visited and reports false, once with an error, when
+// the file has used up maxNodes.
+func (d *decoder) spend(n *yaml.Node, path string) bool {
+	if d.nodes++; d.nodes <= maxNodes {
+		return true
+	}
+	if d.nodes == maxNodes+1 {
+		d.errorf(nodePos(n), path, "document too large: more than %d nodes after expanding aliases", maxNodes)
+	}
+	return false
+}
+
+// enter marks a collection as being read and reports false, with an
+// error, when it already is: an alias inside it refers back to it.
+func (d *decoder) enter(n *yaml.Node, path string) bool {
+	if d.open[n] {
+		d.errorf(nodePos(n), path, "an alias refers to a node that contains it")
+		return false
+	}
+	d.open[n] = true
+	return true
+}
+
+// element decodes a list item or map value, where a null is an error
+// rather than "unset".
+func (d *decoder) element(n *yaml.Node, v reflect.Value, path string) {
+	if isNull(resolve(n)) {
+		if v.Kind() == reflect.String {
+			d.errorf(nodePos(n), path, "null is not a string; write \"\" for an empty one")
+		} else {
+			d.errorf(nodePos(n), path, "empty; want %s", want(v.Type()))
+		}
+		return
+	}
+	d.decode(n, v, path)
+}
+
+func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
+	if n.Kind == yaml.ScalarNode {
+		return true
+	}
+	d.errorf(nodePos(n), path, "want %s, got %s", want, describe(n))
+	return false
+}
+
+func (d *decoder) number(n *yaml.Node, v reflect.Value, path string) {
+	tags := map[reflect.Kind][]string{
+		reflect.Int:     {"!!int"},
+		reflect.Float64: {"!!int", "!!float"},
+		reflect.Bool:    {"!!bool"},
+	}[v.Kind()]
+	want := map[reflect.Kind]string{reflect.Int: "an integer", reflect.Float64: "a number", reflect.Bool: "true or false"}[v.Kind()]
+	if n.Kind != yaml.ScalarNode || !slices.Contains(tags, n.ShortTag()) {
+		d.errorf(nodePos(n), path, "want %s, got %s", want, describe(n))
+		return
+	}
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		d.errorf(nodePos(n), path, "want %s, got %q (%v)", want, n.Value, err)
+	}
+}
+
+func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(nodePos(n), path, "want a list, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.record(p, item)
+		d.element(item, s.Index(i), p)
+	}
+	v.Set(s)
+}
+
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	entries, ok := d.entries(n, path)
+	if !ok {
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(entries))
+	for _, e := range entries {
+		p := join(path, e.key)
+		d.record(p, e.node(e.val))
+		d.keys[p] = nodePos(e.keyNode)
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.element(e.val, elem, p)
+		m.SetMapIndex(reflect.ValueOf(e.key).Convert(v.Type().Key()), elem)
+	}
+	v.Set(m)
+}
+
+func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
+	entries, ok := d.entries(n, path)
+	if !ok {
+		return
+	}
+	fields := map[string]int{}
+	var names []string
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			fields[name] = i
+			names = append(names, name)
+		}
+	}
+	for _, e := range entries {
+		p := join(path, e.key)
+		i, known := fields[e.key]
+		switch {
+		case known:
+			d.record(p, e.node(e.val))
+			d.decode(e.val, v.Field(i), p)
+		case e.key == "shutdownTimeout":
+			d.errorf(nodePos(e.keyNode), p, "shutdownTimeout is fixed at 5 seconds in YAML; only the Go API can change it")
+		default:
+			d.errorf(nodePos(e.keyNode), p, "unknown field%s", suggestion(e.key, names))
+		}
+	}
+}
+
+// entry is one key of a mapping, after merge keys are applied.
+type entry struct {
+	key     string
+	keyNode *yaml.Node
+	val     *yaml.Node
+}
+
+// node returns the node that positions an entry: the key for a collection,
+// so that "missing command" points at the plugin's name; the value for a
+// scalar, so that a bad value is pointed at itself.
+func (e entry) node(val *yaml.Node) *yaml.Node {
+	if resolve(val).Kind == yaml.ScalarNode {
+		return val
+	}
+	return e.keyNode
+}
+
+// entries lists a mapping's keys in order. Explicit keys win over keys
+// merged in with <<, as in YAML 1.1 merge; a repeated explicit key is an
+// error, as it is for yaml.v3's own decoder.
+func (d *decoder) entries(n *yaml.Node, path string) ([]entry, bool) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(nodePos(n), path, "want a mapping, got %s", describe(n))
+		return nil, false
+	}
+	if !d.enter(n, path) {
+		return nil, false
+	}
+	defer delete(d.open, n)
+	var out, merged []entry
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !d.spend(n, path) {
+			return nil, false
+		}
+		k, val := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(nodePos(k), path, "want a string key, got %s", describe(k))
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
+			merged = append(merged, d.merge(val, path)...)
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			d.errorf(nodePos(k), join(path, k.Value), "repeated key %q (first at line %d)", k.Value, first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		out = append(out, entry{key: k.Value, keyNode: k, val: val})
+	}
+	for _, e := range merged {
+		if _, ok := seen[e.key]; !ok {
+			seen[e.key] = e.keyNode
+			out = append(out, e)
+		}
+	}
+	return out, true
+}
+
+// merge returns the entries that a << key brings in: one mapping, or a list
+// of mappings where the earlier ones win.
+func (d *decoder) merge(val *yaml.Node, path string) []entry {
+	val = resolve(val)
+	var sources []*yaml.Node
+	switch val.Kind {
+	case yaml.MappingNode:
+		sources = []*yaml.Node{val}
+	case yaml.SequenceNode:
+		sources = val.Content
+	default:
+		d.errorf(nodePos(val), path, "<< wants a mapping or a list of mappings, got %s", describe(val))
+		return nil
+	}
+	var out []entry
+	have := map[string]bool{}
+	for _, src := range sources {
+		es, ok := d.entries(resolve(src), path)
+		if !ok {
+			continue
+		}
+		for _, e := range es {
+			if !have[e.key] {
+				have[e.key] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+func (d *decoder) record(path string, n *yaml.Node) {
+	d.pos[path] = nodePos(n)
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// want names the YAML shape that fills a Go type, for messages.
+func want(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return want(t.Elem())
+	case reflect.Struct, reflect.Map:
+		return "a mapping ({} for all defaults)"
+	case reflect.Slice:
+		return "a list"
+	}
+	return "a value"
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "null"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an unexpected node"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

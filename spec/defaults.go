@@ -1,0 +1,107 @@
+package spec
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The defaults of plugins.yaml, from DESIGN §10 and the seeds' tables. They
+// are applied in applyDefaults and nowhere else.
+const (
+	DefaultStopSignal   = "SIGTERM"
+	DefaultMargin       = 5 * time.Second  // seed: host wait is lease + 5 seconds
+	DefaultReadyTimeout = 30 * time.Second // how long a start waits for ready
+	DefaultRetryDelay   = 1 * time.Second
+	DefaultRetryFactor  = 2.0
+	DefaultRetryMax     = 1 * time.Minute
+	DefaultElectTTL     = 10 * time.Second // seed 002: LEASE_TTL
+	DefaultElectRenew   = 3 * time.Second  // seed 002: LEASE_RENEW
+	DefaultElectPoll    = 2 * time.Second  // seed 002: LEASE_POLL
+	DefaultLockStale    = 15 * time.Second // seed 002: LOCK_STALE
+	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML (seed
+	// "Timeouts and defaults"); the Go API of the placements can change it.
+	ShutdownTimeout = 5 * time.Second
+)
+
+// applyDefaults fills every field the file left unset. Values the file set,
+// even to zero, were checked by checkValues before this runs.
+func (s *Spec) applyDefaults() {
+	if s.Name == "" {
+		s.Name = projectName(s.Dir)
+	}
+	if s.Runners == nil {
+		s.Runners = map[string]*Runner{}
+	}
+	if s.Plugins == nil {
+		s.Plugins = map[string]*Plugin{}
+	}
+	for name, r := range s.Runners {
+		if r == nil {
+			continue // an empty entry, reported by the decoder
+		}
+		r.Name = name
+		orDefault(&r.Connect.Margin, DefaultMargin)
+	}
+	for name, p := range s.Plugins {
+		if p == nil {
+			continue // an empty entry, reported by the decoder
+		}
+		p.Name = name
+		if p.Run == "" {
+			p.Run = Local
+		}
+		if p.StopSignal == "" && p.Run != Worker {
+			p.StopSignal = DefaultStopSignal
+		}
+		if (p.Run == Remote || p.Run == Floating) && p.Instance == "" {
+			p.Instance = s.Name + "." + p.Name
+		}
+		if p.Ready != nil {
+			orDefault(&p.Ready.Timeout, DefaultReadyTimeout)
+		}
+		if r := p.Retry; r != nil {
+			orDefault(&r.Delay, DefaultRetryDelay)
+			orDefault(&r.Max, max(DefaultRetryMax, r.Delay.Std()))
+			if r.Factor == 0 {
+				r.Factor = DefaultRetryFactor
+			}
+		}
+		if e := p.Elect; e != nil {
+			orDefault(&e.TTL, DefaultElectTTL)
+			orDefault(&e.Renew, DefaultElectRenew)
+			orDefault(&e.Poll, DefaultElectPoll)
+			orDefault(&e.LockStale, DefaultLockStale)
+		}
+	}
+}
+
+func orDefault(d *Duration, def time.Duration) {
+	if d.IsZero() {
+		*d = FromStd(def)
+	}
+}
+
+// projectName turns a directory name into a project name: lower case, with
+// every run of characters a name cannot hold replaced by one "-".
+func projectName(dir string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(filepath.Base(dir)) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	name := strings.TrimRight(b.String(), "-")
+	if len(name) > maxNameLen {
+		name = strings.TrimRight(name[:maxNameLen], "-")
+	}
+	if name == "" {
+		return "graft"
+	}
+	return name
+}

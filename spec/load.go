@@ -1,0 +1,93 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads, defaults and validates the plugins file at path. On a bad
+// file the error is an Errors listing every problem.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on bytes already read. file names the source in errors;
+// its directory anchors relative paths and the default project name.
+func Parse(file string, data []byte) (*Spec, error) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	return ParseIn(file, dir, data)
+}
+
+// ParseIn is Parse with the spec's directory given, for a spec read back
+// from somewhere other than its file, such as a saved plan.
+func ParseIn(file, dir string, data []byte) (*Spec, error) {
+	d := newDecoder(file)
+	root, err := parseDocument(file, data)
+	if err != nil {
+		return nil, err
+	}
+	s := &Spec{File: file, Dir: dir, Source: data}
+	d.decode(root, reflect.ValueOf(s).Elem(), "")
+	if _, ok := d.pos["plugins"]; !ok && root.Kind == yaml.MappingNode {
+		d.errorf(nodePos(root), "plugins", "missing; write plugins: {} to declare none")
+	}
+	d.checkValues(s)
+	s.applyDefaults()
+	d.checkStructure(s)
+	if len(d.errs) > 0 {
+		return nil, d.errs.sort()
+	}
+	s.index()
+	return s, nil
+}
+
+// parseDocument returns the root node of the file's one YAML document.
+func parseDocument(file string, data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{File: file, Pos: Pos{1, 1}, Msg: "empty file; want a mapping with plugins:"}}
+		}
+		return nil, syntaxError(file, err)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, Errors{{File: file, Pos: nodePos(&extra), Msg: "a second YAML document; a plugins file holds one"}}
+	case !errors.Is(err, io.EOF):
+		return nil, syntaxError(file, err)
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		return nil, Errors{{File: file, Pos: Pos{1, 1}, Msg: "empty file; want a mapping with plugins:"}}
+	}
+	return doc.Content[0], nil
+}
+
+// yamlLine finds the line in yaml.v3's syntax errors, which carry it only
+// in their text ("yaml: line 3: did not find expected key").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func syntaxError(file string, err error) error {
+	e := &Error{File: file, Msg: err.Error()}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		e.Pos.Line, _ = strconv.Atoi(m[1])
+		e.Msg = "YAML syntax: " + m[2]
+	}
+	return Errors{e}
+}

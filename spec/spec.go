@@ -1,0 +1,135 @@
+package spec
+
+// Placement says where a plugin's process lives (DESIGN §0).
+type Placement string
+
+// The placements a plugin can have.
+const (
+	Local    Placement = "local"    // child process of the host
+	Worker   Placement = "worker"   // WebAssembly module inside the host
+	Remote   Placement = "runner"   // process on a graft runner, under a lease
+	Floating Placement = "floating" // on exactly one of the hosts sharing elect.dir
+)
+
+// Placements lists every placement, in the order the documentation gives them.
+var Placements = []Placement{Local, Worker, Remote, Floating}
+
+// Spec is a loaded, defaulted and validated plugins.yaml.
+type Spec struct {
+	// Name is the project name; it defaults to the plugins file's directory name.
+	Name string `yaml:"name"`
+	// Runners are the graft runner daemons that `run: runner` plugins use, by name.
+	Runners map[string]*Runner `yaml:"runners"`
+	// Plugins are the processes graft keeps running, by name.
+	Plugins map[string]*Plugin `yaml:"plugins"`
+
+	// File is the path the spec was read from, as given; errors name it.
+	File string `yaml:"-"`
+	// Dir is the absolute directory of File; relative paths in the spec are
+	// relative to it.
+	Dir string `yaml:"-"`
+	// Source is the exact bytes that were parsed.
+	Source []byte `yaml:"-"`
+
+	// fields, hashes and digest cache Fields, Hash and Digest. Load fills
+	// them, since a loaded Spec is not changed after; a Spec built by hand
+	// computes them on each call.
+	fields map[string]map[string]string
+	hashes map[string]string
+	digest string
+}
+
+// Runner is a graft runner daemon that remote plugins run on.
+type Runner struct {
+	Name string `yaml:"-"`
+	// Address is tcp://HOST:PORT or unix:///PATH; empty means the runner
+	// embedded in the host.
+	Address string `yaml:"address"`
+	// TokenFile holds the bearer token the runner expects.
+	TokenFile string `yaml:"tokenFile"`
+	// Connect tunes the host's session with the runner.
+	Connect Connect `yaml:"connect"`
+}
+
+// Connect holds the lease settings of a host's session with a runner (seed
+// "Leases and network loss").
+type Connect struct {
+	// Lease is how long the runner keeps a session's processes without a
+	// renewal; zero means the runner's own --lease.
+	Lease Duration `yaml:"lease"`
+	// Margin is added to the lease to bound how long the host waits for the
+	// runner to confirm a stop.
+	Margin Duration `yaml:"margin"`
+}
+
+// Plugin is one long-running process and how graft runs it.
+type Plugin struct {
+	Name string `yaml:"-"`
+	// Run is the placement; see Placements.
+	Run Placement `yaml:"run"`
+	// Command is the program and its arguments (local, runner, floating).
+	Command []string `yaml:"command"`
+	// Module is the path of the WebAssembly module (worker).
+	Module string `yaml:"module"`
+	// Env is added to the process environment.
+	Env map[string]string `yaml:"env"`
+	// Dir is the working directory, relative to the spec's directory.
+	Dir string `yaml:"dir"`
+	// Uses names the plugins this one consumes: it starts after them and
+	// stops before them.
+	Uses []string `yaml:"uses"`
+	// StopSignal starts the graceful stop (default SIGTERM).
+	StopSignal string `yaml:"stopSignal"`
+	// Ready gates the start until the plugin answers.
+	Ready *Ready `yaml:"ready"`
+	// Retry restarts a plugin that exits on its own.
+	Retry *Retry `yaml:"retry"`
+	// Runner names the runner of a `run: runner` plugin; empty means the
+	// runner embedded in the host.
+	Runner string `yaml:"runner"`
+	// Instance is the stable identity of a runner or floating plugin; it
+	// defaults to <project>.<plugin>.
+	Instance string `yaml:"instance"`
+	// Elect configures the election of a floating plugin.
+	Elect *Elect `yaml:"elect"`
+}
+
+// Ready is a readiness check: exactly one of TCP, HTTP and Exec.
+type Ready struct {
+	// TCP is HOST:PORT that must accept a connection.
+	TCP string `yaml:"tcp"`
+	// HTTP is a URL that must answer GET with a 2xx or 3xx status.
+	HTTP string `yaml:"http"`
+	// Exec is a command that must exit 0.
+	Exec []string `yaml:"exec"`
+	// Timeout bounds the wait for readiness (default 30 seconds).
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Retry is the restart schedule of a plugin that exits on its own:
+// Delay, then Delay×Factor, ..., capped at Max, at most Attempts times.
+type Retry struct {
+	Delay  Duration `yaml:"delay"`  // default 1 second
+	Factor float64  `yaml:"factor"` // default 2
+	Max    Duration `yaml:"max"`    // default 1 minute
+	// Attempts is the number of restarts before the plugin stays failed;
+	// zero means no limit.
+	Attempts int `yaml:"attempts"`
+}
+
+// Elect configures the shared-directory election of a floating plugin
+// (DESIGN §9; defaults from seed 002).
+type Elect struct {
+	// Dir is the shared directory that holds the lease and lock files.
+	Dir string `yaml:"dir"`
+	// Port is the port the plugin serves on; the leader's address is
+	// published with it.
+	Port int `yaml:"port"`
+	// Address is the HOST:PORT published for consumers; it defaults to this
+	// machine's address and Port.
+	Address   string   `yaml:"address"`
+	TTL       Duration `yaml:"ttl"`       // default 10 seconds
+	Renew     Duration `yaml:"renew"`     // default 3 seconds
+	Poll      Duration `yaml:"poll"`      // default 2 seconds
+	LockStale Duration `yaml:"lockStale"` // default 15 seconds
+}

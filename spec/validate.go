@@ -1,0 +1,424 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxNameLen keeps names usable as file names and DNS labels.
+const maxNameLen = 63
+
+var (
+	// nameRE is the form of project, plugin and runner names: they become
+	// file names and parts of instance names.
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	// instanceRE is the form of an instance name, <project>.<plugin> by default.
+	instanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+)
+
+// Signals are the names stopSignal accepts.
+var Signals = []string{"SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGWINCH"}
+
+// checkValues checks the values the file wrote, before defaults fill the
+// rest: a duration written as "0 seconds" must be rejected, not replaced by
+// its default.
+func (d *decoder) checkValues(s *Spec) {
+	if d.written("name") && !validName(s.Name) {
+		d.errorf(d.at("name"), "name", "bad project name %q: %s", s.Name, nameRule)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Runners)) {
+		r, path := s.Runners[name], join("runners", name)
+		d.name(path, name, "runner")
+		if r == nil {
+			continue
+		}
+		if r.Address != "" {
+			if err := checkRunnerAddress(r.Address); err != nil {
+				d.errorf(d.at(path+".address"), path+".address", "%v", err)
+			}
+		}
+		d.positive(path+".connect.lease", r.Connect.Lease)
+		d.positive(path+".connect.margin", r.Connect.Margin)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+		p, path := s.Plugins[name], join("plugins", name)
+		d.name(path, name, "plugin")
+		if p == nil {
+			continue // reported by the decoder
+		}
+		d.pluginValues(p, path)
+	}
+}
+
+const nameRule = "want lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 63 characters"
+
+func validName(s string) bool { return len(s) <= maxNameLen && nameRE.MatchString(s) }
+
+func (d *decoder) name(path, name, what string) {
+	if !validName(name) {
+		d.errorf(d.atKey(path), path, "bad %s name %q: %s", what, name, nameRule)
+	}
+}
+
+func (d *decoder) pluginValues(p *Plugin, path string) {
+	if d.written(path+".run") && !slices.Contains(Placements, p.Run) {
+		d.errorf(d.at(path+".run"), path+".run", "unknown placement %q; want one of local, worker, runner, floating%s",
+			p.Run, didYouMean(string(p.Run), placementNames()))
+	}
+	for i, arg := range p.Command {
+		if i == 0 && arg == "" {
+			d.errorf(d.at(path+".command[0]"), path+".command[0]", "empty program name")
+		}
+		if strings.ContainsRune(arg, 0) {
+			d.errorf(d.at(fmt.Sprintf("%s.command[%d]", path, i)), fmt.Sprintf("%s.command[%d]", path, i), "contains a NUL byte")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		kp := path + ".env." + k
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			d.errorf(d.atKey(kp), kp, "bad environment variable name %q: it cannot be empty or hold '=' or NUL", k)
+		case strings.HasPrefix(strings.ToUpper(k), "GRAFT_"):
+			d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
+		case strings.ContainsRune(p.Env[k], 0):
+			d.errorf(d.at(kp), kp, "value contains a NUL byte")
+		}
+	}
+	seen := map[string]bool{}
+	for i, u := range p.Uses {
+		up := fmt.Sprintf("%s.uses[%d]", path, i)
+		if seen[u] {
+			d.errorf(d.at(up), up, "%q is listed twice", u)
+		}
+		seen[u] = true
+	}
+	if d.written(path+".stopSignal") && !slices.Contains(Signals, p.StopSignal) {
+		d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "unknown signal %q; want one of %s%s",
+			p.StopSignal, strings.Join(Signals, ", "), signalHint(p.StopSignal))
+	}
+	if r := p.Ready; r != nil {
+		d.readyValues(r, path+".ready")
+	}
+	if r := p.Retry; r != nil {
+		rp := path + ".retry"
+		d.positive(rp+".delay", r.Delay)
+		d.positive(rp+".max", r.Max)
+		if d.written(rp+".factor") && (r.Factor < 1 || math.IsInf(r.Factor, 0) || math.IsNaN(r.Factor)) {
+			d.errorf(d.at(rp+".factor"), rp+".factor", "want a finite number of at least 1, got %v", r.Factor)
+		}
+		if r.Attempts < 0 {
+			d.errorf(d.at(rp+".attempts"), rp+".attempts", "want 0 (no limit) or more, got %d", r.Attempts)
+		}
+	}
+	if d.written(path+".instance") && !(len(p.Instance) <= 253 && instanceRE.MatchString(p.Instance)) {
+		d.errorf(d.at(path+".instance"), path+".instance",
+			"bad instance name %q: want letters, digits, '.', '-' and '_', starting with a letter or digit, at most 253 characters", p.Instance)
+	}
+	if e := p.Elect; e != nil {
+		ep := path + ".elect"
+		if d.written(ep+".port") && (e.Port < 1 || e.Port > 65535) {
+			d.errorf(d.at(ep+".port"), ep+".port", "want a port from 1 to 65535, got %d", e.Port)
+		}
+		if e.Address != "" {
+			if err := checkHostPort(e.Address); err != nil {
+				d.errorf(d.at(ep+".address"), ep+".address", "%v", err)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			v   Duration
+		}{{"ttl", e.TTL}, {"renew", e.Renew}, {"poll", e.Poll}, {"lockStale", e.LockStale}} {
+			d.positive(ep+"."+f.key, f.v)
+		}
+	}
+}
+
+func (d *decoder) readyValues(r *Ready, path string) {
+	set := 0
+	if r.TCP != "" {
+		set++
+		if err := checkHostPort(r.TCP); err != nil {
+			d.errorf(d.at(path+".tcp"), path+".tcp", "%v", err)
+		}
+	}
+	if r.HTTP != "" {
+		set++
+		if u, err := url.Parse(r.HTTP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errorf(d.at(path+".http"), path+".http", "want an http:// or https:// URL with a host, got %q", r.HTTP)
+		}
+	}
+	if r.Exec != nil {
+		set++
+		if len(r.Exec) == 0 || r.Exec[0] == "" {
+			d.errorf(d.at(path+".exec"), path+".exec", "want a command, such as [pg_isready, -q]")
+		}
+	}
+	if set != 1 {
+		d.errorf(d.at(path), path, "want exactly one of tcp, http and exec, found %d", set)
+	}
+	d.positive(path+".timeout", r.Timeout)
+}
+
+// positive checks that a duration the file wrote is finite and above zero:
+// every duration of plugins.yaml must be (seed: "lease, grace and margin
+// must be finite and positive").
+func (d *decoder) positive(path string, v Duration) {
+	if !d.written(path) {
+		return
+	}
+	if v.Infinite() || v.Std() <= 0 {
+		d.errorf(d.at(path), path, "want a finite, positive duration, got %s", v)
+	}
+}
+
+// written reports whether the file set the field at path to a value that
+// decoded, so one bad value is reported once.
+func (d *decoder) written(path string) bool {
+	_, ok := d.pos[path]
+	return ok && !d.bad[path]
+}
+
+// checkStructure checks what only the whole, defaulted spec can tell: what
+// each placement needs, references between entries, and uses cycles.
+func (d *decoder) checkStructure(s *Spec) {
+	runners := slices.Sorted(maps.Keys(s.Runners))
+	plugins := slices.Sorted(maps.Keys(s.Plugins))
+	for _, name := range plugins {
+		p, path := s.Plugins[name], join("plugins", name)
+		if p == nil {
+			continue
+		}
+		if slices.Contains(Placements, p.Run) {
+			d.placement(p, path, runners)
+		}
+		for i, u := range p.Uses {
+			if _, ok := s.Plugins[u]; !ok {
+				up := fmt.Sprintf("%s.uses[%d]", path, i)
+				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
+			}
+		}
+	}
+	d.cycles(s, plugins)
+}
+
+// placement checks the fields that belong to p's placement, and only those.
+func (d *decoder) placement(p *Plugin, path string, runners []string) {
+	run := string(p.Run)
+	only := func(field, placements string) {
+		if d.written(path + "." + field) {
+			d.errorf(d.at(path+"."+field), path+"."+field, "only for %s, and this plugin has run: %s", placements, run)
+		}
+	}
+	if p.Run == Worker {
+		if p.Module == "" {
+			d.errorf(d.at(path), path, "missing module: a worker runs a WebAssembly module (module: ./app.wasm)")
+		}
+		if d.written(path + ".command") {
+			d.errorf(d.at(path+".command"), path+".command", "a worker runs module, not command")
+		}
+		if d.written(path + ".stopSignal") {
+			d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "a worker gets no signal: its graceful stop closes its stdin")
+		}
+	} else {
+		switch {
+		case d.bad[path+".command"]: // reported as written
+		case d.written(path+".command") && len(p.Command) == 0:
+			d.errorf(d.at(path+".command"), path+".command", "empty; want the program and its arguments")
+		case len(p.Command) == 0:
+			d.errorf(d.at(path), path, "missing command, such as command: [./bin/api, --port, \"8080\"]")
+		}
+		only("module", "run: worker")
+	}
+	if p.Run == Remote {
+		if p.Runner != "" && !slices.Contains(runners, p.Runner) {
+			d.errorf(d.at(path+".runner"), path+".runner", "runner %q is not declared in runners%s", p.Runner, didYouMean(p.Runner, runners))
+		}
+	} else {
+		only("runner", "run: runner")
+	}
+	if p.Run != Remote && p.Run != Floating {
+		only("instance", "run: runner and run: floating (local and worker plugins get a fresh UUID each start)")
+	}
+	if p.Run == Floating {
+		d.elect(p.Elect, path+".elect", path)
+	} else {
+		only("elect", "run: floating")
+	}
+}
+
+func (d *decoder) elect(e *Elect, path, plugin string) {
+	if e == nil {
+		d.errorf(d.at(plugin), plugin, "missing elect: a floating plugin needs elect: {dir: /shared/dir, port: PORT}")
+		return
+	}
+	if e.Dir == "" {
+		d.errorf(d.at(path), path, "missing dir: the shared directory that holds the lease")
+	}
+	if e.Port == 0 && e.Address == "" && !d.bad[path+".port"] {
+		d.errorf(d.at(path), path, "missing port: the port the plugin serves on, published to its consumers")
+	}
+	ttl := e.TTL.Std()
+	for _, f := range []struct {
+		key string
+		v   Duration
+	}{{"renew", e.Renew}, {"poll", e.Poll}} {
+		if f.v.Std() >= ttl && !f.v.Infinite() && !e.TTL.Infinite() {
+			d.errorf(d.at(path+"."+f.key), path+"."+f.key, "%s (%s) must be shorter than ttl (%s), or the leader is taken for dead while alive", f.key, f.v, e.TTL)
+		}
+	}
+}
+
+// cycles reports each uses cycle once, as its shortest loop through the
+// alphabetically first plugin on it, at that plugin's uses entry.
+func (d *decoder) cycles(s *Spec, plugins []string) {
+	for _, comp := range components(s, plugins) {
+		start := comp[0]
+		loop := shortestLoop(s, start, comp)
+		if loop == nil {
+			continue
+		}
+		i := slices.Index(s.Plugins[start].Uses, loop[1])
+		path := fmt.Sprintf("plugins.%s.uses[%d]", start, i)
+		d.errorf(d.at(path), path, "uses cycle: %s", strings.Join(loop, " → "))
+	}
+}
+
+// components returns the strongly connected components of the uses graph
+// that hold a cycle, each sorted (Tarjan's algorithm).
+func components(s *Spec, plugins []string) [][]string {
+	index := map[string]int{}
+	low := map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	var out [][]string
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range s.uses(v) {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] != index[v] {
+			return
+		}
+		var comp []string
+		for {
+			w := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[w] = false
+			comp = append(comp, w)
+			if w == v {
+				break
+			}
+		}
+		if len(comp) > 1 || slices.Contains(s.uses(v), v) {
+			slices.Sort(comp)
+			out = append(out, comp)
+		}
+	}
+	for _, v := range plugins {
+		if _, seen := index[v]; !seen {
+			visit(v)
+		}
+	}
+	return out
+}
+
+// shortestLoop finds, by breadth-first search inside comp, the shortest
+// path start → ... → start.
+func shortestLoop(s *Spec, start string, comp []string) []string {
+	prev := map[string]string{}
+	queue := []string{start}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range s.uses(v) {
+			if w == start {
+				loop := []string{start}
+				for at := v; at != start; at = prev[at] {
+					loop = append(loop, at)
+				}
+				slices.Reverse(loop[1:])
+				return append(loop, start)
+			}
+			if _, seen := prev[w]; !seen && slices.Contains(comp, w) {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return nil
+}
+
+// uses lists the declared plugins that name uses, in file order.
+func (s *Spec) uses(name string) []string {
+	p := s.Plugins[name]
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range p.Uses {
+		if _, ok := s.Plugins[u]; ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func placementNames() []string {
+	names := make([]string, len(Placements))
+	for i, p := range Placements {
+		names[i] = string(p)
+	}
+	return names
+}
+
+func signalHint(sig string) string {
+	up := strings.ToUpper(sig)
+	if !strings.HasPrefix(up, "SIG") {
+		up = "SIG" + up
+	}
+	if slices.Contains(Signals, up) {
+		return fmt.Sprintf("; did you mean %q?", up)
+	}
+	return didYouMean(sig, Signals)
+}
+
+func checkRunnerAddress(addr string) error {
+	bad := fmt.Errorf("want tcp://HOST:PORT or unix:///ABSOLUTE/PATH, got %q", addr)
+	switch {
+	case strings.HasPrefix(addr, "tcp://"):
+		if err := checkHostPort(strings.TrimPrefix(addr, "tcp://")); err != nil {
+			return bad
+		}
+	case strings.HasPrefix(addr, "unix://"):
+		if !strings.HasPrefix(strings.TrimPrefix(addr, "unix://"), "/") {
+			return bad
+		}
+	default:
+		return bad
+	}
+	return nil
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want HOST:PORT with a port from 1 to 65535, got %q", addr)
+	}
+	return nil
+}
