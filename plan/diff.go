@@ -1,0 +1,284 @@
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/graftland/graft/spec"
+)
+
+// Diff compares the desired spec with what runs, classifies every plugin
+// of either (DESIGN §4), and builds the graph of steps that turns one into
+// the other. A nil running state is the empty one.
+func Diff(desired *spec.Spec, running *State) (*Plan, error) {
+	if running == nil {
+		running = &State{}
+	}
+	if err := running.Check(); err != nil {
+		return nil, fmt.Errorf("running state: %w", err)
+	}
+	d := newDiffer(desired, running)
+	order := d.topological()
+	for _, i := range order {
+		d.classify(i)
+	}
+	for i, name := range d.names {
+		if r, ok := d.running[name]; ok && desired.Plugins[name] == nil {
+			reason := "not in " + filepath.Base(desired.File)
+			if r.Status == Failed {
+				reason += " (failed: nothing runs)"
+			}
+			d.changes[i] = Change{Plugin: name, Action: Stop, Reason: reason, Run: r.Run, Status: r.Status}
+		}
+	}
+	for _, i := range order {
+		d.restart(i)
+	}
+	p := &Plan{
+		Format:  Format,
+		Project: desired.Name,
+		Changes: d.changes,
+		Desired: desired.Digest(),
+		State:   running.Digest(),
+	}
+	for _, c := range p.Changes {
+		p.Summary.add(c.Action)
+	}
+	var err error
+	if p.Steps, p.Waves, err = d.graph(); err != nil {
+		return nil, err
+	}
+	p.Summary.Steps, p.Summary.Waves = len(p.Steps), len(p.Waves)
+	return p, nil
+}
+
+// differ holds one Diff under way. Plugins are numbered by name, so the
+// plan of ten thousand plugins that CI may ask for is made with slices.
+type differ struct {
+	desired *spec.Spec
+	running map[string]Record
+	names   []string       // every plugin desired or running, sorted
+	index   map[string]int // names[index[n]] == n
+	uses    [][]int        // the desired uses of each plugin
+	changes []Change       // by plugin number
+}
+
+func newDiffer(desired *spec.Spec, running *State) *differ {
+	d := &differ{desired: desired, running: make(map[string]Record, len(running.Plugins))}
+	names := make([]string, 0, len(desired.Plugins)+len(running.Plugins))
+	for name := range desired.Plugins {
+		names = append(names, name)
+	}
+	for _, r := range running.Plugins {
+		d.running[r.Name] = r
+		if desired.Plugins[r.Name] == nil {
+			names = append(names, r.Name)
+		}
+	}
+	slices.Sort(names)
+	d.names = names
+	d.index = make(map[string]int, len(names))
+	for i, name := range names {
+		d.index[name] = i
+	}
+	d.uses = make([][]int, len(names))
+	for i, name := range names {
+		if p := desired.Plugins[name]; p != nil {
+			for _, u := range p.Uses {
+				d.uses[i] = append(d.uses[i], d.index[u])
+			}
+		}
+	}
+	d.changes = make([]Change, len(names))
+	return d
+}
+
+// classify decides start, replace or (for now) keep for desired plugin i.
+func (d *differ) classify(i int) {
+	name := d.names[i]
+	p := d.desired.Plugins[name]
+	c := &d.changes[i]
+	*c = Change{Plugin: name, Action: Keep, Reason: "unchanged", Run: p.Run, Hash: d.desired.Hash(name)}
+	r, ok := d.running[name]
+	if !ok {
+		c.Action, c.Reason = Start, "new"
+		return
+	}
+	c.Status = r.Status
+	changed := r.Hash != c.Hash
+	if changed {
+		c.Fields = changedFields(spec.FieldDigests(d.desired.Fields(name)), r.Fields)
+	}
+	switch {
+	case r.Status == Failed:
+		c.Action, c.Reason = Start, "failed"
+		if r.LastError != "" {
+			c.Reason += ": " + firstLine(r.LastError)
+		}
+		if changed {
+			c.Reason += "; " + describeChange(r, p, c.Fields)
+		}
+	case changed:
+		c.Action, c.Reason = Replace, describeChange(r, p, c.Fields)
+	case r.Status == Unconfirmed:
+		c.Action, c.Reason = Replace, "unconfirmed: it may still be running; its exit must be confirmed before it starts again"
+	}
+}
+
+// restart turns kept plugin i into a restart when a plugin it uses is
+// started, replaced or restarted. Called in topological order, so its
+// providers are decided already.
+func (d *differ) restart(i int) {
+	c := &d.changes[i]
+	if c.Action != Keep {
+		return
+	}
+	// The cause is the provider with the shortest chain, the first by name
+	// among equals.
+	via := -1
+	for _, u := range d.uses[i] {
+		pc := &d.changes[u]
+		if pc.Action == Keep {
+			continue
+		}
+		if via < 0 || len(pc.Cause) < len(d.changes[via].Cause) || len(pc.Cause) == len(d.changes[via].Cause) && u < via {
+			via = u
+		}
+	}
+	if via < 0 {
+		return
+	}
+	if vc := &d.changes[via]; vc.Action == Restart {
+		c.Cause = append([]string{c.Plugin}, vc.Cause...)
+	} else {
+		c.Cause = []string{c.Plugin, vc.Plugin}
+	}
+	root := &d.changes[d.index[c.Cause[len(c.Cause)-1]]]
+	c.Action = Restart
+	c.Reason = root.Plugin + " is " + past(root.Action)
+	if len(c.Cause) > 2 {
+		c.Reason += " (through " + strings.Join(c.Cause[1:len(c.Cause)-1], " → ") + ")"
+	}
+}
+
+// topological orders the desired plugins providers first, by name among
+// equals (Kahn's algorithm). The spec has no cycles: validation rejects
+// them.
+func (d *differ) topological() []int {
+	waiting := make([]int, len(d.names))
+	consumers := make([][]int, len(d.names))
+	var ready []int
+	for i, name := range d.names {
+		if d.desired.Plugins[name] == nil {
+			continue
+		}
+		waiting[i] = len(d.uses[i])
+		for _, u := range d.uses[i] {
+			consumers[u] = append(consumers[u], i)
+		}
+		if waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	order := make([]int, 0, len(d.desired.Plugins))
+	for len(ready) > 0 {
+		i := ready[0]
+		ready = ready[1:]
+		order = append(order, i)
+		for _, c := range consumers[i] {
+			if waiting[c]--; waiting[c] == 0 {
+				ready = append(ready, c)
+			}
+		}
+	}
+	return order
+}
+
+func past(a Action) string {
+	switch a {
+	case Start:
+		return "started"
+	case Replace:
+		return "replaced"
+	case Restart:
+		return "restarted"
+	case Stop:
+		return "stopped"
+	}
+	return "kept"
+}
+
+// changedFields lists the fields whose digests differ. When a whole block
+// such as elect or ready comes or goes, only the block is named.
+func changedFields(desired, running map[string]string) []string {
+	if running == nil {
+		return nil // a state without field digests: only the hash is known
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(joinKeys(desired, running))) {
+		if desired[k] == running[k] {
+			continue
+		}
+		if parent, _, nested := strings.Cut(k, "."); nested && desired[parent] != running[parent] {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func joinKeys(a, b map[string]string) map[string]bool {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return keys
+}
+
+// describeChange says what changed between the running plugin and the
+// desired one, naming a change of placement first.
+func describeChange(r Record, p *spec.Plugin, fields []string) string {
+	var parts []string
+	if r.Run != "" && r.Run != p.Run {
+		parts = append(parts, fmt.Sprintf("run %s → %s", r.Run, p.Run))
+		fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == "run" })
+	}
+	if len(fields) > 0 {
+		parts = append(parts, "changed "+strings.Join(fields, ", "))
+	}
+	if len(parts) == 0 {
+		return "spec changed"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// firstLine shortens a last error to its first line and 100 characters,
+// for one line of a plan.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:97]) + "..."
+	}
+	return s
+}
+
+func (s *Summary) add(a Action) {
+	switch a {
+	case Start:
+		s.Start++
+	case Stop:
+		s.Stop++
+	case Replace:
+		s.Replace++
+	case Restart:
+		s.Restart++
+	case Keep:
+		s.Keep++
+	}
+}

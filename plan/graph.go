@@ -1,0 +1,169 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// StepID names the step that does op to plugin, as in "stop:api".
+func StepID(op Op, plugin string) string { return string(op) + ":" + plugin }
+
+// graph builds the steps and their order (DESIGN §4):
+//   - stop X waits for stop C of every running consumer C of X, so
+//     consumers stop while X still serves them;
+//   - start X waits for start P of every desired provider P of X;
+//   - start X waits for stop X when X is replaced or restarted;
+//   - nothing else is ordered, so independent branches run side by side.
+//
+// It works on numbered plugins, stop of plugin i being node 2i and its
+// start 2i+1, since plans of ten thousand plugins are planned in CI.
+func (d *differ) graph() ([]Step, [][]string, error) {
+	names := d.names
+	has := make([]bool, 2*len(names)) // has[node]: the plan has that step
+	for i := range names {
+		switch d.changes[i].Action {
+		case Stop:
+			has[stopNode(i)] = true
+		case Start:
+			has[startNode(i)] = true
+		case Replace, Restart:
+			has[stopNode(i)], has[startNode(i)] = true, true
+		}
+	}
+
+	// Running consumers come from the records, not the desired spec: a
+	// plugin that is removed, or whose uses change, is stopped in the
+	// order it was started in.
+	consumers := make([][]int, len(names))
+	for _, r := range d.running {
+		for _, u := range r.Uses {
+			if j, ok := d.index[u]; ok {
+				consumers[j] = append(consumers[j], d.index[r.Name])
+			}
+		}
+	}
+
+	after := make([][]int, 2*len(names))
+	for i := range names {
+		if has[stopNode(i)] {
+			after[stopNode(i)] = d.nearestStops(i, consumers, has)
+		}
+		if !has[startNode(i)] {
+			continue
+		}
+		if has[stopNode(i)] {
+			after[startNode(i)] = append(after[startNode(i)], stopNode(i))
+		}
+		// A provider with no start step is kept, and so are all of its own
+		// providers (else it would restart): direct edges are enough.
+		for _, u := range d.uses[i] {
+			if n := startNode(u); has[n] {
+				after[startNode(i)] = append(after[startNode(i)], n)
+			}
+		}
+	}
+	return waves(names, has, after)
+}
+
+func stopNode(i int) int  { return 2 * i }
+func startNode(i int) int { return 2*i + 1 }
+
+func nodeOp(n int) Op {
+	if n%2 == 0 {
+		return OpStop
+	}
+	return OpStart
+}
+
+// nearestStops returns the stop nodes of the consumers of plugin i that
+// have a stop step, looking through failed consumers, which have none, to
+// theirs.
+func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
+	var out []int
+	seen := map[int]bool{i: true}
+	queue := []int{i}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, c := range consumers[v] {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			if has[stopNode(c)] {
+				out = append(out, stopNode(c))
+			} else if d.running[d.names[c]].Status == Failed {
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
+}
+
+// waves sorts the steps into waves, each step one wave after the latest
+// step it waits on (Kahn's algorithm), and lists them in that order: by
+// wave, stops before starts, then by plugin. A cycle can only come from a
+// running state whose records use each other; it is an error.
+func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error) {
+	waiting := make([]int, len(has))
+	next := make([][]int, len(has))
+	wave := make([]int, len(has))
+	var ready []int
+	total := 0
+	for n := range has {
+		if !has[n] {
+			continue
+		}
+		total++
+		waiting[n] = len(after[n])
+		for _, a := range after[n] {
+			next[a] = append(next[a], n)
+		}
+		if len(after[n]) == 0 {
+			ready = append(ready, n)
+		}
+	}
+	var order []int
+	for len(ready) > 0 {
+		n := ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		order = append(order, n)
+		for _, m := range next[n] {
+			wave[m] = max(wave[m], wave[n]+1)
+			if waiting[m]--; waiting[m] == 0 {
+				ready = append(ready, m)
+			}
+		}
+	}
+	if len(order) < total {
+		for n := range has {
+			if has[n] && waiting[n] > 0 {
+				return nil, nil, fmt.Errorf("running state has a uses cycle through %s; its records cannot be stopped in order", names[n/2])
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(wave[a]-wave[b], a%2-b%2, a/2-b/2) // wave, stops first, plugin
+	})
+	ids := make([]string, len(has))
+	for _, n := range order {
+		ids[n] = StepID(nodeOp(n), names[n/2])
+	}
+	steps := make([]Step, len(order))
+	ws := [][]string{}
+	for i, n := range order {
+		s := &steps[i]
+		s.ID, s.Op, s.Plugin = ids[n], nodeOp(n), names[n/2]
+		s.After = make([]string, len(after[n]))
+		for j, a := range after[n] {
+			s.After[j] = ids[a]
+		}
+		slices.Sort(s.After)
+		if wave[n] == len(ws) {
+			ws = append(ws, nil)
+		}
+		ws[wave[n]] = append(ws[wave[n]], s.ID)
+	}
+	return steps, ws, nil
+}

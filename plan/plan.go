@@ -1,0 +1,113 @@
+// Package plan owns the diff of a desired spec against running state, the
+// ordered step graph that carries it out, and its text and JSON renderings.
+package plan
+
+import "github.com/graftland/graft/spec"
+
+// Format names the JSON form of a Plan; it changes only with a new major
+// version of that form.
+const Format = "graft.plan/v1"
+
+// Action is what a plan does with one plugin (DESIGN §4).
+type Action string
+
+// The actions, in the order a plan's summary lists them.
+const (
+	Start   Action = "start"   // desired and not running, or failed
+	Stop    Action = "stop"    // running and no longer desired
+	Replace Action = "replace" // desired and running with a different spec
+	Restart Action = "restart" // unchanged, but a plugin it uses is replaced, restarted or started
+	Keep    Action = "keep"    // unchanged and running
+)
+
+// Actions lists every action.
+var Actions = []Action{Start, Replace, Restart, Stop, Keep}
+
+// Op is what a step does.
+type Op string
+
+// The operations of steps.
+const (
+	OpStop  Op = "stop"
+	OpStart Op = "start"
+)
+
+// Plan is the diff of a desired spec against running state and the graph
+// of steps that carries it out. Its JSON form is documented in
+// docs/plan-format.md.
+type Plan struct {
+	Format  string   `json:"format"`
+	Project string   `json:"project"`
+	Changes []Change `json:"changes"`
+	Steps   []Step   `json:"steps"`
+	// Waves groups the steps by depth in the graph: every step of a wave
+	// waits only on steps of earlier waves.
+	Waves   [][]string `json:"waves"`
+	Summary Summary    `json:"summary"`
+	// Desired is spec.Spec.Digest of the desired spec.
+	Desired string `json:"desired"`
+	// State is State.Digest of the running state the plan was made against.
+	State string `json:"state"`
+	// Source is the desired spec itself, in plans saved to apply later.
+	Source *Source `json:"source,omitempty"`
+}
+
+// Change is what the plan does with one plugin, and why.
+type Change struct {
+	Plugin string `json:"plugin"`
+	Action Action `json:"action"`
+	// Reason says why, for people: the fields that changed, or the
+	// dependency that causes a restart.
+	Reason string `json:"reason"`
+	// Run is the desired placement, or the running one for a stop.
+	Run spec.Placement `json:"run"`
+	// Status is the running status before the plan; empty when not running.
+	Status Status `json:"status,omitempty"`
+	// Fields are the spec fields that changed, for a replace or a start of
+	// a failed plugin whose spec changed too.
+	Fields []string `json:"fields,omitempty"`
+	// Cause is, for a restart, the chain of uses from this plugin to the
+	// plugin whose start or replacement causes it: [api, cache, db].
+	Cause []string `json:"cause,omitempty"`
+	// Hash is the desired spec.Spec.Hash of the plugin; empty for a stop.
+	Hash string `json:"hash,omitempty"`
+}
+
+// Step is one stop or start in the plan's graph.
+type Step struct {
+	ID     string `json:"id"`
+	Op     Op     `json:"op"`
+	Plugin string `json:"plugin"`
+	// After lists the steps that must finish before this one starts.
+	After []string `json:"after"`
+}
+
+// Summary counts the changes by action, and the steps and waves.
+type Summary struct {
+	Start   int `json:"start"`
+	Stop    int `json:"stop"`
+	Replace int `json:"replace"`
+	Restart int `json:"restart"`
+	Keep    int `json:"keep"`
+	Steps   int `json:"steps"`
+	Waves   int `json:"waves"`
+}
+
+// Source is the desired spec a saved plan carries, so that applying the
+// plan later applies exactly what was planned.
+type Source struct {
+	// File is the plugins file's path as it was given.
+	File string `json:"file"`
+	// Dir is the absolute directory relative paths of the spec resolve in.
+	Dir string `json:"dir"`
+	// YAML is the file's content.
+	YAML string `json:"yaml"`
+}
+
+// HasChanges reports whether carrying out the plan would do anything.
+func (p *Plan) HasChanges() bool { return len(p.Steps) > 0 }
+
+// Spec parses the desired spec a saved plan carries.
+func (s *Source) Spec() (*spec.Spec, error) {
+	return spec.ParseIn(s.File, s.Dir, []byte(s.YAML))
+}

@@ -1,0 +1,93 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextOptions shapes the text rendering of a plan.
+type TextOptions struct {
+	// Color adds ANSI colours; the CLI sets it only on a terminal and never
+	// with NO_COLOR.
+	Color bool
+}
+
+// symbols are the markers of the text rendering, Terraform's where it has
+// one.
+var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Restart: "↻", Keep: " "}
+
+var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Restart: "36"}
+
+// WriteText renders the plan for people: a summary line, a line per change,
+// then the order of the steps in waves.
+func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
+	b := &strings.Builder{}
+	paint := func(a Action, s string) string {
+		if !opt.Color || colors[a] == "" {
+			return s
+		}
+		return "\x1b[" + colors[a] + "m" + s + "\x1b[0m"
+	}
+	s := p.Summary
+	if !p.HasChanges() {
+		fmt.Fprintf(b, "No changes: %s is up to date (%s).\n", p.Project, plural(s.Keep, "plugin", "plugins")+" running as declared")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(b, "Plan for %s: %d to start, %d to replace, %d to restart, %d to stop, %d unchanged.\n\n",
+		p.Project, s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
+
+	width := 0
+	for _, c := range p.Changes {
+		if c.Action != Keep {
+			width = max(width, len(c.Plugin))
+		}
+	}
+	for _, a := range []Action{Start, Replace, Restart, Stop} {
+		for _, c := range p.Changes {
+			if c.Action != a {
+				continue
+			}
+			reason := c.Reason
+			if a == Start && c.Reason == "new" {
+				reason = "new, run: " + string(c.Run)
+			}
+			fmt.Fprintf(b, "  %s %-*s  %s\n", paint(a, fmt.Sprintf("%s %-7s", symbols[a], a)), width, c.Plugin, reason)
+		}
+	}
+
+	fmt.Fprintf(b, "\nOrder: %s in %s.\n", plural(s.Steps, "step", "steps"), plural(s.Waves, "wave", "waves"))
+	for i, wave := range p.Waves {
+		fmt.Fprintf(b, "  %2d. %s\n", i+1, strings.ReplaceAll(strings.Join(wave, ", "), ":", " "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON renders the plan in its documented JSON form, indented.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// ReadJSON reads a plan saved by WriteJSON and checks its format.
+func ReadJSON(r io.Reader) (*Plan, error) {
+	var p Plan
+	if err := json.NewDecoder(r).Decode(&p); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if p.Format != Format {
+		return nil, fmt.Errorf("read plan: format %q, want %q", p.Format, Format)
+	}
+	return &p, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

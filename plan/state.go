@@ -1,0 +1,141 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/graftland/graft/spec"
+)
+
+// Status is where a plugin stands, as the host reports it (DESIGN §4).
+type Status string
+
+// The statuses of a plugin.
+const (
+	Starting    Status = "starting"
+	Running     Status = "running"
+	Failed      Status = "failed"      // exited on its own or failed to start; nothing runs
+	Stopping    Status = "stopping"    // a stop is under way
+	Unconfirmed Status = "unconfirmed" // a stop could not be confirmed: it may still be running
+	Standby     Status = "standby"     // floating, and another host leads
+)
+
+// Statuses lists every status.
+var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standby}
+
+// State is what runs: the host's report, and the input of Diff. Its JSON
+// form is what `graft status --json` prints and `graft plan --state` reads.
+type State struct {
+	Host    *Host    `json:"host,omitempty"`
+	Plugins []Record `json:"plugins"`
+}
+
+// Host describes the host daemon that reported a State.
+type Host struct {
+	PID      int       `json:"pid"`
+	Version  string    `json:"version,omitempty"`
+	Project  string    `json:"project,omitempty"`
+	StateDir string    `json:"stateDir,omitempty"`
+	Since    time.Time `json:"since,omitzero"`
+	// Spec is the digest of the last applied spec.
+	Spec string `json:"spec,omitempty"`
+}
+
+// Record is one plugin the host runs or tracks.
+type Record struct {
+	Name       string         `json:"name"`
+	Run        spec.Placement `json:"run"`
+	Status     Status         `json:"status"`
+	Instance   string         `json:"instance"`
+	Generation int64          `json:"generation"`
+	PID        int            `json:"pid"`
+	Since      time.Time      `json:"since,omitzero"`
+	Restarts   int            `json:"restarts"`
+	LastError  string         `json:"lastError,omitempty"`
+	// Hash is spec.Spec.Hash of the plugin as it was applied.
+	Hash string `json:"hash"`
+	// Uses is what the running process was started to use: stops are
+	// ordered by it, since the desired spec may no longer say.
+	Uses []string `json:"uses,omitempty"`
+	// Fields holds spec.FieldDigests of the applied plugin, so a plan can
+	// name the fields a new spec changes.
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+// Applied returns the record of plugin name of s as the host writes it when
+// it starts the plugin: everything the spec decides, and no process facts.
+func Applied(s *spec.Spec, name string) Record {
+	p := s.Plugins[name]
+	return Record{
+		Name:     name,
+		Run:      p.Run,
+		Instance: p.Instance,
+		Hash:     s.Hash(name),
+		Uses:     slices.Sorted(slices.Values(p.Uses)),
+		Fields:   spec.FieldDigests(s.Fields(name)),
+	}
+}
+
+// ReadState reads a State from a JSON file, such as one saved from
+// `graft status --json`.
+func ReadState(path string) (*State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var st State
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	if err := st.Check(); err != nil {
+		return nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	return &st, nil
+}
+
+// Check reports the first thing that makes s unusable as Diff's input.
+func (s *State) Check() error {
+	seen := map[string]bool{}
+	for i, r := range s.Plugins {
+		switch {
+		case r.Name == "":
+			return fmt.Errorf("plugins[%d]: missing name", i)
+		case seen[r.Name]:
+			return fmt.Errorf("plugins[%d]: plugin %q is listed twice", i, r.Name)
+		case !slices.Contains(Statuses, r.Status):
+			return fmt.Errorf("plugins[%d] (%s): unknown status %q", i, r.Name, r.Status)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// Digest identifies the part of s that Diff reads: each plugin's name,
+// hash, uses and whether it is failed, unconfirmed or live. A saved plan is
+// stale exactly when this changes, since only then could Diff plan
+// differently; a pid or an uptime that moved does not make it stale.
+func (s *State) Digest() string {
+	records := slices.Clone(s.Plugins)
+	slices.SortFunc(records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, r := range records {
+		uses := slices.Sorted(slices.Values(r.Uses))
+		io.WriteString(h, r.Name+"\x00"+r.Hash+"\x00"+r.Status.class()+"\x00"+strings.Join(uses, ",")+"\n")
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// class is the part of a status that Diff branches on.
+func (st Status) class() string {
+	if st == Failed || st == Unconfirmed {
+		return string(st)
+	}
+	return "live"
+}
