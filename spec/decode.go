@@ -21,9 +21,10 @@ const maxNodes = 1 << 20
 type decoder struct {
 	file  string
 	errs  Errors
-	pos   map[string]Pos  // where each field's value was written (see entry.node)
-	keys  map[string]Pos  // where each map entry's key was written
-	bad   map[string]bool // paths whose value could not be decoded
+	pos   map[string]Pos    // where each field's value was written (see entry.node)
+	keys  map[string]Pos    // where each map entry's key was written
+	text  map[string]string // what each scalar field was written as
+	bad   map[string]bool   // paths whose value could not be decoded
 	nodes int
 	// open holds the mappings being listed, to refuse a merge of one into
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
@@ -32,7 +33,7 @@ type decoder struct {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
 }
 
 func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
@@ -221,6 +222,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		p := join(path, e.key)
 		i, known := fields[e.key]
 		switch {
+		case known && isNull(resolve(e.val)):
+			// A field written as null (or left empty) is unset, as in
+			// yaml.v3 and Kubernetes: its default applies.
 		case known:
 			d.record(p, e.node(e.val))
 			d.decode(e.val, v.Field(i), p)
@@ -325,6 +329,9 @@ func (d *decoder) merge(val *yaml.Node, path string) []entry {
 
 func (d *decoder) record(path string, n *yaml.Node) {
 	d.pos[path] = nodePos(n)
+	if n = resolve(n); n.Kind == yaml.ScalarNode {
+		d.text[path] = n.Value
+	}
 }
 
 func resolve(n *yaml.Node) *yaml.Node {

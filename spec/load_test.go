@@ -201,3 +201,31 @@ func TestSelfMerge(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "plugins.yaml:2:26: plugins.p.env: an alias refers to a node that contains it", err.Error())
 }
+
+// TestNullIsUnset: a field written as null, or left empty, gets its
+// default, as yaml.v3 and Kubernetes read it.
+func TestNullIsUnset(t *testing.T) {
+	s, err := Parse("plugins.yaml", []byte(`
+name:
+plugins:
+  a:
+    run: ~
+    command: [a]
+    stopSignal:
+    instance: null
+    ready: {tcp: 127.0.0.1:80, http: ~, timeout: ~}
+    elect:
+  f:
+    run: floating
+    command: [f]
+    elect: {dir: /x, port: 1, ttl: ~}
+`))
+	require.NoError(t, err)
+	a := s.Plugins["a"]
+	assert.Equal(t, Local, a.Run)
+	assert.Equal(t, "SIGTERM", a.StopSignal)
+	assert.Nil(t, a.Elect)
+	assert.Equal(t, DefaultReadyTimeout, a.Ready.Timeout.Std())
+	assert.Equal(t, DefaultElectTTL, s.Plugins["f"].Elect.TTL.Std())
+	assert.Equal(t, "spec", s.Name, "a bare file name lies in the working directory, whose name is the default")
+}

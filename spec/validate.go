@@ -72,14 +72,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 		d.errorf(d.at(path+".run"), path+".run", "unknown placement %q; want one of local, worker, runner, floating%s",
 			p.Run, didYouMean(string(p.Run), placementNames()))
 	}
-	for i, arg := range p.Command {
-		if i == 0 && arg == "" {
-			d.errorf(d.at(path+".command[0]"), path+".command[0]", "empty program name")
-		}
-		if strings.ContainsRune(arg, 0) {
-			d.errorf(d.at(fmt.Sprintf("%s.command[%d]", path, i)), fmt.Sprintf("%s.command[%d]", path, i), "contains a NUL byte")
-		}
-	}
+	d.argv(path+".command", p.Command)
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		kp := path + ".env." + k
 		switch {
@@ -140,25 +133,42 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	}
 }
 
+// argv checks a command line: a program name, and no NUL anywhere, which
+// no exec call can pass.
+func (d *decoder) argv(path string, args []string) {
+	for i, arg := range args {
+		ap := fmt.Sprintf("%s[%d]", path, i)
+		if i == 0 && arg == "" {
+			d.errorf(d.at(ap), ap, "empty program name")
+		}
+		if strings.ContainsRune(arg, 0) {
+			d.errorf(d.at(ap), ap, "contains a NUL byte")
+		}
+	}
+}
+
 func (d *decoder) readyValues(r *Ready, path string) {
 	set := 0
-	if r.TCP != "" {
-		set++
+	for _, k := range []string{"tcp", "http", "exec"} {
+		if _, ok := d.pos[path+"."+k]; ok {
+			set++
+		}
+	}
+	if d.written(path + ".tcp") {
 		if err := checkHostPort(r.TCP); err != nil {
 			d.errorf(d.at(path+".tcp"), path+".tcp", "%v", err)
 		}
 	}
-	if r.HTTP != "" {
-		set++
+	if d.written(path + ".http") {
 		if u, err := url.Parse(r.HTTP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			d.errorf(d.at(path+".http"), path+".http", "want an http:// or https:// URL with a host, got %q", r.HTTP)
 		}
 	}
-	if r.Exec != nil {
-		set++
-		if len(r.Exec) == 0 || r.Exec[0] == "" {
+	if d.written(path + ".exec") {
+		if len(r.Exec) == 0 {
 			d.errorf(d.at(path+".exec"), path+".exec", "want a command, such as [pg_isready, -q]")
 		}
+		d.argv(path+".exec", r.Exec)
 	}
 	if set != 1 {
 		d.errorf(d.at(path), path, "want exactly one of tcp, http and exec, found %d", set)
@@ -174,7 +184,7 @@ func (d *decoder) positive(path string, v Duration) {
 		return
 	}
 	if v.Infinite() || v.Std() <= 0 {
-		d.errorf(d.at(path), path, "want a finite, positive duration, got %s", v)
+		d.errorf(d.at(path), path, "want a finite, positive duration, got %q", d.text[path])
 	}
 }
 
