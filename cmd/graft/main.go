@@ -1,0 +1,112 @@
+// Command graft keeps long-running processes in the state a YAML file
+// declares. This package parses flags, calls into graft's packages and
+// prints; it decides nothing of its own.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/graftland/graft/spec"
+)
+
+// CLI is graft's command line.
+type CLI struct {
+	Globals
+
+	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
+	Plan     PlanCmd     `cmd:"" help:"Show what graft apply would start, stop, replace and restart."`
+	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of plugins.yaml."`
+	Version  VersionCmd  `cmd:"" help:"Print graft's version."`
+}
+
+// Globals are the flags every command takes.
+type Globals struct {
+	StateDir string `name:"state-dir" env:"GRAFT_STATE_DIR" placeholder:"DIR" help:"Directory of the host's state (default: .graft/ beside the plugins file)."`
+	Color    string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
+
+	stdout, stderr io.Writer
+}
+
+// exitCode is an error that only sets the exit status, such as 2 from
+// `graft plan --detailed-exitcode` when there are changes.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes graft with args and returns the exit status: 0 on success,
+// 1 on any error, including a usage error (2 is kept for "changes" under
+// --detailed-exitcode, so CI never mistakes a typo for a plan).
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cli := CLI{Globals: Globals{stdout: stdout, stderr: stderr}}
+	parser, err := kong.New(&cli,
+		kong.Name("graft"),
+		kong.Description("graft keeps long-running processes (plugins) in the state plugins.yaml declares."),
+		kong.Writers(stdout, stderr),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+	)
+	if err != nil {
+		panic(err) // the CLI struct is wrong: a bug, not a user error
+	}
+	code := func() (code int) {
+		// kong exits after printing --help; turn that into a return.
+		defer func() {
+			if r := recover(); r != nil {
+				c, ok := r.(exitCode)
+				if !ok {
+					panic(r)
+				}
+				code = int(c)
+			}
+		}()
+		kctx, err := parser.Parse(args)
+		if err != nil {
+			fmt.Fprintf(stderr, "graft: %v\n", err)
+			if pe := (*kong.ParseError)(nil); errors.As(err, &pe) {
+				fmt.Fprintln(stderr, "Try: graft --help")
+			}
+			return 1
+		}
+		return report(stderr, kctx.Run(&cli.Globals))
+	}()
+	return code
+}
+
+// report prints err for people and returns the exit status for it.
+func report(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	if c := exitCode(0); errors.As(err, &c) {
+		return int(c)
+	}
+	// Problems in a plugins file are printed one per line, each starting
+	// with file:line:col, so editors and CI annotate them.
+	if errs := (spec.Errors)(nil); errors.As(err, &errs) {
+		fmt.Fprintln(stderr, errs.Error())
+		fmt.Fprintf(stderr, "graft: %s: %d %s\n", errs[0].File, len(errs), map[bool]string{true: "problem", false: "problems"}[len(errs) == 1])
+		return 1
+	}
+	fmt.Fprintf(stderr, "graft: %v\n", err)
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		fmt.Fprintf(stderr, "Try: %s\n", h.Hint())
+	}
+	return 1
+}
