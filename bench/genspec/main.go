@@ -1,0 +1,42 @@
+// Command genspec writes a large plugins.yaml for benchmarks, and the
+// running state of an older version of it, to measure `graft plan`:
+//
+//	go run ./bench/genspec -plugins 10000 -edges 30000 -out big.yaml -state big.state.json
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"log"
+	"os"
+
+	"github.com/graftland/graft/bench"
+	"github.com/graftland/graft/spec"
+)
+
+func main() {
+	n := flag.Int("plugins", 10000, "number of plugins")
+	edges := flag.Int("edges", 30000, "number of uses edges")
+	every := flag.Int("change-every", 100, "the state runs an older version of one plugin in this many")
+	out := flag.String("out", "plugins.yaml", "the plugins file to write")
+	state := flag.String("state", "", "also write the running state of the older version here")
+	flag.Parse()
+
+	if err := os.WriteFile(*out, bench.Spec(*n, *edges, 2, *every), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if *state == "" {
+		return
+	}
+	old, err := spec.Parse(*out, bench.Spec(*n, *edges, 1, *every))
+	if err != nil {
+		log.Fatal(err)
+	}
+	b, err := json.Marshal(bench.State(old))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*state, b, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
+)
+
+const (
+	bigPlugins = 10000
+	bigEdges   = 30000
+)
+
+// TestBigSpec checks the benchmark input is what it claims to be.
+func TestBigSpec(t *testing.T) {
+	s, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 2, 100))
+	require.NoError(t, err)
+	require.Len(t, s.Plugins, bigPlugins)
+	edges := 0
+	for _, p := range s.Plugins {
+		edges += len(p.Uses)
+	}
+	require.Equal(t, bigEdges, edges)
+
+	old, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 1, 100))
+	require.NoError(t, err)
+	p, err := plan.Diff(s, State(old))
+	require.NoError(t, err)
+	require.Equal(t, bigPlugins/100, p.Summary.Replace)
+	require.Positive(t, p.Summary.Restart)
+}
+
+// BenchmarkDiff is plan.Diff of 10,000 plugins with 30,000 uses edges
+// against the running state of an older version in which one plugin in a
+// hundred differs (and its consumers restart).
+func BenchmarkDiff(b *testing.B) {
+	desired, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 2, 100))
+	require.NoError(b, err)
+	old, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 1, 100))
+	require.NoError(b, err)
+	running := State(old)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := plan.Diff(desired, running); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDiffUnchanged is plan.Diff of the same 10,000 plugins against
+// their own running state: the plan of a CI run on a pull request that
+// touches nothing graft runs.
+func BenchmarkDiffUnchanged(b *testing.B) {
+	desired, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 2, 100))
+	require.NoError(b, err)
+	running := State(desired)
+	for b.Loop() {
+		if _, err := plan.Diff(desired, running); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad is spec.Parse of the same 10,000-plugin file.
+func BenchmarkLoad(b *testing.B) {
+	data := Spec(bigPlugins, bigEdges, 2, 100)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := spec.Parse("plugins.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlanCommand runs the graft binary end to end: `graft plan
+// --state` on the 10,000-plugin file, printing the text plan.
+func BenchmarkPlanCommand(b *testing.B) {
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "graft")
+	build := exec.Command("go", "build", "-o", bin, "github.com/graftland/graft/cmd/graft")
+	out, err := build.CombinedOutput()
+	require.NoError(b, err, string(out))
+	file := filepath.Join(dir, "plugins.yaml")
+	require.NoError(b, os.WriteFile(file, Spec(bigPlugins, bigEdges, 2, 100), 0o644))
+	old, err := spec.Parse(file, Spec(bigPlugins, bigEdges, 1, 100))
+	require.NoError(b, err)
+	state, err := json.Marshal(State(old))
+	require.NoError(b, err)
+	stateFile := filepath.Join(dir, "state.json")
+	require.NoError(b, os.WriteFile(stateFile, state, 0o644))
+	b.ResetTimer()
+	for b.Loop() {
+		cmd := exec.Command(bin, "plan", "--state", stateFile, file)
+		if out, err := cmd.Output(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
