@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -21,10 +22,11 @@ const maxNodes = 1 << 20
 type decoder struct {
 	file  string
 	errs  Errors
-	pos   map[string]Pos    // where each field's value was written (see entry.node)
-	keys  map[string]Pos    // where each map entry's key was written
-	text  map[string]string // what each scalar field was written as
-	bad   map[string]bool   // paths whose value could not be decoded
+	pos   map[string]Pos        // where each field's value was written (see entry.node)
+	keys  map[string]Pos        // where each map entry's key was written
+	text  map[string]string     // what each scalar field was written as
+	seqs  map[string]*yaml.Node // each list, by path
+	bad   map[string]bool       // paths whose value could not be decoded
 	nodes int
 	// open holds the mappings being listed, to refuse a merge of one into
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
@@ -33,7 +35,7 @@ type decoder struct {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
 }
 
 func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
@@ -50,12 +52,31 @@ func (d *decoder) at(path string) Pos {
 		if p, ok := d.pos[path]; ok {
 			return p
 		}
+		if item, ok := d.item(path); ok {
+			return nodePos(item)
+		}
 		i := strings.LastIndexAny(path, ".[")
 		if i < 0 {
 			return Pos{Line: 1, Col: 1}
 		}
 		path = path[:i]
 	}
+}
+
+// item returns the node of a list item path such as plugins.api.uses[2].
+// Items are found through their list, rather than recorded one by one,
+// since long files have many.
+func (d *decoder) item(path string) (*yaml.Node, bool) {
+	open := strings.LastIndexByte(path, '[')
+	if open < 0 || !strings.HasSuffix(path, "]") {
+		return nil, false
+	}
+	seq, ok := d.seqs[path[:open]]
+	i, err := strconv.Atoi(path[open+1 : len(path)-1])
+	if !ok || err != nil || i < 0 || i >= len(seq.Content) {
+		return nil, false
+	}
+	return seq.Content[i], true
 }
 
 // atKey returns where the key of the map entry at path was written.
@@ -178,11 +199,10 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
 		d.errorf(nodePos(n), path, "want a list, got %s", describe(n))
 		return
 	}
+	d.seqs[path] = n
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		d.record(p, item)
-		d.element(item, s.Index(i), p)
+		d.element(item, s.Index(i), path+"["+strconv.Itoa(i)+"]")
 	}
 	v.Set(s)
 }
