@@ -213,8 +213,13 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(entries))
+	entriesOf := v.Type().Elem().Kind() == reflect.Pointer // plugins and runners, not env
 	for _, e := range entries {
 		p := join(path, e.key)
+		if entriesOf && e.key == "shutdownTimeout" {
+			d.fixedShutdownTimeout(e.keyNode, p)
+			continue
+		}
 		d.record(p, e.node(e.val))
 		d.keys[p] = nodePos(e.keyNode)
 		elem := reflect.New(v.Type().Elem()).Elem()
@@ -249,11 +254,18 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			d.record(p, e.node(e.val))
 			d.decode(e.val, v.Field(i), p)
 		case e.key == "shutdownTimeout":
-			d.errorf(nodePos(e.keyNode), p, "shutdownTimeout is fixed at 5 seconds in YAML; only the Go API can change it")
+			d.fixedShutdownTimeout(e.keyNode, p)
 		default:
 			d.errorf(nodePos(e.keyNode), p, "unknown field%s", suggestion(e.key, names))
 		}
 	}
+}
+
+// fixedShutdownTimeout reports a shutdownTimeout key, wherever it is
+// written: the graceful stop is fixed at 5 seconds in YAML (seed "Timeouts
+// and defaults"), and saying so beats "unknown field".
+func (d *decoder) fixedShutdownTimeout(key *yaml.Node, path string) {
+	d.errorf(nodePos(key), path, "shutdownTimeout is fixed at 5 seconds in YAML; only the Go API can change it")
 }
 
 // entry is one key of a mapping, after merge keys are applied.

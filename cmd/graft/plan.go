@@ -24,7 +24,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	running, err := runningState(g, c.File, c.State)
+	running, err := runningState(c.State)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (c *PlanCmd) Run(g *Globals) error {
 
 // runningState is what a plan compares with: the saved state file when one
 // is given, else what runs. Until a host runs, nothing does.
-func runningState(g *Globals, file, stateFile string) (*plan.State, error) {
+func runningState(stateFile string) (*plan.State, error) {
 	if stateFile != "" {
 		return plan.ReadState(stateFile)
 	}
