@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Outcome is how a stop ended (seed "Outcomes").
+type Outcome string
+
+// The outcomes of a stop.
+const (
+	// Exited: the plugin stopped and its exit was confirmed.
+	Exited Outcome = "Exited"
+	// Killed: the plugin was killed and the kill confirmed; some of its
+	// finalizers may not have finished.
+	Killed Outcome = "Killed"
+	// Unconfirmed: no one could confirm the exit; it may still be running
+	// (the seed's RemoteTerminationUnconfirmed).
+	Unconfirmed Outcome = "RemoteTerminationUnconfirmed"
+)
+
+// CleanupError is what a stop reports when making sure the plugin was gone
+// took more than the plugin allowed for (seed: Fork.CleanupError). Its
+// causes, aggregated with go-multierror, are found with errors.As: a
+// *LocalTerminationTimeout, a *RemoteTerminationUnconfirmed, or the error
+// of a signal or wait that failed.
+type CleanupError struct {
+	Plugin  string
+	Outcome Outcome
+	Causes  *multierror.Error
+}
+
+func (e *CleanupError) Error() string {
+	var causes []string
+	for _, c := range e.Causes.WrappedErrors() {
+		causes = append(causes, c.Error())
+	}
+	return fmt.Sprintf("stop %s: %s: %s", e.Plugin, e.Outcome, strings.Join(causes, "; "))
+}
+
+// Unwrap returns the causes, so errors.As and errors.Is look into each.
+func (e *CleanupError) Unwrap() []error { return e.Causes.WrappedErrors() }
+
+// LocalTerminationTimeout reports a local process or worker that missed
+// its one-second window to exit after the graceful stop, and had to be
+// terminated, even when the termination then worked. It usually means a
+// timer, socket or other handle stayed open after the finalizers ran.
+type LocalTerminationTimeout struct {
+	Plugin   string
+	Instance string
+	// Window is the exit window that was missed (1 second).
+	Window time.Duration
+}
+
+func (e *LocalTerminationTimeout) Error() string {
+	return fmt.Sprintf("LocalTerminationTimeout: %s (instance %s) did not exit within %s of its graceful stop and was terminated",
+		e.Plugin, e.Instance, e.Window)
+}
+
+// StartError is a start that failed after the plugin ran: it exited before
+// it was ready, or was not ready in time. It carries the exit and the last
+// lines of output, which usually say why.
+type StartError struct {
+	Plugin string
+	// Reason is what went wrong, such as "exited before it was ready" or
+	// "not ready after 30 seconds: dial tcp 127.0.0.1:8080: connection
+	// refused".
+	Reason string
+	Exit   Exit
+}
+
+func (e *StartError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "start %s: %s", e.Plugin, e.Reason)
+	if !e.Exit.At.IsZero() {
+		fmt.Fprintf(&b, " (%s)", e.Exit)
+	}
+	if len(e.Exit.Tail) > 0 {
+		b.WriteString("; last output:\n  ")
+		b.WriteString(strings.Join(e.Exit.Tail, "\n  "))
+	}
+	return b.String()
+}

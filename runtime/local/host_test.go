@@ -1,0 +1,201 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/placementtest"
+	"github.com/graftland/graft/runtime/proc"
+	"golang.org/x/sys/unix"
+)
+
+// hostEnv makes this test binary a hosting process, as graft host is: a
+// child subreaper that starts plugins and reaps what it adopts.
+const hostEnv = "GRAFT_TEST_HOST"
+
+// hostMain starts a stubborn plugin (from a thread that ends at once) and
+// a daemonizing one, prints
+// "plugin PID" and "daemon PID", then keeps its threads busy: goroutines
+// that lock a thread and return make the Go runtime end that thread, as
+// would happen to an ordinary spawning thread in a long-lived host. It
+// prints "busy" when a hundred threads have come and gone, then waits to
+// be killed.
+func hostMain() {
+	reaper, err := proc.StartReaper()
+	if err != nil {
+		fmt.Println("reaper:", err)
+		os.Exit(1)
+	}
+	defer reaper.Stop()
+	l := New(Options{Timing: short})
+	out := placementtest.NewRecorder()
+	// Start from a thread that then ends, as a host's request handler may
+	// run on one: the plugin must not die with it.
+	started := make(chan runtime.Handle)
+	go func() {
+		goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		h, err := l.Start(context.Background(), runtime.Request{Plugin: helper("stubborn", "stubborn"), Dir: os.TempDir(), Output: out})
+		if err != nil {
+			fmt.Println("start:", err)
+			os.Exit(1)
+		}
+		started <- h
+	}()
+	h := <-started
+	dout := placementtest.NewRecorder()
+	if _, err := l.Start(context.Background(), runtime.Request{Plugin: helper("daemon", "daemon"), Dir: os.TempDir(), Output: dout}); err != nil {
+		fmt.Println("start:", err)
+		os.Exit(1)
+	}
+	dout.WaitFor("daemon ", 10*time.Second)
+	out.WaitFor("ready", 10*time.Second)
+	fmt.Println("plugin", h.PID())
+	for _, line := range dout.Tail() {
+		if strings.HasPrefix(line, "daemon ") {
+			fmt.Println(line)
+		}
+	}
+	for range 100 {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		}()
+		wg.Wait()
+	}
+	fmt.Println("busy")
+	select {}
+}
+
+// TestKillHostLeavesNoChild: kill -9 of the hosting process, after it has
+// been busy long enough for threads to come and go, leaves no plugin
+// running: the plugin's parent-death signal comes from the spawner's
+// thread, which lives exactly as long as the host (golang/go#27505).
+func TestKillHostLeavesNoChild(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), hostEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+
+	var plugin, daemon int
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 2 && f[0] == "plugin" {
+			plugin, _ = strconv.Atoi(f[1])
+		}
+		if len(f) == 2 && f[0] == "daemon" {
+			daemon, _ = strconv.Atoi(f[1])
+		}
+		if sc.Text() == "busy" {
+			break
+		}
+	}
+	require.NotZero(t, plugin, "the host reported its plugin")
+	require.NotZero(t, daemon, "the host reported its plugin's daemon")
+	require.False(t, gone(plugin), "the plugin outlived the host's thread churn")
+
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+	eventuallyGone(t, 2*time.Second, plugin)
+	// The daemon left the plugin's family and its group: no parent-death
+	// signal reaches it. Kill it so the test leaves nothing behind, and
+	// report what a host restart will have to clean up.
+	if !gone(daemon) {
+		t.Logf("the daemon %d outlives a kill -9 of its host (no cgroup holds it); a host restart must clean up after it", daemon)
+		syscallKill(daemon)
+	}
+}
+
+// TestDaemonDiesWithItsPlugin: a plugin that double-forks a daemon into a
+// new session; with this process a subreaper, the daemon is adopted here,
+// recognised by the plugin's instance id in its environment, and stopped
+// with the plugin; and it is reaped, not left a zombie.
+func TestDaemonDiesWithItsPlugin(t *testing.T) {
+	reaper, err := proc.StartReaper()
+	require.NoError(t, err)
+	defer reaper.Stop()
+	l := newLocal(t, short)
+	out := placementtest.NewRecorder()
+	h := startHelper(t, l, helper("daemon", "daemon"), out)
+	require.True(t, out.WaitFor("daemon ", 10*time.Second))
+	waitReady(t, out, 2) // the daemon, once it ignores SIGTERM, and the plugin
+	pids := pidsAfter(t, out, "daemon ")
+	require.Len(t, pids, 1)
+	sid, err := getsid(pids[0])
+	require.NoError(t, err)
+	assert.NotEqual(t, h.PID(), sid, "the daemon left the plugin's session")
+
+	outcome, err := h.Stop(context.Background())
+	assert.Equal(t, runtime.Killed, outcome, "the daemon ignores SIGTERM")
+	assert.Error(t, err)
+	eventuallyGone(t, time.Second, pids...)
+	// Reaped by the reaper: no zombie left.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon %d is a zombie nobody reaped", pids[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestParentDeathSignalPitfall shows the pitfall the Spawner avoids: a
+// child forked from a thread that then ends gets its parent-death signal
+// at once, though its parent process lives on.
+func TestParentDeathSignalPitfall(t *testing.T) {
+	// Hold this goroutine's thread, so the one below runs on another.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	for range 20 {
+		started := make(chan *exec.Cmd)
+		go func() {
+			goruntime.LockOSThread()
+			if unix.Gettid() == os.Getpid() {
+				// The main thread is never ended, only parked: try
+				// again on another.
+				goruntime.UnlockOSThread()
+				started <- nil
+				return
+			}
+			// Never unlocked: this thread ends with the goroutine.
+			cmd := exec.Command(os.Args[0])
+			cmd.Env = append(os.Environ(), helperEnv+"=stubborn", "GORACE=atexit_sleep_ms=0")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			if cmd.Start() != nil {
+				cmd = nil
+			}
+			started <- cmd
+		}()
+		cmd := <-started
+		if cmd == nil {
+			continue
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		eventuallyGone(t, 2*time.Second, cmd.Process.Pid)
+		return
+	}
+	t.Fatal("no goroutine ran off the main thread")
+}

@@ -1,0 +1,81 @@
+// Package local runs plugins as child processes of the host, each in its
+// own process group, and stops them in the seed's exact order.
+package local
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/instance"
+)
+
+// Options configures a Local placement.
+type Options struct {
+	// Timing holds the stop's windows; zero fields get
+	// runtime.DefaultTiming's.
+	Timing runtime.Timing
+	// Env is the environment every plugin starts from; nil means this
+	// process's own.
+	Env []string
+}
+
+func (o Options) withDefaults() Options {
+	d := runtime.DefaultTiming()
+	if o.Timing.ShutdownTimeout <= 0 {
+		o.Timing.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if o.Timing.ExitWindow <= 0 {
+		o.Timing.ExitWindow = d.ExitWindow
+	}
+	if o.Timing.KillAfter <= 0 {
+		o.Timing.KillAfter = d.KillAfter
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	return o
+}
+
+// environ is the environment of one start: the base, the spec's env, the
+// request's, then graft's own variables, later ones replacing earlier.
+func environ(base []string, req runtime.Request, id runtime.Identity) []string {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set(k, v)
+		}
+	}
+	for _, env := range []map[string]string{req.Plugin.Env, req.Env} {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			set(k, env[k])
+		}
+	}
+	set(instance.EnvID, id.ID)
+	set(instance.EnvGeneration, strconv.FormatInt(id.Generation, 10))
+	set(instance.EnvPlugin, req.Plugin.Name)
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = k + "=" + vars[k]
+	}
+	return out
+}
+
+// workDir is where the plugin runs: its dir, relative to the spec's.
+func workDir(req runtime.Request) string {
+	if filepath.IsAbs(req.Plugin.Dir) {
+		return req.Plugin.Dir
+	}
+	return filepath.Join(req.Dir, req.Plugin.Dir)
+}

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/proc"
+)
+
+// Local is the placement of plugins that run as child processes of the
+// host. Off Linux it starts nothing yet: graft's guarantees about process
+// families rest on pidfds, /proc and the child subreaper.
+type Local struct{}
+
+var _ runtime.Placement = (*Local)(nil)
+
+// New returns a Local placement.
+func New(opt Options) *Local { return &Local{} }
+
+// Start fails with proc.ErrUnsupported.
+func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, proc.ErrUnsupported)
+}
+
+// Close does nothing.
+func (l *Local) Close() error { return nil }

@@ -1,0 +1,268 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/proc"
+)
+
+// process is the runtime.Handle of one local process. One goroutine, run,
+// owns the process from its start to its reaping: it notices an exit of
+// its own, carries out a requested stop, and reaps. Stop only asks it and
+// waits for it.
+type process struct {
+	name   string
+	id     runtime.Identity
+	signal syscall.Signal // the graceful stop's signal
+	p      *proc.Process
+	out    runtime.Output
+	timing runtime.Timing
+
+	stop      chan struct{} // closed by the first Stop
+	stopOnce  sync.Once
+	hurry     chan struct{} // closed by a Stop whose ctx ends
+	hurryOnce sync.Once
+	copied    chan struct{} // closed when the output pipe is drained
+
+	done    chan struct{} // closed once reaped; then the fields below are set
+	exit    runtime.Exit
+	outcome runtime.Outcome
+	err     error
+}
+
+var _ runtime.Handle = (*process)(nil)
+
+func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing) *process {
+	p := &process{
+		name:   req.Plugin.Name,
+		id:     id,
+		signal: signalNamed(req.Plugin.StopSignal),
+		p:      pp,
+		out:    req.Output,
+		timing: timing,
+		stop:   make(chan struct{}),
+		hurry:  make(chan struct{}),
+		copied: make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go p.copy(pipe)
+	go p.run(pipe)
+	return p
+}
+
+func (p *process) Identity() runtime.Identity { return p.id }
+func (p *process) PID() int                   { return p.p.Pid }
+func (p *process) Done() <-chan struct{}      { return p.done }
+func (p *process) Exit() runtime.Exit         { <-p.done; return p.exit }
+
+// Stop asks run to stop the process and waits until it is reaped. See
+// runtime.Handle.
+func (p *process) Stop(ctx context.Context) (runtime.Outcome, error) {
+	p.stopOnce.Do(func() { close(p.stop) })
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.hurryOnce.Do(func() { close(p.hurry) })
+		<-p.done
+	}
+	return p.outcome, p.err
+}
+
+// copy moves the process's output to p.out until every writer of the pipe
+// is gone or the pipe is closed. It drains the pipe even when p.out fails
+// (a full disk): a plugin must never block on a full pipe because its log
+// cannot be written.
+func (p *process) copy(pipe *os.File) {
+	defer close(p.copied)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := pipe.Read(buf)
+		if n > 0 {
+			p.out.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drainWait bounds the wait for the output pipe's end after the family is
+// gone: a writer graft could not see (one that shed the family's marker)
+// must not hold the stop.
+const drainWait = 200 * time.Millisecond
+
+func (p *process) run(pipe *os.File) {
+	var requested bool
+	select {
+	case <-p.p.Exited():
+		p.outcome = runtime.Exited
+		p.cleanLeftovers()
+	case <-p.stop:
+		requested = true
+		p.outcome, p.err = p.stopInOrder()
+	}
+	st, err := p.p.Reap()
+	if err != nil {
+		p.err = errors.Join(p.err, err)
+	}
+	select {
+	case <-p.copied:
+	case <-time.After(drainWait):
+		pipe.Close()
+		<-p.copied
+	}
+	pipe.Close()
+	p.exit = runtime.Exit{
+		Code:      st.Code,
+		Requested: requested,
+		Outcome:   p.outcome,
+		Tail:      p.out.Tail(),
+		At:        time.Now(),
+	}
+	if st.Signal != 0 {
+		p.exit.Signal = signalName(st.Signal)
+	}
+	close(p.done)
+}
+
+// stopInOrder is the seed's stop of a local process (DESIGN §6): the
+// stop signal to its family, up to ShutdownTimeout for it to be gone;
+// then ExitWindow more; then SIGTERM to the family and, KillAfter later,
+// SIGKILL; then wait until it is gone. Missing the exit window is a
+// LocalTerminationTimeout, even when the termination then works.
+func (p *process) stopInOrder() (runtime.Outcome, error) {
+	var causes *multierror.Error
+	fail := func(err error) {
+		if err != nil {
+			causes = multierror.Append(causes, err)
+		}
+	}
+	start := time.Now()
+	graceful := start.Add(p.timing.ShutdownTimeout)
+	window := graceful.Add(p.timing.ExitWindow)
+	terminate := window.Add(p.timing.KillAfter)
+
+	fail(p.signalFamily(p.signal))
+	if p.goneBy(graceful) || p.goneBy(window) {
+		return runtime.Exited, nil
+	}
+	if p.hurried() {
+		fail(errors.New("stop cut short: its context ended"))
+	} else {
+		fail(&runtime.LocalTerminationTimeout{Plugin: p.name, Instance: p.id.ID, Window: p.timing.ExitWindow})
+		fail(p.signalFamily(syscall.SIGTERM))
+		if p.goneBy(terminate) {
+			return runtime.Killed, p.cleanupError(runtime.Killed, causes)
+		}
+	}
+	fail(p.signalFamily(syscall.SIGKILL))
+	if !p.goneBy(time.Now().Add(killWait)) {
+		fail(fmt.Errorf("still running %s after SIGKILL", killWait))
+	}
+	return runtime.Killed, p.cleanupError(runtime.Killed, causes)
+}
+
+// killWait bounds the wait after SIGKILL, which only a process stuck in
+// the kernel survives.
+const killWait = 10 * time.Second
+
+func (p *process) cleanupError(o runtime.Outcome, causes *multierror.Error) error {
+	if causes.ErrorOrNil() == nil {
+		return nil
+	}
+	return &runtime.CleanupError{Plugin: p.name, Outcome: o, Causes: causes}
+}
+
+func (p *process) hurried() bool {
+	select {
+	case <-p.hurry:
+		return true
+	default:
+		return false
+	}
+}
+
+// cleanLeftovers deals with a process that exited on its own: whatever it
+// left running gets SIGTERM, then SIGKILL after the exit window, so a
+// failed plugin leaves no orphan behind.
+func (p *process) cleanLeftovers() {
+	if p.goneBy(time.Now()) {
+		return
+	}
+	p.signalFamily(syscall.SIGTERM)
+	if !p.goneBy(time.Now().Add(p.timing.ExitWindow)) {
+		p.signalFamily(syscall.SIGKILL)
+		p.goneBy(time.Now().Add(killWait))
+	}
+}
+
+// signalFamily sends sig to the process group and, one by one, to the
+// family members that left it (found through /proc).
+func (p *process) signalFamily(sig syscall.Signal) error {
+	var errs []error
+	errs = append(errs, p.p.SignalGroup(sig))
+	members, err := p.p.Family()
+	errs = append(errs, err)
+	for _, m := range members {
+		if m.Pgid != p.p.Pid {
+			errs = append(errs, m.Signal(sig))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("send %s: %w", signalName(sig), err)
+	}
+	return nil
+}
+
+// goneBy waits until the process and its whole family are gone, and
+// reports true, or until the deadline passes or the stop is hurried, and
+// reports false. The process leaves a zombie, which is gone enough.
+func (p *process) goneBy(deadline time.Time) bool {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-p.hurry:
+		}
+		close(stop)
+	}()
+	defer func() { cancel(); <-stop }()
+	for {
+		select {
+		case <-p.p.Exited():
+		case <-stop:
+			return false
+		}
+		members, err := p.p.Family()
+		if err != nil || len(members) == 0 {
+			return err == nil
+		}
+		if !proc.WaitMembers(members, stop) {
+			return false
+		}
+		// They have gone; look again in case they forked on the way.
+	}
+}
+
+func describeStatus(st proc.Status) string {
+	if st.Signal != 0 {
+		return "signal: " + signalName(st.Signal)
+	}
+	return fmt.Sprintf("exit status %d", st.Code)
+}
+
+func trimOutput(b []byte) string {
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,242 @@
+// Package output owns a plugin's output: a size-capped, rotated log file, live followers, and the last lines kept for error messages.
+package output
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+)
+
+// maxLine is the longest line handed to Tail, Last and followers. Longer
+// lines are cut into pieces of this size, counted from the line's start, so
+// output without newlines cannot grow memory.
+const maxLine = 64 << 10
+
+// Options bound a Log. A field left at zero (or below) takes its default.
+type Options struct {
+	MaxSize   int64 // rotate when the file would grow past this; default 10 MiB
+	Keep      int   // rotated files kept (path.1 … path.Keep); default 3
+	TailLines int   // lines kept in memory for Tail; default 20
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxSize <= 0 {
+		o.MaxSize = 10 << 20
+	}
+	if o.Keep <= 0 {
+		o.Keep = 3
+	}
+	if o.TailLines <= 0 {
+		o.TailLines = 20
+	}
+	return o
+}
+
+// Log is one plugin's merged stdout and stderr. A local process writes into
+// it from the goroutine copying its pipe, a WebAssembly worker directly.
+// All methods are safe for concurrent use; none starts a goroutine.
+type Log struct {
+	path string
+	opt  Options
+
+	mu        sync.Mutex
+	f         *os.File // nil after Close or a failed rotation; the next Write reopens it
+	regular   bool     // only a regular file is rotated and read back: not /dev/null, a FIFO, ...
+	size      int64
+	closed    bool
+	partial   []byte // the current line, not yet ended by '\n'; at most maxLine bytes
+	tail      ring
+	followers map[*Follower]struct{}
+}
+
+// Open opens the log at path for appending, creating its directory (0o750)
+// and the file (0o640). An existing file is appended to and its size counts
+// towards MaxSize.
+func Open(path string, opt Options) (*Log, error) {
+	opt = opt.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		path:      path,
+		opt:       opt,
+		tail:      newRing(opt.TailLines),
+		followers: make(map[*Follower]struct{}),
+	}
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	if err := l.endEarlierLine(); err != nil {
+		_ = l.f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// open opens path for appending and counts what it already holds.
+func (l *Log) open() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return err
+	}
+	l.f, l.size, l.regular = f, fi.Size(), fi.Mode().IsRegular()
+	return nil
+}
+
+// endEarlierLine ends a line the previous writer left unfinished (a plugin
+// killed mid-line), so that this run's first line does not join it in the
+// file and in Last. After this the file's unfinished end is always l.partial,
+// which Follow relies on to leave it out of the backlog.
+func (l *Log) endEarlierLine() error {
+	if !l.regular || l.size == 0 {
+		return nil
+	}
+	r, err := os.Open(l.path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var b [1]byte
+	if _, err := r.ReadAt(b[:], l.size-1); err != nil {
+		return err
+	}
+	if b[0] == '\n' {
+		return nil
+	}
+	n, err := l.f.Write([]byte{'\n'})
+	l.size += int64(n)
+	return err
+}
+
+// Write appends p to the file and hands its lines to Tail and the followers;
+// it never waits for a follower. p is always consumed whole: when the file
+// cannot take it (disk full, rotation failed), Tail and the followers still
+// get its lines and Write returns len(p) with the error, so the caller can
+// report it and keep writing. After Close it returns os.ErrClosed.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, os.ErrClosed
+	}
+	var err error
+	if len(p) > 0 {
+		err = l.writeFile(p)
+	}
+	l.split(p)
+	return len(p), err
+}
+
+func (l *Log) writeFile(p []byte) error {
+	if l.f == nil {
+		if err := l.open(); err != nil {
+			return err
+		}
+	}
+	// A write is never split across files, so one larger than MaxSize goes
+	// whole into a fresh file.
+	if l.regular && l.size > 0 && l.size+int64(len(p)) > l.opt.MaxSize {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := l.f.Write(p)
+	l.size += int64(n)
+	return err
+}
+
+// rotate shifts path.i to path.i+1, dropping path.Keep, moves path to path.1
+// and starts an empty path. On failure l.f is left nil, so the next Write
+// reopens whatever path then holds and tries again when it is full.
+func (l *Log) rotate() error {
+	// Close before renaming: Windows cannot rename an open file.
+	err := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return err
+	}
+	for i := l.opt.Keep - 1; i >= 1; i-- {
+		err := os.Rename(l.rotated(i), l.rotated(i+1))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(l.path, l.rotated(1)); err != nil {
+		return err
+	}
+	return l.open()
+}
+
+func (l *Log) rotated(i int) string { return l.path + "." + strconv.Itoa(i) }
+
+// split cuts p into lines for Tail and the followers, carrying an unfinished
+// line over to the next Write.
+func (l *Log) split(p []byte) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i]
+		}
+		for len(chunk) > 0 {
+			// Cut only when another byte comes, so that a line of exactly
+			// maxLine bytes stays one line, as lastLines counts it.
+			if len(l.partial) == maxLine {
+				l.emit(string(l.partial))
+				l.partial = l.partial[:0]
+			}
+			k := min(len(chunk), maxLine-len(l.partial))
+			l.partial = append(l.partial, chunk[:k]...)
+			chunk = chunk[k:]
+		}
+		if i < 0 {
+			return
+		}
+		l.emit(string(l.partial))
+		l.partial = l.partial[:0]
+		p = p[i+1:]
+	}
+}
+
+func (l *Log) emit(line string) {
+	l.tail.add(line)
+	for f := range l.followers {
+		f.send(line)
+	}
+}
+
+// Close hands an unfinished last line to Tail and the followers as a line,
+// ends every follower (its channel closes once drained) and closes the file.
+// It does not fsync: the page cache outlives the plugin and graft, and only
+// a machine crash would lose the tail. Later Writes return os.ErrClosed;
+// Last and Follow still read the files. Close is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	if len(l.partial) > 0 {
+		l.emit(string(l.partial))
+		l.partial = nil
+	}
+	for f := range l.followers {
+		l.end(f)
+	}
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

@@ -1,0 +1,307 @@
+// Package placementtest is the conformance suite every placement passes:
+// one set of tests, run against local processes, workers and remote
+// plugins alike, that holds each to what runtime.Placement promises.
+package placementtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/spec"
+)
+
+// Behavior is what a plugin of the suite does.
+type Behavior string
+
+// The behaviours a Kit must provide.
+const (
+	// Cooperative prints "ready", runs until its graceful stop, then
+	// exits 0.
+	Cooperative Behavior = "cooperative"
+	// Stubborn prints "ready" and ignores its graceful stop: only force
+	// ends it.
+	Stubborn Behavior = "stubborn"
+	// Failing prints "one", "two", "three" and exits 3 at once.
+	Failing Behavior = "failing"
+	// Identity prints one line, "id=ID generation=N plugin=NAME
+	// extra=VALUE" with the values of GRAFT_INSTANCE_ID, GRAFT_GENERATION,
+	// GRAFT_PLUGIN and EXTRA, then behaves as Cooperative.
+	Identity Behavior = "identity"
+)
+
+// Kit is what the suite needs of a placement.
+type Kit struct {
+	// New returns a fresh placement; the suite closes it.
+	New func(t *testing.T) runtime.Placement
+	// Plugin returns a plugin, named name, that behaves as b.
+	Plugin func(t *testing.T, name string, b Behavior) *spec.Plugin
+	// Timing is the stop's windows the placement was given.
+	Timing runtime.Timing
+	// Forced reports whether the error of a forced stop holds the cause
+	// the placement must report (a LocalTerminationTimeout for local
+	// processes and workers).
+	Forced func(err error) bool
+	// Generation is the generation of a first start: 1.
+	Generation int64
+	// Gone reports whether nothing is left of a plugin whose Done is
+	// closed (no process with its pid, say).
+	Gone func(t *testing.T, h runtime.Handle) bool
+}
+
+// Run runs the suite against the placement of kit.
+func Run(t *testing.T, kit Kit) {
+	tests := []struct {
+		name string
+		test func(*testing.T, Kit)
+	}{
+		{"Identity", testIdentity},
+		{"CooperativeStop", testCooperativeStop},
+		{"StubbornStopIsForced", testStubbornStop},
+		{"ExitOnItsOwn", testExitOnItsOwn},
+		{"StopIsIdempotent", testStopIdempotent},
+		{"CancelledStopForces", testCancelledStop},
+		{"CancelledStart", testCancelledStart},
+		{"CloseStopsAll", testCloseStopsAll},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, kit) })
+	}
+}
+
+func newPlacement(t *testing.T, kit Kit) runtime.Placement {
+	p := kit.New(t)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	return p
+}
+
+func start(t *testing.T, p runtime.Placement, kit Kit, name string, b Behavior, out *Recorder) runtime.Handle {
+	t.Helper()
+	h, err := p.Start(context.Background(), runtime.Request{
+		Plugin:  kit.Plugin(t, name, b),
+		Project: "conformance",
+		Env:     map[string]string{"EXTRA": "from-request"},
+		Output:  out,
+	})
+	require.NoError(t, err)
+	return h
+}
+
+func testIdentity(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "who", Identity, out)
+	id := h.Identity()
+	require.NotEmpty(t, id.ID)
+	assert.Equal(t, kit.Generation, id.Generation)
+	want := fmt.Sprintf("id=%s generation=%d plugin=who extra=from-request", id.ID, id.Generation)
+	require.True(t, out.WaitFor(want, 10*time.Second), "the plugin sees its identity; output: %q", out.Tail())
+
+	again := start(t, p, kit, "who", Identity, NewRecorder())
+	if id.ID != "" && kit.Generation == 1 {
+		assert.NotEqual(t, id.ID, again.Identity().ID, "each start has a fresh identity")
+	}
+	for _, h := range []runtime.Handle{h, again} {
+		_, err := h.Stop(context.Background())
+		require.NoError(t, err)
+	}
+}
+
+func testCooperativeStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "coop", Cooperative, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
+	select {
+	case <-h.Done():
+		t.Fatal("Done closed before the plugin ended")
+	default:
+	}
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	took := time.Since(began)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome)
+	assert.Less(t, took, kit.Timing.ShutdownTimeout, "a cooperative plugin stops within its graceful window")
+	requireDone(t, h)
+	exit := h.Exit()
+	assert.True(t, exit.Requested)
+	assert.Equal(t, runtime.Exited, exit.Outcome)
+	assert.True(t, exit.Success(), "exit: %v", exit)
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testStubbornStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	took := time.Since(began)
+	assert.Equal(t, runtime.Killed, outcome)
+	var cleanup *runtime.CleanupError
+	require.ErrorAs(t, err, &cleanup)
+	assert.Equal(t, runtime.Killed, cleanup.Outcome)
+	assert.True(t, kit.Forced(err), "the forced stop's cause: %v", err)
+	assert.GreaterOrEqual(t, took, kit.Timing.ShutdownTimeout+kit.Timing.ExitWindow,
+		"forced only after the graceful stop and the exit window")
+	requireDone(t, h)
+	assert.Equal(t, runtime.Killed, h.Exit().Outcome)
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testExitOnItsOwn(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "failing", Failing, out)
+	select {
+	case <-h.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a plugin that exits is not seen to")
+	}
+	exit := h.Exit()
+	assert.False(t, exit.Requested)
+	assert.Equal(t, 3, exit.Code)
+	assert.False(t, exit.Success())
+	require.GreaterOrEqual(t, len(exit.Tail), 3)
+	assert.Equal(t, []string{"one", "two", "three"}, exit.Tail[len(exit.Tail)-3:])
+
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	assert.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome)
+	assert.Less(t, time.Since(began), 100*time.Millisecond, "stopping what has exited returns at once")
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testStopIdempotent(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "coop", Cooperative, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	var wg sync.WaitGroup
+	outcomes := make([]runtime.Outcome, 5)
+	errs := make([]error, 5)
+	for i := range outcomes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outcomes[i], errs[i] = h.Stop(context.Background())
+		}()
+	}
+	wg.Wait()
+	for i := range outcomes {
+		assert.Equal(t, runtime.Exited, outcomes[i])
+		assert.NoError(t, errs[i])
+	}
+	outcome, err := h.Stop(context.Background())
+	assert.Equal(t, runtime.Exited, outcome)
+	assert.NoError(t, err)
+}
+
+func testCancelledStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), kit.Timing.ShutdownTimeout/5)
+	defer cancel()
+	began := time.Now()
+	outcome, _ := h.Stop(ctx)
+	assert.Equal(t, runtime.Killed, outcome)
+	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop forces at once")
+	requireDone(t, h)
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testCancelledStart(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h, err := p.Start(ctx, runtime.Request{Plugin: kit.Plugin(t, "never", Cooperative), Project: "conformance", Output: NewRecorder()})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, h)
+}
+
+func testCloseStopsAll(t *testing.T, kit Kit) {
+	p := kit.New(t)
+	var hs []runtime.Handle
+	for i := range 3 {
+		out := NewRecorder()
+		hs = append(hs, start(t, p, kit, fmt.Sprintf("p%d", i), Cooperative, out))
+		require.True(t, out.WaitFor("ready", 10*time.Second))
+	}
+	require.NoError(t, p.Close())
+	for _, h := range hs {
+		requireDone(t, h)
+		assert.True(t, h.Exit().Requested)
+		assert.True(t, kit.Gone(t, h))
+	}
+}
+
+func requireDone(t *testing.T, h runtime.Handle) {
+	t.Helper()
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Stop returned before Done closed")
+	}
+}
+
+// Recorder is a runtime.Output that keeps everything written and lets a
+// test wait for a line.
+type Recorder struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	changed chan struct{}
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{})} }
+
+// Write keeps p and wakes whoever waits.
+func (r *Recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf.Write(p)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// Tail returns every complete or partial line written.
+func (r *Recorder) Tail() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := strings.TrimSuffix(r.buf.String(), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// WaitFor waits up to timeout for a line containing s to be written.
+func (r *Recorder) WaitFor(s string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		r.mu.Lock()
+		found, changed := strings.Contains(r.buf.String(), s), r.changed
+		r.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}

@@ -1,0 +1,40 @@
+// Package proc owns the child processes of this process: it starts them on
+// a thread that outlives them, watches them without polling, signals them
+// with everything they forked, and reaps what this process adopts.
+package proc
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// Cmd is a process to start.
+type Cmd struct {
+	// Argv is the program and its arguments. A program name without a
+	// slash is looked up in the PATH of Env (else of this process); one
+	// with a slash is relative to Dir.
+	Argv []string
+	// Dir is the working directory.
+	Dir string
+	// Env is the whole environment, as KEY=VALUE.
+	Env []string
+	// Output receives stdout and stderr; nil is /dev/null.
+	Output *os.File
+	// Marker is a KEY=VALUE of Env that identifies the process's family:
+	// a descendant that left the process group, and was adopted by this
+	// process, is recognised by it in its environment.
+	Marker string
+}
+
+// Status is how a process ended.
+type Status struct {
+	// Code is the exit status, or -1 when a signal ended it.
+	Code int
+	// Signal is the signal that ended it, or 0.
+	Signal syscall.Signal
+}
+
+// ErrUnsupported is returned on platforms where graft cannot yet run
+// local processes with the guarantees it promises.
+var ErrUnsupported = errors.New("local processes are supported on Linux only")

@@ -1,0 +1,19 @@
+//go:build !linux
+
+package proc
+
+// Spawner is unsupported off Linux: graft's guarantees about process
+// families rest on pidfds, /proc and the child subreaper.
+type Spawner struct{}
+
+// NewSpawner returns a Spawner whose Start fails with ErrUnsupported.
+func NewSpawner() *Spawner { return &Spawner{} }
+
+// Close does nothing.
+func (s *Spawner) Close() {}
+
+// Start fails with ErrUnsupported.
+func (s *Spawner) Start(c Cmd) (*Process, error) { return nil, ErrUnsupported }
+
+// Process is a started child; none exist off Linux.
+type Process struct{ Pid int }

@@ -1,0 +1,82 @@
+package proc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reaper makes this process a child subreaper: orphans among the
+// descendants of its children are re-parented to it rather than to init,
+// so a plugin's double-forked daemon stays where graft can find and stop
+// it. It reaps those orphans when they exit, so none stays a zombie; the
+// children started by a Spawner are left to their owners. runc's
+// signals.go does the same for containers.
+//
+// Only a process that starts children through Spawners, and no other way,
+// may run a Reaper: it would reap any other child before its owner could.
+type Reaper struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartReaper makes this process a child subreaper and reaps adopted
+// orphans until Stop.
+func StartReaper() (*Reaper, error) {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("become child subreaper: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Reaper{cancel: cancel, done: make(chan struct{})}
+	sigs := make(chan os.Signal, 1) // a buffer of one coalesces a burst
+	signal.Notify(sigs, syscall.SIGCHLD)
+	go func() {
+		defer close(r.done)
+		defer signal.Stop(sigs)
+		for {
+			reapOrphans()
+			select {
+			case <-sigs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return r, nil
+}
+
+// Stop stops reaping; this process stays a subreaper.
+func (r *Reaper) Stop() {
+	r.cancel()
+	<-r.done
+}
+
+var reapMu sync.Mutex
+
+// reapOrphans reaps every terminated child of this process that no
+// Spawner registered. It holds the registry's lock while it lists them, as
+// Spawner.Start does while it forks, so a new child is either registered
+// or not yet there.
+func reapOrphans() {
+	reapMu.Lock()
+	defer reapMu.Unlock()
+	t, err := table()
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	registry.Lock()
+	defer registry.Unlock()
+	for _, e := range t {
+		if e.ppid != self || !e.zombie || registry.pids[e.pid] {
+			continue
+		}
+		var ws syscall.WaitStatus
+		syscall.Wait4(e.pid, &ws, syscall.WNOHANG, nil)
+	}
+}

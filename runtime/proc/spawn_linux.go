@@ -1,0 +1,178 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Spawner starts processes from one OS thread that it keeps for as long as
+// it is open. Linux delivers a child's parent-death signal when the thread
+// that forked it exits, not the process (golang/go#27505): forking from an
+// ordinary goroutine, whose thread the Go runtime may retire, can kill a
+// healthy child at random, while forking from a thread that lives exactly
+// as long as the Spawner means children die with the host and only then.
+type Spawner struct {
+	work chan func()
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// NewSpawner starts a Spawner's thread.
+func NewSpawner() *Spawner {
+	s := &Spawner{work: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
+	started := make(chan struct{})
+	go s.loop(started)
+	<-started
+	return s
+}
+
+func (s *Spawner) loop(started chan<- struct{}) {
+	defer close(s.done)
+	// Never unlocked: when loop returns, the runtime ends the thread, and
+	// any child still alive gets its parent-death signal.
+	runtime.LockOSThread()
+	close(started)
+	for {
+		select {
+		case f := <-s.work:
+			f()
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// Close ends the Spawner's thread. Children it started that still run get
+// their parent-death signal (SIGKILL): callers stop them first.
+func (s *Spawner) Close() {
+	s.once.Do(func() { close(s.quit) })
+	<-s.done
+}
+
+// Start starts c in a new process group, with a parent-death signal of
+// SIGKILL, and returns once the program has been executed (or failed to
+// be): a signal sent to it after Start returns reaches the program, never
+// a half-made child.
+func (s *Spawner) Start(c Cmd) (*Process, error) {
+	if len(c.Argv) == 0 {
+		return nil, errors.New("start: empty command")
+	}
+	path, err := lookPath(c.Argv[0], c.Dir, c.Env)
+	if err != nil {
+		return nil, err
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	out := devnull
+	if c.Output != nil {
+		out = c.Output
+	}
+	type result struct {
+		p   *Process
+		err error
+	}
+	res := make(chan result, 1)
+	run := func() {
+		pidfd := -1
+		attr := &syscall.ProcAttr{
+			Dir:   c.Dir,
+			Env:   c.Env,
+			Files: []uintptr{devnull.Fd(), out.Fd(), out.Fd()},
+			Sys: &syscall.SysProcAttr{
+				Setpgid:   true,
+				Pdeathsig: syscall.SIGKILL,
+				PidFD:     &pidfd,
+			},
+		}
+		// Registered under the lock that the reaper takes to list
+		// children, so it never mistakes this child for an orphan.
+		registry.Lock()
+		defer registry.Unlock()
+		pid, err := syscall.ForkExec(path, c.Argv, attr)
+		if err != nil {
+			res <- result{err: &os.PathError{Op: "start", Path: c.Argv[0], Err: err}}
+			return
+		}
+		p, err := newProcess(pid, pidfd, c.Marker)
+		if err != nil {
+			// Without its pidfd the process cannot be watched: kill it
+			// and reap it here, so nothing is left behind.
+			syscall.Kill(-pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+			res <- result{err: fmt.Errorf("start %s: %w", c.Argv[0], err)}
+			return
+		}
+		registry.pids[pid] = true
+		res <- result{p: p}
+	}
+	select {
+	case s.work <- run:
+	case <-s.quit:
+		return nil, errors.New("start: spawner closed")
+	}
+	r := <-res
+	return r.p, r.err
+}
+
+// lookPath finds the program to run as exec.LookPath does, but in the
+// child's PATH and relative to the child's directory.
+func lookPath(name, dir string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		if err := executable(path); err != nil {
+			return "", &os.PathError{Op: "start", Path: name, Err: err}
+		}
+		return path, nil
+	}
+	pathEnv, ok := lookupEnv(env, "PATH")
+	if !ok {
+		pathEnv = os.Getenv("PATH")
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		path := filepath.Join(d, name)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		if executable(path) == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("start %s: executable file not found in $PATH", name)
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+func lookupEnv(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}

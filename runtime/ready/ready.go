@@ -1,0 +1,117 @@
+// Package ready waits for a started plugin to pass its ready check: a TCP
+// connect, an HTTP GET or a command, as its spec's ready: says.
+package ready
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/graftland/graft/spec"
+)
+
+// Exec runs a ready command to completion and returns nil when it exits 0.
+// The placement provides it, so the command runs as its plugin does (same
+// directory and environment) and is reaped by the same machinery.
+type Exec func(ctx context.Context, argv []string) error
+
+// ErrGone is returned when the plugin ended before it was ready.
+var ErrGone = errors.New("exited before it was ready")
+
+// NotReadyError is returned when the check did not pass within the
+// timeout; Last is the last attempt's error.
+type NotReadyError struct {
+	Timeout time.Duration
+	Last    error
+}
+
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("not ready after %s: %v", spec.FromStd(e.Timeout), e.Last)
+}
+
+func (e *NotReadyError) Unwrap() error { return e.Last }
+
+// The interval between attempts starts short, so a fast plugin is seen
+// ready at once, and grows to a second, so a slow one is not hammered.
+const (
+	firstInterval = 20 * time.Millisecond
+	maxInterval   = time.Second
+)
+
+// Wait tries the check of r until it passes, returning nil; until r's
+// timeout passes (*NotReadyError); until gone is closed, meaning the plugin
+// ended (ErrGone); or until ctx is done (ctx's error).
+func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}) error {
+	timeout := r.Timeout.Std()
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	interval := firstInterval
+	var last error
+	for {
+		attempt, stop := context.WithCancel(ctx)
+		res := make(chan error, 1)
+		go func() { res <- check(attempt, r, exec) }()
+		select {
+		case last = <-res:
+		case <-gone:
+			stop()
+			<-res
+			return ErrGone
+		}
+		stop()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-time.After(interval):
+		case <-gone:
+			return ErrGone
+		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return err
+			}
+			return &NotReadyError{Timeout: timeout, Last: last}
+		}
+		interval = min(interval*2, maxInterval)
+	}
+}
+
+// check makes one attempt.
+func check(ctx context.Context, r *spec.Ready, exec Exec) error {
+	switch {
+	case r.TCP != "":
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", r.TCP)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case r.HTTP != "":
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.HTTP, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := probeClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			return fmt.Errorf("GET %s: %s", r.HTTP, resp.Status)
+		}
+		return nil
+	case len(r.Exec) > 0:
+		return exec(ctx, r.Exec)
+	}
+	return errors.New("ready: no check")
+}
+
+// probeClient follows no redirects (a 3xx is an answer) and keeps no
+// connections, so a probe leaves nothing open behind it.
+var probeClient = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Transport:     &http.Transport{DisableKeepAlives: true, Proxy: nil},
+}

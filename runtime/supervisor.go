@@ -1,0 +1,236 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Status is where a supervised plugin stands.
+type Status string
+
+// The statuses of a supervised plugin.
+const (
+	Starting Status = "starting"
+	Running  Status = "running"
+	Failed   Status = "failed" // exited on its own or failed to start; a retry may be due
+	Stopping Status = "stopping"
+	Stopped  Status = "stopped" // stopped on purpose
+)
+
+// State is a snapshot of a supervised plugin.
+type State struct {
+	Status   Status
+	Identity Identity
+	PID      int
+	// Since is when the plugin entered Status.
+	Since time.Time
+	// Restarts counts the starts after the first.
+	Restarts int
+	// LastError is why the plugin last failed, with its exit and last
+	// output; empty when it has not.
+	LastError string
+	// NextRetry is when the next restart is due; zero when none is.
+	NextRetry time.Time
+}
+
+// Supervisor keeps one plugin running on a placement: it starts it, marks
+// it failed when it exits on its own or fails to start, and starts it
+// again on its retry schedule: delay, delay×factor, ... capped at max, each
+// with ±20% jitter so that plugins that fail together do not retry
+// together; at most attempts times. A run that lasted longer than max
+// resets the schedule. Without retry a failed plugin stays failed.
+type Supervisor struct {
+	placement Placement
+	req       Request
+
+	mu       sync.Mutex
+	state    State
+	handle   Handle
+	attempt  int  // restarts since the schedule was last reset
+	stopping bool // Stop was called: no more starts
+	// starting is closed when the start under way ends; nil when none is.
+	starting    chan struct{}
+	cancelStart context.CancelFunc
+	timer       *time.Timer
+	wg          sync.WaitGroup // watchers of handles, and retries armed
+}
+
+// NewSupervisor returns a Supervisor of req on p. Nothing starts before
+// Start.
+func NewSupervisor(p Placement, req Request) *Supervisor {
+	return &Supervisor{placement: p, req: req, state: State{Status: Stopped, Since: time.Now()}}
+}
+
+// Start starts the plugin and returns once it runs (and is ready), or
+// with the start's error; a failed start is retried on the plugin's
+// schedule like a failed run. Cancelling ctx, or a Stop, aborts this start.
+func (s *Supervisor) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return errors.New("start: the plugin is being stopped")
+	}
+	if s.starting != nil || s.handle != nil {
+		s.mu.Unlock()
+		return errors.New("start: the plugin is already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	s.starting, s.cancelStart = done, cancel
+	s.set(Starting, "")
+	s.mu.Unlock()
+
+	h, err := s.placement.Start(ctx, s.req)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starting, s.cancelStart = nil, nil
+	switch {
+	case err == nil:
+		s.handle = h
+		s.state.Identity, s.state.PID = h.Identity(), h.PID()
+		s.set(Running, "")
+		s.watch(h)
+	case s.stopping:
+		s.set(Stopping, "")
+	default:
+		s.set(Failed, err.Error())
+		if ctx.Err() == nil {
+			s.scheduleRetry()
+		}
+	}
+	return err
+}
+
+// watch waits, on its own goroutine, for h to end. Called with s.mu held.
+func (s *Supervisor) watch(h Handle) {
+	s.wg.Add(1)
+	started := time.Now()
+	go func() {
+		defer s.wg.Done()
+		<-h.Done()
+		exit := h.Exit()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.handle != h || s.stopping || exit.Requested {
+			return
+		}
+		s.handle = nil
+		s.state.PID = 0
+		if r := s.req.Plugin.Retry; r != nil && time.Since(started) > r.Max.Std() {
+			s.attempt = 0 // it ran long enough to count as healthy
+		}
+		s.set(Failed, describeExit(exit))
+		s.scheduleRetry()
+	}()
+}
+
+// describeExit is a failure for State.LastError: the exit and the last
+// lines of output.
+func describeExit(e Exit) string {
+	msg := "exited on its own: " + e.String()
+	if tail := e.Tail; len(tail) > 0 {
+		if len(tail) > 5 {
+			tail = tail[len(tail)-5:]
+		}
+		msg += "; last output: " + strings.Join(tail, " | ")
+	}
+	return msg
+}
+
+// scheduleRetry arms the next restart, if the plugin has a retry schedule
+// with attempts left. Called with s.mu held.
+func (s *Supervisor) scheduleRetry() {
+	r := s.req.Plugin.Retry
+	if r == nil || (r.Attempts > 0 && s.attempt >= r.Attempts) {
+		s.state.NextRetry = time.Time{}
+		return
+	}
+	s.attempt++
+	d := Backoff(r.Delay.Std(), r.Factor, r.Max.Std(), s.attempt, rand.Float64())
+	s.state.NextRetry = time.Now().Add(d)
+	s.wg.Add(1)
+	s.timer = time.AfterFunc(d, func() {
+		defer s.wg.Done()
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		s.timer = nil
+		s.state.Restarts++
+		s.state.NextRetry = time.Time{}
+		s.mu.Unlock()
+		s.Start(context.Background())
+	})
+}
+
+// Backoff is the wait before restart number attempt (1 for the first):
+// delay × factor^(attempt-1), capped at max, times a jitter between 0.8
+// and 1.2 drawn from u in [0, 1), and capped at max again.
+func Backoff(delay time.Duration, factor float64, max time.Duration, attempt int, u float64) time.Duration {
+	base := math.Min(float64(delay)*math.Pow(factor, float64(attempt-1)), float64(max))
+	return time.Duration(math.Min(base*(0.8+0.4*u), float64(max)))
+}
+
+// Stop stops the plugin, as Handle.Stop does, and cancels any retry; a
+// start under way is aborted. A plugin that is not running (failed, or
+// never started) stops at once. Cancelling ctx forces the plugin, as for
+// Handle.Stop. After Stop the Supervisor starts nothing more.
+func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
+	s.mu.Lock()
+	s.stopping = true
+	if s.timer != nil && s.timer.Stop() {
+		s.wg.Done() // the armed retry will not run
+	}
+	s.timer = nil
+	for s.starting != nil {
+		starting := s.starting
+		s.cancelStart()
+		s.mu.Unlock()
+		<-starting
+		s.mu.Lock()
+	}
+	h := s.handle
+	s.handle = nil
+	if h != nil {
+		s.set(Stopping, "")
+	}
+	s.mu.Unlock()
+
+	outcome, err := Exited, error(nil)
+	if h != nil {
+		outcome, err = h.Stop(ctx)
+	}
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state.PID = 0
+	s.set(Stopped, "")
+	return outcome, err
+}
+
+// State returns a snapshot of the plugin's state.
+func (s *Supervisor) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// set moves to status; a failure records its error. Called with s.mu held.
+func (s *Supervisor) set(status Status, lastError string) {
+	if s.state.Status != status {
+		s.state.Since = time.Now()
+	}
+	s.state.Status = status
+	if status == Failed {
+		s.state.LastError = lastError
+	}
+}
