@@ -69,15 +69,9 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		r.Close()
 		return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, err)
 	}
-	p := newProcess(req, id, pp, r, l.opt.Timing)
+	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
 	l.live[p] = true
 	l.mu.Unlock()
-	go func() {
-		<-p.done
-		l.mu.Lock()
-		delete(l.live, p)
-		l.mu.Unlock()
-	}()
 
 	if req.Plugin.Ready != nil {
 		probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
@@ -100,6 +94,13 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, ctx.Err()
 	}
 	return p, nil
+}
+
+// forget drops a reaped process from the live ones.
+func (l *Local) forget(p *process) {
+	l.mu.Lock()
+	delete(l.live, p)
+	l.mu.Unlock()
 }
 
 // canceled is a done context: a Stop with it forces the plugin at once.
@@ -156,7 +157,11 @@ func (l *Local) Close() error {
 	l.closed = true
 	var live []*process
 	for p := range l.live {
-		live = append(live, p)
+		select {
+		case <-p.stop: // its stop is under way, and its result its caller's
+		default:
+			live = append(live, p)
+		}
 	}
 	l.mu.Unlock()
 	var (

@@ -42,7 +42,9 @@ type process struct {
 
 var _ runtime.Handle = (*process)(nil)
 
-func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing) *process {
+// newProcess watches pp; gone is called once it is reaped, before Done
+// closes.
+func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing, gone func(*process)) *process {
 	p := &process{
 		name:   req.Plugin.Name,
 		id:     id,
@@ -56,7 +58,7 @@ func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe
 		done:   make(chan struct{}),
 	}
 	go p.copy(pipe)
-	go p.run(pipe)
+	go p.run(pipe, gone)
 	return p
 }
 
@@ -84,7 +86,7 @@ func (p *process) Stop(ctx context.Context) (runtime.Outcome, error) {
 // cannot be written.
 func (p *process) copy(pipe *os.File) {
 	defer close(p.copied)
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 8<<10)
 	for {
 		n, err := pipe.Read(buf)
 		if n > 0 {
@@ -101,7 +103,7 @@ func (p *process) copy(pipe *os.File) {
 // must not hold the stop.
 const drainWait = 200 * time.Millisecond
 
-func (p *process) run(pipe *os.File) {
+func (p *process) run(pipe *os.File, gone func(*process)) {
 	var requested bool
 	select {
 	case <-p.p.Exited():
@@ -132,6 +134,7 @@ func (p *process) run(pipe *os.File) {
 	if st.Signal != 0 {
 		p.exit.Signal = signalName(st.Signal)
 	}
+	gone(p)
 	close(p.done)
 }
 
@@ -166,7 +169,7 @@ func (p *process) stopInOrder() (runtime.Outcome, error) {
 		}
 	}
 	fail(p.signalFamily(syscall.SIGKILL))
-	if !p.goneBy(time.Now().Add(killWait)) {
+	if !p.goneWithin(killWait, nil) {
 		fail(fmt.Errorf("still running %s after SIGKILL", killWait))
 	}
 	return runtime.Killed, p.cleanupError(runtime.Killed, causes)
@@ -196,13 +199,13 @@ func (p *process) hurried() bool {
 // left running gets SIGTERM, then SIGKILL after the exit window, so a
 // failed plugin leaves no orphan behind.
 func (p *process) cleanLeftovers() {
-	if p.goneBy(time.Now()) {
+	if p.goneWithin(0, nil) {
 		return
 	}
 	p.signalFamily(syscall.SIGTERM)
-	if !p.goneBy(time.Now().Add(p.timing.ExitWindow)) {
+	if !p.goneWithin(p.timing.ExitWindow, nil) {
 		p.signalFamily(syscall.SIGKILL)
-		p.goneBy(time.Now().Add(killWait))
+		p.goneWithin(killWait, nil)
 	}
 }
 
@@ -228,22 +231,34 @@ func (p *process) signalFamily(sig syscall.Signal) error {
 // reports true, or until the deadline passes or the stop is hurried, and
 // reports false. The process leaves a zombie, which is gone enough.
 func (p *process) goneBy(deadline time.Time) bool {
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+	return p.goneWithin(time.Until(deadline), p.hurry)
+}
+
+// goneWithin is goneBy with a timeout, cut short by hurry if it is closed
+// (nil: never).
+func (p *process) goneWithin(timeout time.Duration, hurry <-chan struct{}) bool {
+	timer := time.NewTimer(max(timeout, 0))
+	defer timer.Stop()
 	stop := make(chan struct{})
+	quit := make(chan struct{})
 	go func() {
 		select {
-		case <-ctx.Done():
-		case <-p.hurry:
+		case <-timer.C:
+		case <-hurry:
+		case <-quit:
 		}
 		close(stop)
 	}()
-	defer func() { cancel(); <-stop }()
+	defer func() { close(quit); <-stop }()
 	for {
 		select {
-		case <-p.p.Exited():
-		case <-stop:
-			return false
+		case <-p.p.Exited(): // first, so an exit already seen wins over a deadline
+		default:
+			select {
+			case <-p.p.Exited():
+			case <-stop:
+				return false
+			}
 		}
 		members, err := p.p.Family()
 		if err != nil || len(members) == 0 {

@@ -2,7 +2,6 @@ package proc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -21,67 +20,18 @@ type Member struct {
 	start uint64 // start time in clock ticks since boot: with Pid, an identity
 }
 
-// entry is one line of the process table.
-type entry struct {
-	pid, ppid, pgid int
-	start           uint64
-	zombie          bool
-}
-
-// table reads every process's stat from /proc.
-func table() (map[int]entry, error) {
-	dir, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	t := make(map[int]entry, len(dir))
-	for _, d := range dir {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		if e, err := stat(pid); err == nil {
-			t[pid] = e
-		}
-	}
-	return t, nil
-}
-
-// stat reads /proc/PID/stat: "pid (comm) state ppid pgrp ... starttime ...".
-// comm may hold spaces and parentheses, so fields are counted from the
-// last ')'.
-func stat(pid int) (entry, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return entry{}, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return entry{}, errors.New("malformed stat")
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 {
-		return entry{}, errors.New("malformed stat")
-	}
-	ppid, _ := strconv.Atoi(string(f[1]))
-	pgid, _ := strconv.Atoi(string(f[2]))
-	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return entry{pid: pid, ppid: ppid, pgid: pgid, start: start, zombie: f[0][0] == 'Z'}, nil
-}
-
 // Family lists the live processes that belong with p, without p itself:
 // its descendants, the members of its process group, and the orphans this
 // process adopted (as a child subreaper) whose environment carries p's
-// marker, with their descendants. Zombies are dead and left out.
+// marker, with their descendants. Zombies are dead and left out. A process
+// once found stays a member while it lives, wherever it moves.
 func (p *Process) Family() ([]Member, error) {
-	t, err := table()
+	t, err := snapshot()
 	if err != nil {
 		return nil, err
 	}
-	children := map[int][]int{}
-	for _, e := range t {
-		children[e.ppid] = append(children[e.ppid], e.pid)
-	}
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
 	in := map[int]bool{}
 	var add func(pid int)
 	add = func(pid int) {
@@ -89,37 +39,58 @@ func (p *Process) Family() ([]Member, error) {
 			return
 		}
 		in[pid] = true
-		for _, c := range children[pid] {
+		for _, c := range t.children[pid] {
 			add(c)
 		}
 	}
 	add(p.Pid)
-	for _, e := range t {
-		if e.pgid == p.Pid {
-			add(e.pid)
-		}
+	for _, m := range p.known {
+		add(m.Pid)
+	}
+	for _, pid := range t.groups[p.Pid] {
+		add(pid)
 	}
 	if p.marker != "" {
-		self := os.Getpid()
-		for _, c := range children[self] {
-			if !in[c] && !registered(c) && hasEnv(c, p.marker) {
+		for _, c := range adopted(t) {
+			if !in[c] && hasEnv(c, p.marker) {
 				add(c)
 			}
 		}
 	}
+	// The snapshot may be older than this call for all but the newest
+	// processes: each candidate is read again, and kept only if it is
+	// still the process seen (same start time) and alive.
 	var out []Member
 	for pid := range in {
-		if e := t[pid]; pid != p.Pid && !e.zombie {
-			out = append(out, Member{Pid: pid, Pgid: e.pgid, start: e.start})
+		if pid == p.Pid {
+			continue
 		}
+		e, err := stat(pid)
+		if err != nil || e.zombie || e.start != t.entries[pid].start {
+			continue
+		}
+		out = append(out, Member{Pid: pid, Pgid: e.pgid, start: e.start})
 	}
+	p.known = out
 	return out, nil
 }
 
-func registered(pid int) bool {
+// adopted lists the children of this process in t that may be orphans it
+// adopted: neither started by a Spawner and alive, nor reaped since.
+func adopted(t *procs) []int {
 	registry.Lock()
 	defer registry.Unlock()
-	return registry.pids[pid]
+	var out []int
+	for _, c := range t.children[os.Getpid()] {
+		if registry.pids[c] {
+			continue
+		}
+		if start, ok := registry.reaped[c]; ok && start == t.entries[c].start {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // hasEnv reports whether the initial environment of pid holds kv.

@@ -11,11 +11,14 @@ import (
 )
 
 // registry holds the pids of the children started here and not yet
-// reaped. The reaper leaves them alone: their owners reap them.
+// reaped, which the reaper leaves to their owners; and the children reaped
+// since the process table was last read whole, by pid with their start
+// time, which the table may still list.
 var registry = struct {
 	sync.Mutex
-	pids map[int]bool
-}{pids: map[int]bool{}}
+	pids   map[int]bool
+	reaped map[int]uint64
+}{pids: map[int]bool{}, reaped: map[int]uint64{}}
 
 // Process is a child started by a Spawner. Its pidfd pins its identity, so
 // no signal meant for it can reach another process that reused its pid;
@@ -31,6 +34,10 @@ type Process struct {
 	mu     sync.Mutex
 	reaped bool
 	status Status
+
+	// The family members the last look found (see Family).
+	fmu   sync.Mutex
+	known []Member
 }
 
 func newProcess(pid, pidfd int, marker string) (*Process, error) {
@@ -132,8 +139,12 @@ func (p *Process) Reap() (Status, error) {
 	}
 	p.status = statusOf(ws)
 	p.reaped = true
+	e, seen := snapshotEntry(p.Pid) // never under the registry's lock: see snapshot
 	registry.Lock()
 	delete(registry.pids, p.Pid)
+	if seen {
+		registry.reaped[p.Pid] = e.start
+	}
 	registry.Unlock()
 	p.pidfd.Close()
 	return p.status, nil

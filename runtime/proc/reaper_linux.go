@@ -50,10 +50,11 @@ func StartReaper() (*Reaper, error) {
 	return r, nil
 }
 
-// Stop stops reaping; this process stays a subreaper.
+// Stop stops reaping and ends this process's role as a subreaper.
 func (r *Reaper) Stop() {
 	r.cancel()
 	<-r.done
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 }
 
 var reapMu sync.Mutex

@@ -18,15 +18,17 @@ import (
 // healthy child at random, while forking from a thread that lives exactly
 // as long as the Spawner means children die with the host and only then.
 type Spawner struct {
-	work chan func()
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	work    chan func()
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	devnull *os.File // every child's stdin, opened once
 }
 
 // NewSpawner starts a Spawner's thread.
 func NewSpawner() *Spawner {
 	s := &Spawner{work: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
+	s.devnull, _ = os.Open(os.DevNull) // a missing /dev/null fails each Start instead
 	started := make(chan struct{})
 	go s.loop(started)
 	<-started
@@ -52,7 +54,12 @@ func (s *Spawner) loop(started chan<- struct{}) {
 // Close ends the Spawner's thread. Children it started that still run get
 // their parent-death signal (SIGKILL): callers stop them first.
 func (s *Spawner) Close() {
-	s.once.Do(func() { close(s.quit) })
+	s.once.Do(func() {
+		close(s.quit)
+		if s.devnull != nil {
+			s.devnull.Close()
+		}
+	})
 	<-s.done
 }
 
@@ -68,11 +75,10 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, err
+	devnull := s.devnull
+	if devnull == nil {
+		return nil, fmt.Errorf("start %s: cannot open %s", c.Argv[0], os.DevNull)
 	}
-	defer devnull.Close()
 	out := devnull
 	if c.Output != nil {
 		out = c.Output
@@ -97,9 +103,9 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 		// Registered under the lock that the reaper takes to list
 		// children, so it never mistakes this child for an orphan.
 		registry.Lock()
-		defer registry.Unlock()
 		pid, err := syscall.ForkExec(path, c.Argv, attr)
 		if err != nil {
+			registry.Unlock()
 			res <- result{err: &os.PathError{Op: "start", Path: c.Argv[0], Err: err}}
 			return
 		}
@@ -110,10 +116,12 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 			syscall.Kill(-pid, syscall.SIGKILL)
 			var ws syscall.WaitStatus
 			syscall.Wait4(pid, &ws, 0, nil)
+			registry.Unlock()
 			res <- result{err: fmt.Errorf("start %s: %w", c.Argv[0], err)}
 			return
 		}
 		registry.pids[pid] = true
+		registry.Unlock()
 		res <- result{p: p}
 	}
 	select {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/graftland/graft/runtime/instance"
 )
 
 func main() {
@@ -30,6 +32,8 @@ func main() {
 		name = "visits"
 	}
 	url := fmt.Sprintf("http://%s/kv/%s", kv, name)
+	me := instance.Current()
+	log.Printf("counter: instance %s, generation %d", me.ID, me.Generation)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

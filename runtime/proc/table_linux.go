@@ -1,0 +1,361 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// entry is one line of the process table.
+type entry struct {
+	pid, ppid, pgid int
+	start           uint64
+	zombie          bool
+}
+
+// readTable reads every process's stat from /proc. It runs on every stop,
+// so it reads with raw system calls into one buffer and parses in place: a
+// few microseconds a process.
+func readTable() (map[int]entry, error) {
+	dir, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "/proc", Err: err}
+	}
+	defer unix.Close(dir)
+	t := make(map[int]entry, 512)
+	dents := make([]byte, 64<<10)
+	buf := make([]byte, 1024)
+	var names []string
+	for {
+		n, err := unix.Getdents(dir, dents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: "/proc", Err: err}
+		}
+		if n <= 0 {
+			return t, nil
+		}
+		_, _, names = unix.ParseDirent(dents[:n], -1, names[:0])
+		for _, name := range names {
+			pid, err := strconv.Atoi(name)
+			if err != nil {
+				continue
+			}
+			if e, ok := statAt(dir, name, buf); ok {
+				e.pid = pid
+				t[pid] = e
+			}
+		}
+	}
+}
+
+// statAt reads /proc/PID/stat through the /proc directory dir.
+func statAt(dir int, pid string, buf []byte) (entry, bool) {
+	fd, err := unix.Openat(dir, pid+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return entry{}, false // gone since the directory was read
+	}
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return entry{}, false
+	}
+	return parseStat(buf[:n])
+}
+
+// stat reads /proc/PID/stat.
+func stat(pid int) (entry, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return entry{}, err
+	}
+	e, ok := parseStat(b)
+	if !ok {
+		return entry{}, errors.New("malformed stat")
+	}
+	e.pid = pid
+	return e, nil
+}
+
+// parseStat reads "pid (comm) state ppid pgrp ... starttime ...". comm may
+// hold spaces and parentheses, so fields are counted from the last ')':
+// state is the first after it, ppid the second, pgrp the third, starttime
+// the twentieth.
+func parseStat(b []byte) (entry, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return entry{}, false
+	}
+	var e entry
+	field := 0
+	for j := i + 1; j < len(b) && field <= 20; {
+		for j < len(b) && b[j] == ' ' {
+			j++
+		}
+		k := j
+		for k < len(b) && b[k] != ' ' && b[k] != '\n' {
+			k++
+		}
+		if k == j {
+			break
+		}
+		field++
+		switch field {
+		case 1:
+			e.zombie = b[j] == 'Z'
+		case 2:
+			e.ppid = atoi(b[j:k])
+		case 3:
+			e.pgid = atoi(b[j:k])
+		case 20:
+			e.start = uint64(atoi(b[j:k]))
+		}
+		j = k
+	}
+	return e, field >= 20
+}
+
+func atoi(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return n
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// procs is a read of the process table, indexed. It is never changed
+// once made, so any number of callers share one.
+type procs struct {
+	entries  map[int]entry
+	children map[int][]int // by parent
+	groups   map[int][]int // by process group
+}
+
+func index(entries map[int]entry) *procs {
+	t := &procs{entries: entries, children: map[int][]int{}, groups: map[int][]int{}}
+	for _, e := range entries {
+		t.children[e.ppid] = append(t.children[e.ppid], e.pid)
+		t.groups[e.pgid] = append(t.groups[e.pgid], e.pid)
+	}
+	return t
+}
+
+// The process table is read whole only when many processes were created
+// since the last read; otherwise it is brought up to date by reading just
+// the processes created since. The kernel hands pids out in turn, after
+// the last it gave (ns_last_pid) and wrapping at pid_max, so the processes
+// created between two looks at ns_last_pid are those with pids between the
+// two values, unless the counter went all the way round in between. It
+// cannot have if fewer tasks were created than pid_max minus the pids in
+// use, and the kernel counts every task it creates ("processes" in
+// /proc/stat, threads included): a few thousand since the last look, and
+// the pids between the two values are all that is new.
+//
+// Processes that die stay in the snapshot until their pid is handed out
+// again or the next whole read; callers read each candidate again.
+var snap struct {
+	sync.Mutex
+	cur   *procs // nil before the first read
+	last  int    // ns_last_pid, read just before cur was brought up to date
+	forks uint64 // tasks created since boot, read then too
+}
+
+// maxIncrement bounds the new processes read one by one; past it, the
+// whole table is read.
+const maxIncrement = 4096
+
+// snapshot returns the process table, up to date for every process
+// created before the call. Callers at the same time share one.
+func snapshot() (*procs, error) {
+	return snapshots.do(freshSnapshot)
+}
+
+var snapshots flight[*procs]
+
+func freshSnapshot() (*procs, error) {
+	if t := refresh(); t != nil {
+		return t, nil
+	}
+	// Counted before the read: later processes are the next refresh's.
+	last, lastErr := lastPid()
+	forks, forksErr := forkCount()
+	entries, err := table()
+	if err != nil {
+		return nil, err
+	}
+	t := index(entries)
+	snap.Lock()
+	stored := lastErr == nil && forksErr == nil && (snap.cur == nil || forks >= snap.forks)
+	if stored {
+		snap.cur, snap.last, snap.forks = t, last, forks
+	}
+	snap.Unlock()
+	// The snapshot's lock and the registry's are never held together.
+	if stored {
+		registry.Lock()
+		clear(registry.reaped) // they are not in a whole read made since
+		registry.Unlock()
+	}
+	return t, nil
+}
+
+// snapshotEntry returns what the snapshot holds of pid.
+func snapshotEntry(pid int) (entry, bool) {
+	snap.Lock()
+	defer snap.Unlock()
+	if snap.cur == nil {
+		return entry{}, false
+	}
+	e, ok := snap.cur.entries[pid]
+	return e, ok
+}
+
+// refresh brings the snapshot up to date by reading the processes created
+// since it was, when few were, and returns it; nil when the whole table
+// must be read.
+func refresh() *procs {
+	last, err := lastPid()
+	if err != nil {
+		return nil
+	}
+	forks, err := forkCount()
+	if err != nil {
+		return nil
+	}
+	snap.Lock()
+	defer snap.Unlock()
+	if snap.cur == nil || forks < snap.forks || forks-snap.forks > maxIncrement ||
+		cyclic(snap.last, last) > maxIncrement+len(snap.cur.entries) {
+		return nil
+	}
+	if last != snap.last {
+		entries := make(map[int]entry, len(snap.cur.entries)+cyclic(snap.last, last))
+		for k, v := range snap.cur.entries {
+			entries[k] = v
+		}
+		max := pidMax()
+		for pid := snap.last; pid != last; {
+			if pid++; pid > max {
+				pid = 1
+			}
+			if e, err := stat(pid); err == nil {
+				entries[pid] = e
+			} else {
+				delete(entries, pid) // an old entry for a pid now free
+			}
+		}
+		snap.cur = index(entries)
+	}
+	snap.last, snap.forks = last, forks
+	return snap.cur
+}
+
+// forkCount reads how many tasks the kernel has created since boot.
+func forkCount() (uint64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.Index(b, []byte("\nprocesses "))
+	if i < 0 {
+		return 0, errors.New("/proc/stat: no processes line")
+	}
+	f := bytes.Fields(b[i+len("\nprocesses "):])
+	if len(f) == 0 {
+		return 0, errors.New("/proc/stat: malformed processes line")
+	}
+	return strconv.ParseUint(string(f[0]), 10, 64)
+}
+
+// table returns a whole read of the process table that began after the
+// call. Callers at the same time share one read (the map is only read):
+// the reaper and the stops of two hundred plugins read /proc a few times,
+// not hundreds.
+func table() (map[int]entry, error) {
+	return tables.do(readTable)
+}
+
+var tables flight[map[int]entry]
+
+// flight runs a function for concurrent callers that each need a run that
+// begins after they ask: every caller waiting when a run begins gets that
+// run's result.
+type flight[T any] struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running bool
+	next    *run[T]
+}
+
+type run[T any] struct {
+	started bool
+	done    chan struct{}
+	v       T
+	err     error
+}
+
+func (f *flight[T]) do(fn func() (T, error)) (T, error) {
+	f.mu.Lock()
+	if f.cond == nil {
+		f.cond = sync.NewCond(&f.mu)
+	}
+	if f.next == nil {
+		f.next = &run[T]{done: make(chan struct{})}
+	}
+	r := f.next
+	for f.running && !r.started {
+		f.cond.Wait()
+	}
+	if r.started {
+		f.mu.Unlock()
+		<-r.done
+		return r.v, r.err
+	}
+	r.started, f.running, f.next = true, true, nil
+	f.mu.Unlock()
+	r.v, r.err = fn()
+	f.mu.Lock()
+	f.running = false
+	close(r.done)
+	f.cond.Broadcast()
+	f.mu.Unlock()
+	return r.v, r.err
+}
+
+// cyclic is how many pids were handed out after from up to to.
+func cyclic(from, to int) int {
+	if to >= from {
+		return to - from
+	}
+	return pidMax() - from + to
+}
+
+// lastPid reads the pid the kernel handed out last, in this pid namespace.
+func lastPid() (int, error) {
+	return readInt("/proc/sys/kernel/ns_last_pid")
+}
+
+var pidMax = sync.OnceValue(func() int {
+	n, err := readInt("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 1 << 22 // the kernel's largest
+	}
+	return n
+})
+
+func readInt(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(string(bytes.TrimSpace(b)))
+}

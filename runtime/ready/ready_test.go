@@ -1,0 +1,124 @@
+package ready
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/graftland/graft/spec"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func readyOf(r spec.Ready) *spec.Ready {
+	if r.Timeout.IsZero() {
+		r.Timeout = spec.FromStd(5 * time.Second)
+	}
+	return &r
+}
+
+func noExec(context.Context, []string) error { return errors.New("no exec here") }
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestTCP(t *testing.T) {
+	addr := freeAddr(t)
+	ln := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			ln <- l
+		}
+		close(ln)
+	}()
+	began := time.Now()
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr}), noExec, nil)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(began), 150*time.Millisecond)
+	if l := <-ln; l != nil {
+		l.Close()
+	}
+}
+
+func TestNotReady(t *testing.T) {
+	addr := freeAddr(t)
+	began := time.Now()
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr, Timeout: spec.FromStd(300 * time.Millisecond)}), noExec, nil)
+	var nr *NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.Contains(t, err.Error(), "not ready after 300 millis: dial tcp "+addr)
+	took := time.Since(began)
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
+	assert.Less(t, took, 2*time.Second)
+}
+
+func TestHTTP(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/flaky":
+			if calls.Add(1) < 3 {
+				http.Error(w, "warming up", http.StatusServiceUnavailable)
+				return
+			}
+		case "/moved":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+			return
+		case "/broken":
+			http.Error(w, "no", http.StatusInternalServerError)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/flaky"}), noExec, nil))
+	assert.Equal(t, int32(3), calls.Load(), "tried until it answered 200")
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/moved"}), noExec, nil), "a redirect is an answer")
+	err := Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/broken", Timeout: spec.FromStd(200 * time.Millisecond)}), noExec, nil)
+	assert.ErrorContains(t, err, "500 Internal Server Error")
+}
+
+func TestExec(t *testing.T) {
+	n := 0
+	exec := func(ctx context.Context, argv []string) error {
+		assert.Equal(t, []string{"pg_isready", "-q"}, argv)
+		if n++; n < 2 {
+			return errors.New("exit status 2")
+		}
+		return nil
+	}
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{Exec: []string{"pg_isready", "-q"}}), exec, nil))
+	assert.Equal(t, 2, n)
+}
+
+func TestGone(t *testing.T) {
+	gone := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { close(gone) })
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, gone)
+	assert.ErrorIs(t, err, ErrGone)
+}
+
+func TestCancelled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := Wait(ctx, readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, nil)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	var nr *NotReadyError
+	assert.False(t, errors.As(err, &nr), "the caller's deadline is not the check's timeout")
+}
