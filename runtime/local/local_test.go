@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/placementtest"
@@ -36,31 +35,7 @@ func TestMain(m *testing.M) {
 		hostMain()
 		return
 	}
-	fds := openFDs()
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-		if after := openFDs(); after > fds {
-			fmt.Fprintf(os.Stderr, "file descriptors leaked: %d open before the tests, %d after\n", fds, after)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// openFDs counts this process's open file descriptors. The runtime's
-// poller opens two of its own on first use; a pipe made and closed first
-// makes sure they are counted before the tests as well as after.
-func openFDs() int {
-	if r, w, err := os.Pipe(); err == nil {
-		r.Close()
-		w.Close()
-	}
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return len(ents)
+	placementtest.Main(m)
 }
 
 // short is the timing of most tests: the seed's windows shortened.

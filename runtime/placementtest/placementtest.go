@@ -6,6 +6,7 @@ package placementtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
@@ -54,6 +56,36 @@ type Kit struct {
 	// Gone reports whether nothing is left of a plugin whose Done is
 	// closed (no process with its pid, say).
 	Gone func(t *testing.T, h runtime.Handle) bool
+}
+
+// Main runs a placement package's tests, then fails them if a goroutine
+// or a file descriptor outlived them. Call it from TestMain.
+func Main(m *testing.M) {
+	fds := openFDs()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		if after := openFDs(); after > fds {
+			fmt.Fprintf(os.Stderr, "file descriptors leaked: %d open before the tests, %d after\n", fds, after)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// openFDs counts this process's open file descriptors. The runtime's
+// poller opens two of its own on first use; a pipe made and closed first
+// makes sure they are counted before the tests as well as after.
+func openFDs() int {
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
 }
 
 // Run runs the suite against the placement of kit.
