@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command localbench measures graft's local placement beside a bare Go
 // fork/exec loop, on the same machine in the same run: start N sleeps,
 // stop them all, and restart one of N. bench/local.sh runs it beside
