@@ -120,10 +120,9 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 	select {
 	case <-p.copied:
 	case <-time.After(drainWait):
-		pipe.Close()
-		<-p.copied
 	}
-	pipe.Close()
+	pipe.Close() // ends copy if a writer graft could not see still holds the pipe
+	<-p.copied
 	p.exit = runtime.Exit{
 		Code:      st.Code,
 		Requested: requested,

@@ -56,6 +56,7 @@ func (s *Spawner) loop(started chan<- struct{}) {
 func (s *Spawner) Close() {
 	s.once.Do(func() {
 		close(s.quit)
+		<-s.done // a start under way finishes first
 		if s.devnull != nil {
 			s.devnull.Close()
 		}
