@@ -59,7 +59,7 @@ func Diff(desired *spec.Spec, running *State) (*Plan, error) {
 // plan of ten thousand plugins that CI may ask for is made with slices.
 type differ struct {
 	desired *spec.Spec
-	running map[string]Record
+	running map[string]*Record // into the State's slice
 	names   []string       // every plugin desired or running, sorted
 	index   map[string]int // names[index[n]] == n
 	uses    [][]int        // the desired uses of each plugin
@@ -67,12 +67,13 @@ type differ struct {
 }
 
 func newDiffer(desired *spec.Spec, running *State) *differ {
-	d := &differ{desired: desired, running: make(map[string]Record, len(running.Plugins))}
+	d := &differ{desired: desired, running: make(map[string]*Record, len(running.Plugins))}
 	names := make([]string, 0, len(desired.Plugins)+len(running.Plugins))
 	for name := range desired.Plugins {
 		names = append(names, name)
 	}
-	for _, r := range running.Plugins {
+	for i := range running.Plugins {
+		r := &running.Plugins[i]
 		d.running[r.Name] = r
 		if desired.Plugins[r.Name] == nil {
 			names = append(names, r.Name)
@@ -243,7 +244,7 @@ func joinKeys(a, b map[string]string) map[string]bool {
 
 // describeChange says what changed between the running plugin and the
 // desired one, naming a change of placement first.
-func describeChange(r Record, p *spec.Plugin, fields []string) string {
+func describeChange(r *Record, p *spec.Plugin, fields []string) string {
 	var parts []string
 	if r.Run != "" && r.Run != p.Run {
 		parts = append(parts, fmt.Sprintf("run %s → %s", r.Run, p.Run))

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -122,12 +121,26 @@ func (s *State) Check() error {
 // stale exactly when this changes, since only then could Diff plan
 // differently; a pid or an uptime that moved does not make it stale.
 func (s *State) Digest() string {
-	records := slices.Clone(s.Plugins)
-	slices.SortFunc(records, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	order := make([]*Record, len(s.Plugins))
+	for i := range s.Plugins {
+		order[i] = &s.Plugins[i]
+	}
+	slices.SortFunc(order, func(a, b *Record) int { return strings.Compare(a.Name, b.Name) })
 	h := sha256.New()
-	for _, r := range records {
-		uses := slices.Sorted(slices.Values(r.Uses))
-		io.WriteString(h, r.Name+"\x00"+r.Hash+"\x00"+r.Status.class()+"\x00"+strings.Join(uses, ",")+"\n")
+	var (
+		uses []string
+		line []byte
+	)
+	for _, r := range order {
+		line = append(line[:0], r.Name...)
+		line = append(append(line, 0), r.Hash...)
+		line = append(append(line, 0), r.Status.class()...)
+		uses = append(uses[:0], r.Uses...)
+		slices.Sort(uses)
+		for _, u := range uses {
+			line = append(append(line, 0), u...)
+		}
+		h.Write(append(line, '\n'))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
