@@ -14,13 +14,31 @@ import (
 // of either (DESIGN §4), and builds the graph of steps that turns one into
 // the other. A nil running state is the empty one.
 func Diff(desired *spec.Spec, running *State) (*Plan, error) {
+	return DiffWith(desired, running, Options{})
+}
+
+// Options change what Diff plans.
+type Options struct {
+	// Replace names desired plugins to replace though unchanged, as
+	// graft restart does; their consumers restart as for any replacement.
+	Replace []string
+}
+
+// DiffWith is Diff with options.
+func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 	if running == nil {
 		running = &State{}
 	}
 	if err := running.Check(); err != nil {
 		return nil, fmt.Errorf("running state: %w", err)
 	}
+	for _, name := range opt.Replace {
+		if desired.Plugins[name] == nil {
+			return nil, fmt.Errorf("restart %s: no such plugin in %s", name, filepath.Base(desired.File))
+		}
+	}
 	d := newDiffer(desired, running)
+	d.replace = opt.Replace
 	order := d.topological()
 	for _, i := range order {
 		d.classify(i)
@@ -64,6 +82,7 @@ type differ struct {
 	index   map[string]int // names[index[n]] == n
 	uses    [][]int        // the desired uses of each plugin
 	changes []Change       // by plugin number
+	replace []string       // plugins to replace though unchanged
 }
 
 func newDiffer(desired *spec.Spec, running *State) *differ {
@@ -126,6 +145,8 @@ func (d *differ) classify(i int) {
 		c.Action, c.Reason = Replace, describeChange(r, p, c.Fields)
 	case r.Status == Unconfirmed:
 		c.Action, c.Reason = Replace, "unconfirmed: it may still be running; its exit must be confirmed before it starts again"
+	case slices.Contains(d.replace, name):
+		c.Action, c.Reason = Replace, "restart requested"
 	}
 }
 

@@ -45,6 +45,8 @@ type Host struct {
 	Since    time.Time `json:"since,omitzero"`
 	// Spec is the digest of the last applied spec.
 	Spec string `json:"spec,omitempty"`
+	// Applying says who is applying, while an apply is under way.
+	Applying string `json:"applying,omitempty"`
 }
 
 // Record is one plugin the host runs or tracks.

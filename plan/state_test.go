@@ -107,3 +107,34 @@ func TestSavedSourceRoundTrip(t *testing.T) {
 	assert.Equal(t, dir, back.Dir)
 	assert.Equal(t, filepath.Base(dir), back.Name)
 }
+
+func TestDiffWithReplace(t *testing.T) {
+	desired, err := spec.Parse("plugins.yaml", []byte("plugins:\n  db: {command: [db]}\n  api: {command: [api], uses: [db]}\n  x: {command: [x]}\n"))
+	require.NoError(t, err)
+	st := &State{}
+	for _, name := range []string{"api", "db", "x"} {
+		r := Applied(desired, name)
+		r.Status = Running
+		st.Plugins = append(st.Plugins, r)
+	}
+	p, err := DiffWith(desired, st, Options{Replace: []string{"db"}})
+	require.NoError(t, err)
+	actions := map[string]Action{}
+	for _, c := range p.Changes {
+		actions[c.Plugin] = c.Action
+	}
+	assert.Equal(t, map[string]Action{"db": Replace, "api": Restart, "x": Keep}, actions)
+	assert.Equal(t, "restart requested", p.Changes[slicesIndex(p.Changes, "db")].Reason)
+
+	_, err = DiffWith(desired, st, Options{Replace: []string{"nope"}})
+	assert.ErrorContains(t, err, "restart nope: no such plugin in plugins.yaml")
+}
+
+func slicesIndex(cs []Change, name string) int {
+	for i, c := range cs {
+		if c.Plugin == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -21,14 +21,21 @@ import (
 type CLI struct {
 	Globals
 
-	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
+	Apply    ApplyCmd    `cmd:"" help:"Bring about a plugins file, or a saved plan: start, stop, replace and restart plugins in order."`
 	Plan     PlanCmd     `cmd:"" help:"Show what graft apply would start, stop, replace and restart."`
+	Status   StatusCmd   `cmd:"" help:"Show what runs."`
+	Logs     LogsCmd     `cmd:"" help:"Print a plugin's output."`
+	Restart  RestartCmd  `cmd:"" help:"Replace plugins, and restart their consumers, in order."`
+	Down     DownCmd     `cmd:"" help:"Stop every plugin, consumers first, and the host."`
+	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
+	Host     HostCmd     `cmd:"" help:"Run the host daemon in the foreground (graft apply starts one in the background)."`
 	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of plugins.yaml."`
 	Version  VersionCmd  `cmd:"" help:"Print graft's version."`
 }
 
 // Globals are the flags every command takes.
 type Globals struct {
+	File     string `short:"f" default:"plugins.yaml" placeholder:"FILE" help:"The plugins file, whose directory holds the state dir (default: plugins.yaml)."`
 	StateDir string `name:"state-dir" env:"GRAFT_STATE_DIR" placeholder:"DIR" help:"Directory of the host's state (default: .graft/ beside the plugins file)."`
 	Color    string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 

@@ -1,24 +1,32 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
+
+	"github.com/graftland/graft/runtime/host"
 )
 
 var update = flag.Bool("update", false, "rewrite the cmp files of testdata/script")
 
-// TestMain registers this binary as the graft command of the scripts,
-// which run it as a real program, and checks for leaked goroutines.
+// TestMain registers this binary as the graft and plug commands of the
+// scripts, which run it as real programs, and checks for leaked
+// goroutines.
 func TestMain(m *testing.M) {
-	testscript.Main(leakCheck{m}, map[string]func(){"graft": main})
+	testscript.Main(leakCheck{m}, map[string]func(){"graft": main, "plug": plugMain})
 }
 
 type leakCheck struct{ m *testing.M }
@@ -39,42 +47,240 @@ func TestScripts(t *testing.T) {
 		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
+			// Under -race a program sleeps a second at exit unless told not
+			// to, which would look like a slow stop.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
+			// Every process a script starts carries this, so the script can
+			// count them and its end can clean up after a failure.
+			env.Setenv("GRAFT_TEST_RUN", env.WorkDir)
+			env.Defer(func() { cleanup(env.WorkDir) })
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// mode FILE PERM checks a file's permission bits, such as 0600.
-			"mode": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 2 {
-					ts.Fatalf("usage: mode file perm")
-				}
-				want, err := strconv.ParseUint(args[1], 8, 32)
-				ts.Check(err)
-				fi, err := os.Stat(ts.MkAbs(args[0]))
-				ts.Check(err)
-				if got := fi.Mode().Perm(); got != os.FileMode(want) {
-					ts.Fatalf("%s has mode %#o, want %#o", args[0], got, want)
-				}
-			},
-			// exits N CMD ARGS... runs a command and checks its exit status
-			// is exactly N, as scripts need for --detailed-exitcode.
-			"exits": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) < 2 {
-					ts.Fatalf("usage: exits N command [args...]")
-				}
-				want, err := strconv.Atoi(args[0])
-				ts.Check(err)
-				code := 0
-				if err := ts.Exec(args[1], args[2:]...); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						ts.Fatalf("%v", err)
-					}
-					code = ee.ExitCode()
-				}
-				if code != want {
-					ts.Fatalf("exit status %d, want %d", code, want)
-				}
-			},
+			"exits":     cmdExits,
+			"mode":      cmdMode,
+			"plugins":   cmdPlugins,
+			"killhost":  cmdKillHost,
+			"statusvar": cmdStatusVar,
+			"eq":        cmdEq,
+			"waitapply": cmdWaitApply,
+			"waithost":  cmdWaitHost,
 		},
 	})
+}
+
+// exits N CMD ARGS... runs a command and checks its exit status is
+// exactly N, as scripts need for --detailed-exitcode.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	code := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%v", err)
+		}
+		code = ee.ExitCode()
+	}
+	if code != want {
+		ts.Fatalf("exit status %d, want %d", code, want)
+	}
+}
+
+// mode FILE PERM checks a file's permission bits, such as 0600.
+func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mode file perm")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); got != os.FileMode(want) {
+		ts.Fatalf("%s has mode %#o, want %#o", args[0], got, want)
+	}
+}
+
+// plugins N [SECONDS] waits until exactly N plug processes of this script
+// live (zombies count as gone), at most SECONDS (default 5).
+func cmdPlugins(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: plugins N [seconds]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	wait := 5 * time.Second
+	if len(args) == 2 {
+		s, err := strconv.ParseFloat(args[1], 64)
+		ts.Check(err)
+		wait = time.Duration(s * float64(time.Second))
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		got := plugs(ts.Getenv("GRAFT_TEST_RUN"))
+		if len(got) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%d plug processes (%v), want %d", len(got), got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// plugs lists the live plug processes that carry run's marker.
+func plugs(run string) []int {
+	var pids []int
+	for _, pid := range marked(run) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if filepath.Base(argv0) == "plug" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// marked lists the live processes whose environment carries run's marker.
+func marked(run string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')'):]), ") Z ") {
+			continue
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == "GRAFT_TEST_RUN="+run {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// cleanup kills whatever a script left running: its host, then anything
+// carrying its marker.
+func cleanup(work string) {
+	if pid := hostPID(filepath.Join(work, ".graft")); pid > 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range marked(work) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// hostPID is the pid in a state dir's lock file, if that process lives.
+func hostPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "host.lock"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	return pid
+}
+
+// killhost [DIR] sends SIGKILL to the host of state dir DIR (default
+// $WORK/.graft) and waits until it is gone.
+func cmdKillHost(ts *testscript.TestScript, neg bool, args []string) {
+	dir := ts.MkAbs(".graft")
+	if len(args) == 1 {
+		dir = ts.MkAbs(args[0])
+	}
+	pid := hostPID(dir)
+	if pid == 0 {
+		ts.Fatalf("no host runs for %s", dir)
+	}
+	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), ") Z ") {
+			break // a zombie its parent will reap
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("host %d survived SIGKILL", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// statusvar PLUGIN FIELD VAR sets VAR to FIELD (pid, instance, generation
+// or status) of PLUGIN in the status of the host of $WORK/.graft.
+func cmdStatusVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: statusvar plugin field var")
+	}
+	c, err := host.NewClient(ts.MkAbs(".graft"))
+	ts.Check(err)
+	defer c.Close()
+	st, err := c.Status(context.Background())
+	ts.Check(err)
+	for _, r := range st.Plugins {
+		if r.Name != args[0] {
+			continue
+		}
+		v := map[string]string{
+			"pid":        strconv.Itoa(r.PID),
+			"instance":   r.Instance,
+			"generation": strconv.FormatInt(r.Generation, 10),
+			"status":     string(r.Status),
+		}[args[1]]
+		ts.Setenv(args[2], v)
+		return
+	}
+	ts.Fatalf("no plugin %s in the status", args[0])
+}
+
+// eq A B checks A equals B (with !, that they differ).
+func cmdEq(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: eq a b")
+	}
+	if (args[0] == args[1]) == neg {
+		ts.Fatalf("%q and %q: want them %s", args[0], args[1], map[bool]string{false: "equal", true: "different"}[neg])
+	}
+}
+
+// waitapply waits until the host of $WORK/.graft is applying.
+func cmdWaitApply(ts *testscript.TestScript, neg bool, args []string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := host.NewClient(ts.MkAbs(".graft"))
+		ts.Check(err)
+		st, err := c.Status(context.Background())
+		c.Close()
+		if err == nil && st.Host.Applying != "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("the host is not applying: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waithost waits until a host answers for $WORK/.graft.
+func cmdWaitHost(ts *testscript.TestScript, neg bool, args []string) {
+	c, err := host.NewClient(ts.MkAbs(".graft"))
+	ts.Check(err)
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Ping(context.Background(), time.Second) != nil {
+		if time.Now().After(deadline) {
+			ts.Fatalf("no host answers for .graft")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

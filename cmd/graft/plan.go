@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/graftland/graft/plan"
@@ -10,7 +11,7 @@ import (
 
 // PlanCmd is `graft plan [FILE]`.
 type PlanCmd struct {
-	File             string `arg:"" optional:"" default:"plugins.yaml" help:"The plugins file (default: plugins.yaml)."`
+	File             string `arg:"" optional:"" help:"The plugins file (default: --file)."`
 	JSON             bool   `name:"json" help:"Print the plan as JSON (format graft.plan/v1, see docs/plan-format.md)."`
 	Out              string `placeholder:"FILE" help:"Also save the plan to FILE, for a later graft apply FILE."`
 	DetailedExitcode bool   `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 1 on error, 2 when there are changes."`
@@ -19,12 +20,13 @@ type PlanCmd struct {
 
 // Run diffs the file against the running state and prints the plan. It
 // never starts a host.
-func (c *PlanCmd) Run(g *Globals) error {
-	desired, err := spec.Load(c.File)
+func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
+	file := g.fileArg(c.File)
+	desired, err := spec.Load(file)
 	if err != nil {
 		return err
 	}
-	running, err := runningState(c.State)
+	running, err := c.running(ctx, g, file)
 	if err != nil {
 		return err
 	}
@@ -58,11 +60,22 @@ func (c *PlanCmd) Run(g *Globals) error {
 	return nil
 }
 
-// runningState is what a plan compares with: the saved state file when one
-// is given, else what runs. Until a host runs, nothing does.
-func runningState(stateFile string) (*plan.State, error) {
-	if stateFile != "" {
-		return plan.ReadState(stateFile)
+// running is what the plan compares with: the saved state file when one
+// is given, else what the project's host runs. Without a host nothing
+// runs; graft plan never starts one.
+func (c *PlanCmd) running(ctx context.Context, g *Globals, file string) (*plan.State, error) {
+	if c.State != "" {
+		return plan.ReadState(c.State)
 	}
-	return &plan.State{Plugins: []plan.Record{}}, nil
+	dir := g.stateDir(file)
+	cl, up, err := client(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !up {
+		fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", noHost(dir))
+		return &plan.State{Plugins: []plan.Record{}}, nil
+	}
+	defer cl.Close()
+	return cl.Status(ctx)
 }

@@ -8,16 +8,17 @@ import (
 
 // ValidateCmd is `graft validate [FILE]`.
 type ValidateCmd struct {
-	File string `arg:"" optional:"" default:"plugins.yaml" help:"The plugins file (default: plugins.yaml)."`
+	File string `arg:"" optional:"" help:"The plugins file (default: --file)."`
 }
 
 // Run checks the file and reports every problem at once.
 func (c *ValidateCmd) Run(g *Globals) error {
-	s, err := spec.Load(c.File)
+	file := g.fileArg(c.File)
+	s, err := spec.Load(file)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "%s: valid: project %s, %s, %s.\n", c.File, s.Name,
+	fmt.Fprintf(g.stdout, "%s: valid: project %s, %s, %s.\n", file, s.Name,
 		count(len(s.Plugins), "plugin", "plugins"), count(len(s.Runners), "runner", "runners"))
 	return nil
 }

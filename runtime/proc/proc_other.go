@@ -17,3 +17,12 @@ func (s *Spawner) Start(c Cmd) (*Process, error) { return nil, ErrUnsupported }
 
 // Process is a started child; none exist off Linux.
 type Process struct{ Pid int }
+
+// Reaper is unsupported off Linux.
+type Reaper struct{}
+
+// StartReaper fails with ErrUnsupported.
+func StartReaper() (*Reaper, error) { return nil, ErrUnsupported }
+
+// Stop does nothing.
+func (r *Reaper) Stop() {}

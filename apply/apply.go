@@ -1,0 +1,252 @@
+// Package apply carries out a plan's step graph: each step as soon as the
+// steps it waits on have succeeded, at most Parallelism at a time,
+// reporting progress as it goes and every error at the end.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+)
+
+// Executor does the steps: it stops and starts plugins.
+type Executor interface {
+	// Stop stops plugin and forgets it. It is called with a context that
+	// the apply's cancellation does not reach: a step, once begun, is
+	// finished.
+	Stop(ctx context.Context, plugin string) (Result, error)
+	// Start starts plugin as the desired spec says, and returns once it
+	// runs (and is ready). The same holds of its context.
+	Start(ctx context.Context, plugin string) (Result, error)
+}
+
+// Result is what a step did.
+type Result struct {
+	// Outcome is how a stop ended.
+	Outcome runtime.Outcome `json:"outcome,omitempty"`
+	// Identity is what a start's plugin sees.
+	Identity runtime.Identity `json:"identity"`
+	PID      int              `json:"pid,omitempty"`
+}
+
+// Phase is where a step stands in an Event.
+type Phase string
+
+// The phases of a step.
+const (
+	Began     Phase = "began"
+	Succeeded Phase = "succeeded"
+	Failed    Phase = "failed"
+	// Skipped: a step it waits on failed or was skipped, or the apply was
+	// cancelled before it began.
+	Skipped Phase = "skipped"
+)
+
+// Event reports a step's progress.
+type Event struct {
+	Step  plan.Step `json:"step"`
+	Phase Phase     `json:"phase"`
+	// Result is set when the step ended (and for a failed stop, as far
+	// as it went).
+	Result Result `json:"result"`
+	// Error says why the step failed or was skipped.
+	Error string `json:"error,omitempty"`
+	// Took is how long the step ran.
+	Took time.Duration `json:"took"`
+	At   time.Time     `json:"at"`
+}
+
+// Options tune Run.
+type Options struct {
+	// Parallelism bounds the steps running at once; 0 means 10.
+	Parallelism int
+	// Events, when set, receives every event, from one goroutine at a
+	// time and in the order they happen.
+	Events func(Event)
+}
+
+// DefaultParallelism is the default bound on steps running at once.
+const DefaultParallelism = 10
+
+// StepError is a step that failed.
+type StepError struct {
+	Step plan.Step
+	Err  error
+}
+
+func (e *StepError) Error() string {
+	return fmt.Sprintf("%s %s: %v", e.Step.Op, e.Step.Plugin, e.Err)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrCancelled is among the errors of an apply whose context ended
+// before every step began.
+var ErrCancelled = errors.New("apply cancelled: steps not begun were skipped")
+
+// Run carries out p's steps through ex. A step begins once every step it
+// waits on has succeeded; a failed step skips the steps that wait on it,
+// directly or not, and the others go on. Cancelling ctx begins no further
+// step, lets the steps under way finish, and skips the rest. Run returns
+// every failure, aggregated (each a *StepError), and ErrCancelled if ctx
+// ended first; nil when every step succeeded.
+func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
+	if opt.Parallelism <= 0 {
+		opt.Parallelism = DefaultParallelism
+	}
+	r := &runner{
+		ex:      ex,
+		opt:     opt,
+		steps:   map[string]plan.Step{},
+		waiting: map[string]int{},
+		next:    map[string][]string{},
+		begun:   map[string]bool{},
+		done:    make(chan outcome),
+	}
+	for _, s := range p.Steps {
+		r.steps[s.ID] = s
+		r.waiting[s.ID] = len(s.After)
+		for _, a := range s.After {
+			r.next[a] = append(r.next[a], s.ID)
+		}
+	}
+	return r.run(ctx, p.Steps)
+}
+
+type runner struct {
+	ex      Executor
+	opt     Options
+	steps   map[string]plan.Step
+	waiting map[string]int      // steps not yet succeeded that each step waits on; -1 once skipped
+	next    map[string][]string // the steps that wait on each
+	begun   map[string]bool
+	done    chan outcome
+	emitMu  sync.Mutex
+	errs    *multierror.Error
+}
+
+type outcome struct {
+	id  string
+	err error
+}
+
+func (r *runner) emit(e Event) {
+	if r.opt.Events == nil {
+		return
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	e.At = time.Now()
+	r.opt.Events(e)
+}
+
+func (r *runner) run(ctx context.Context, order []plan.Step) error {
+	// Steps begin in the plan's order among those ready, so a run is
+	// repeatable: by wave, stops first, then by plugin.
+	var ready []string
+	for _, s := range order {
+		if r.waiting[s.ID] == 0 {
+			ready = append(ready, s.ID)
+		}
+	}
+	running, left := 0, len(order)
+	cancelled := false
+	stepCtx := context.WithoutCancel(ctx)
+	stop := ctx.Done()
+	for left > 0 {
+		for !cancelled && running < r.opt.Parallelism && len(ready) > 0 {
+			id := ready[0]
+			ready = ready[1:]
+			running++
+			r.begun[id] = true
+			go r.do(stepCtx, r.steps[id])
+		}
+		if running == 0 {
+			// Nothing runs and nothing can begin: the rest were cancelled
+			// or wait on a failure, and have been skipped below.
+			break
+		}
+		select {
+		case o := <-r.done:
+			running--
+			left--
+			if o.err != nil {
+				r.errs = multierror.Append(r.errs, &StepError{Step: r.steps[o.id], Err: o.err})
+				left -= r.skip(o.id, fmt.Sprintf("%s failed", o.id))
+				continue
+			}
+			for _, n := range r.next[o.id] {
+				if r.waiting[n]--; r.waiting[n] == 0 {
+					ready = append(ready, n)
+				}
+			}
+		case <-stop:
+			stop = nil // seen once
+			cancelled = true
+		}
+	}
+	if cancelled {
+		// Every step not begun, ready or waiting, is skipped.
+		for _, s := range order {
+			if !r.begun[s.ID] {
+				r.skipOne(s.ID, "the apply was cancelled")
+			}
+		}
+		r.errs = multierror.Append(r.errs, ErrCancelled)
+	}
+	return r.errs.ErrorOrNil()
+}
+
+// do runs one step and reports its outcome.
+func (r *runner) do(ctx context.Context, s plan.Step) {
+	r.emit(Event{Step: s, Phase: Began})
+	began := time.Now()
+	var (
+		res Result
+		err error
+	)
+	switch s.Op {
+	case plan.OpStop:
+		res, err = r.ex.Stop(ctx, s.Plugin)
+	case plan.OpStart:
+		res, err = r.ex.Start(ctx, s.Plugin)
+	default:
+		err = fmt.Errorf("unknown op %q", s.Op)
+	}
+	e := Event{Step: s, Phase: Succeeded, Result: res, Took: time.Since(began)}
+	if err != nil {
+		e.Phase, e.Error = Failed, err.Error()
+	}
+	r.emit(e)
+	r.done <- outcome{id: s.ID, err: err}
+}
+
+// skip skips every step that waits on id, directly or not, and returns
+// how many it skipped.
+func (r *runner) skip(id, why string) int {
+	n := 0
+	for _, next := range r.next[id] {
+		if r.waiting[next] > 0 {
+			n += r.skipOne(next, why)
+			n += r.skip(next, why)
+		}
+	}
+	return n
+}
+
+// skipOne marks one step skipped, once, and returns 1, or 0 if it was.
+func (r *runner) skipOne(id, why string) int {
+	if r.waiting[id] < 0 {
+		return 0
+	}
+	r.waiting[id] = -1
+	r.emit(Event{Step: r.steps[id], Phase: Skipped, Error: "skipped: " + why})
+	return 1
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/graftland/graft/runtime/host"
+)
+
+// HostCmd is `graft host`: the daemon, in the foreground.
+type HostCmd struct {
+	LogFormat string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
+	ReadyFD   int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+}
+
+// Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
+// then stops every plugin in order, consumers first, and exits.
+func (c *HostCmd) Run(g *Globals) error {
+	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
+	if c.LogFormat == "json" {
+		handler = slog.NewJSONHandler(g.stderr, nil)
+	}
+	log := slog.New(handler)
+	dir := g.stateDir(g.File)
+	h, err := host.Open(dir, host.Options{Version: graftVersion(), Logger: log})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	listening := make(chan struct{})
+	served := make(chan error, 1)
+	go func() {
+		served <- h.Serve(ctx, func() { close(listening) })
+	}()
+	select {
+	case <-listening:
+		c.ready()
+		go func() {
+			if err := h.Reapply(ctx); err != nil {
+				log.Error("apply the last applied spec", "err", err)
+			}
+		}()
+	case err := <-served:
+		h.Shutdown(context.Background())
+		return err
+	}
+	err = <-served
+	log.Info("stopping every plugin, consumers first")
+	if serr := h.Shutdown(context.Background()); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	log.Info("host stopped")
+	return err
+}
+
+// ready tells whoever started the host in the background that it listens.
+func (c *HostCmd) ready() {
+	if c.ReadyFD < 0 {
+		return
+	}
+	f := os.NewFile(uintptr(c.ReadyFD), "ready")
+	fmt.Fprintln(f, "ready")
+	f.Close()
+}

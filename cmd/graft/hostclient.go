@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"time"
+
+	"github.com/graftland/graft/runtime/host"
+)
+
+// stateDir is --state-dir, else .graft beside the plugins file.
+func (g *Globals) stateDir(file string) string {
+	if g.StateDir != "" {
+		return g.StateDir
+	}
+	return filepath.Join(filepath.Dir(file), ".graft")
+}
+
+// fileArg is the plugins file a command names, else --file.
+func (g *Globals) fileArg(arg string) string {
+	if arg != "" {
+		return arg
+	}
+	return g.File
+}
+
+// client returns a client of the host of dir, and whether one answers.
+func client(ctx context.Context, dir string) (*host.Client, bool, error) {
+	c, err := host.NewClient(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	switch err := c.Ping(ctx, 5*time.Second); {
+	case err == nil:
+		return c, true, nil
+	case errors.Is(err, host.ErrNoHost):
+		return c, false, nil
+	default:
+		return nil, false, err
+	}
+}
+
+// hostStartTimeout bounds the wait for a host started in the background.
+const hostStartTimeout = 15 * time.Second
+
+// ensureHost returns a client of the host of dir, starting one in the
+// background when none answers.
+func ensureHost(ctx context.Context, g *Globals, dir string) (*host.Client, error) {
+	c, up, err := client(ctx, dir)
+	if err != nil || up {
+		return c, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(g.stderr, "Starting a host for %s (its log: %s)\n", dir, filepath.Join(dir, host.HostLog))
+	if err := host.StartBackground(exe, dir, hostStartTimeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// holder describes this command, for whoever finds the apply lock held.
+func holder(command string) string {
+	who := "someone"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	hostname, _ := os.Hostname()
+	return fmt.Sprintf("graft %s by %s@%s (pid %d)", command, who, hostname, os.Getpid())
+}
+
+// noHost is said when a command finds no host.
+func noHost(dir string) string {
+	return fmt.Sprintf("No host is running for %s.", dir)
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// LogsCmd is `graft logs PLUGIN [-f] [-n N]`.
+type LogsCmd struct {
+	Plugin string `arg:"" help:"The plugin."`
+	Follow bool   `short:"F" name:"follow" help:"Keep printing lines as they come, until interrupted."`
+	Lines  int    `short:"n" default:"20" help:"Lines to print from the end."`
+}
+
+// Run prints the plugin's output from its log in the state dir.
+func (c *LogsCmd) Run(ctx context.Context, g *Globals) error {
+	dir := g.stateDir(g.File)
+	cl, up, err := client(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if !up {
+		return fmt.Errorf("%s graft logs reads through the host", noHost(dir))
+	}
+	defer cl.Close()
+	return cl.Logs(ctx, c.Plugin, c.Lines, c.Follow, g.stdout)
+}

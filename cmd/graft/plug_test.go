@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// plugMain is the plugin of the end-to-end scripts, this test binary run
+// as "plug":
+//
+//	plug serve NAME          say "NAME up instance=ID generation=N", run until SIGTERM, say "NAME bye"
+//	plug listen NAME ADDR    serve, and accept connections on ADDR (for ready: tcp)
+//	plug stubborn NAME       serve, but ignore SIGTERM
+//	plug exit CODE           exit with CODE at once
+//	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
+func plugMain() {
+	args := os.Args[1:]
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: plug serve|listen|stubborn|exit|sleep ARG")
+		os.Exit(2)
+	}
+	switch args[0] {
+	case "serve":
+		serve(args[1], nil)
+	case "listen":
+		ln, err := net.Listen("tcp", args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		serve(args[1], nil)
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+		serve(args[1], make(chan os.Signal))
+	case "exit":
+		code, _ := strconv.Atoi(args[1])
+		fmt.Println("exiting with", code)
+		os.Exit(code)
+	case "sleep":
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+	}
+}
+
+// serve says it is up, waits for SIGTERM (or on forever), says bye.
+func serve(name string, sigs chan os.Signal) {
+	if sigs == nil {
+		sigs = make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	}
+	fmt.Printf("%s up instance=%s generation=%s\n", name, os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"))
+	<-sigs
+	fmt.Printf("%s bye\n", name)
+	os.Exit(0)
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime/host"
+)
+
+// progress prints an apply's stream: the plan, then a line as each step
+// begins and ends. On a terminal it also keeps a live line at the bottom
+// with the steps under way and their time so far.
+type progress struct {
+	w     io.Writer
+	color bool
+	live  bool
+
+	mu      sync.Mutex
+	began   time.Time
+	running map[string]time.Time
+	done    int
+	failed  int
+	skipped int
+	total   int
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newProgress(w io.Writer, color, live bool) *progress {
+	p := &progress{w: w, color: color, live: live, began: time.Now(), running: map[string]time.Time{}, stop: make(chan struct{})}
+	if live {
+		p.wg.Add(1)
+		go p.tick()
+	}
+	return p
+}
+
+// Close ends the live line.
+func (p *progress) Close() {
+	close(p.stop)
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+}
+
+func (p *progress) tick() {
+	defer p.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			p.drawLive()
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *progress) paint(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// On handles one message of the stream.
+func (p *progress) On(m host.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	switch m.Type {
+	case host.MsgPlan:
+		p.total = len(m.Plan.Steps)
+		m.Plan.WriteText(p.w, plan.TextOptions{Color: p.color})
+		if m.Plan.HasChanges() {
+			fmt.Fprintln(p.w, "\nApplying:")
+		}
+	case host.MsgEvent:
+		p.event(*m.Event)
+	}
+	p.drawLive()
+}
+
+func (p *progress) event(e apply.Event) {
+	op := fmt.Sprintf("%-5s %s", e.Step.Op, e.Step.Plugin)
+	switch e.Phase {
+	case apply.Began:
+		p.running[e.Step.ID] = time.Now()
+		if !p.live {
+			fmt.Fprintf(p.w, "  %s %s\n", p.paint("2", "…"), op)
+		}
+	case apply.Succeeded:
+		delete(p.running, e.Step.ID)
+		p.done++
+		detail := ""
+		if e.Step.Op == plan.OpStop {
+			detail = string(e.Result.Outcome)
+		} else {
+			detail = fmt.Sprintf("instance %s, generation %d", e.Result.Identity.ID, e.Result.Identity.Generation)
+			if e.Result.PID != 0 {
+				detail += fmt.Sprintf(", pid %d", e.Result.PID)
+			}
+		}
+		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("32", "✓"), op, roundTook(e.Took), detail)
+	case apply.Failed:
+		delete(p.running, e.Step.ID)
+		p.failed++
+		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("31", "✗"), op, roundTook(e.Took), firstLine(e.Error))
+	case apply.Skipped:
+		p.skipped++
+		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "-"), op, "", e.Error)
+	}
+}
+
+// Summary prints the last line.
+func (p *progress) Summary(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	took := roundTook(time.Since(p.began))
+	switch {
+	case p.total == 0 && err == nil:
+	case err == nil:
+		fmt.Fprintf(p.w, "\nApply complete: %d steps in %s.\n", p.done, took)
+	default:
+		fmt.Fprintf(p.w, "\nApply failed after %s: %d steps done, %d failed, %d skipped.\n", took, p.done, p.failed, p.skipped)
+	}
+}
+
+// drawLive writes the live line: the steps under way.
+func (p *progress) drawLive() {
+	if !p.live || len(p.running) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(p.running))
+	for id := range p.running {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return p.running[ids[i]].Before(p.running[ids[j]]) })
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprintf("%s (%s)", strings.Replace(id, ":", " ", 1), time.Since(p.running[id]).Round(100*time.Millisecond)))
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s %d/%d: %s", p.paint("36", "⟳"), p.done+p.failed+p.skipped, p.total, strings.Join(parts, ", "))
+}
+
+func (p *progress) clearLive() {
+	if p.live {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}
+
+func roundTook(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graftland/graft/runtime/host"
+)
+
+// RestartCmd is `graft restart PLUGIN...`.
+type RestartCmd struct {
+	Plugins     []string `arg:"" help:"The plugins to replace."`
+	Parallelism int      `default:"10" help:"Steps run at once at most."`
+}
+
+// Run replaces the plugins and restarts their consumers, planned like any
+// other change of the last applied spec.
+func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
+	dir := g.stateDir(g.File)
+	cl, up, err := client(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if !up {
+		return fmt.Errorf("%s Nothing to restart.", noHost(dir))
+	}
+	defer cl.Close()
+	req := hostRequest(c.Parallelism, "restart")
+	req.Restart = c.Plugins
+	p := newProgress(g.stdout, g.colorful(g.stdout), g.colorful(g.stdout))
+	err = cl.Restart(ctx, req, p.On)
+	p.Close()
+	p.Summary(err)
+	return err
+}
+
+func hostRequest(parallelism int, command string) host.ApplyRequest {
+	return host.ApplyRequest{Parallelism: parallelism, Holder: holder(command)}
+}

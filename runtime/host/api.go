@@ -1,0 +1,266 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/graftland/graft/spec"
+)
+
+// maxBody bounds a request body: a spec, or a saved plan with its spec.
+const maxBody = 32 << 20
+
+// Serve answers the control API on the host's socket (mode 0600) until ctx
+// ends or graft down has stopped every plugin. ready, when set, is called
+// once the socket accepts connections.
+func (h *Host) Serve(ctx context.Context, ready func()) error {
+	path, err := SocketPath(h.dir)
+	if err != nil {
+		return err
+	}
+	link := filepath.Join(h.dir, socketLink)
+	if filepath.Dir(path) != h.dir {
+		if err := writeFileAtomic(link, []byte(path+"\n"), 0o600); err != nil {
+			return err
+		}
+		defer os.Remove(link)
+	} else {
+		os.Remove(link)
+	}
+	// A socket left by a host that died: this host holds the lock, so no
+	// other host is listening there.
+	os.Remove(path)
+	ln, err := listenPrivate(path)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", path, err)
+	}
+	defer os.Remove(path)
+	srv := &http.Server{Handler: h.handler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	h.log.Info("host listening", "socket", path, "pid", os.Getpid())
+	if ready != nil {
+		ready()
+	}
+	select {
+	case <-ctx.Done():
+	case <-h.down:
+	case err := <-served:
+		return err
+	}
+	// Requests under way (an apply, a log follower) get a moment to end.
+	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		srv.Close()
+	}
+	<-served
+	return nil
+}
+
+func (h *Host) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, h.State())
+	})
+	mux.HandleFunc("POST /v1/apply", func(w http.ResponseWriter, r *http.Request) {
+		var req ApplyRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		h.stream(w, r, func(events func(Message)) error {
+			_, err := h.Apply(r.Context(), req, events)
+			return err
+		})
+	})
+	mux.HandleFunc("POST /v1/restart", func(w http.ResponseWriter, r *http.Request) {
+		var req ApplyRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		h.mu.Lock()
+		a := h.spec
+		h.mu.Unlock()
+		if a == nil {
+			writeError(w, http.StatusConflict, ErrorBody{Kind: KindNoSpec, Error: "nothing was applied on this host yet"})
+			return
+		}
+		req.Source, req.Plan = a.Source, nil
+		h.stream(w, r, func(events func(Message)) error {
+			_, err := h.Apply(r.Context(), req, events)
+			return err
+		})
+	})
+	mux.HandleFunc("POST /v1/down", func(w http.ResponseWriter, r *http.Request) {
+		var req ApplyRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		h.stream(w, r, func(events func(Message)) error {
+			// Every plugin stops, whatever the client does meanwhile.
+			_, err := h.apply(context.WithoutCancel(r.Context()), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
+			if err == nil {
+				err = os.Remove(filepath.Join(h.dir, appliedFile))
+				if errors.Is(err, os.ErrNotExist) {
+					err = nil
+				}
+				h.mu.Lock()
+				h.spec = nil
+				h.mu.Unlock()
+			}
+			h.downOnce.Do(func() { close(h.down) })
+			return err
+		})
+	})
+	mux.HandleFunc("GET /v1/logs/{plugin}", h.serveLogs)
+	return mux
+}
+
+// stream runs an apply and answers with its messages, one JSON object a
+// line, flushed as they come. A refusal before the apply begins is an
+// error answer instead.
+func (h *Host) stream(w http.ResponseWriter, r *http.Request, run func(events func(Message)) error) {
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	began := false
+	send := func(m Message) {
+		if !began {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			began = true
+		}
+		enc.Encode(m) // a client gone is noticed through the request's context
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	err := run(send)
+	if !began {
+		writeError(w, statusFor(err), bodyFor(err))
+		return
+	}
+	done := Message{Type: MsgDone}
+	for _, e := range unwrapAll(err) {
+		done.Errors = append(done.Errors, e.Error())
+	}
+	send(done)
+}
+
+func statusFor(err error) int {
+	var (
+		locked *LockedError
+		stale  *StaleError
+		bad    spec.Errors
+	)
+	switch {
+	case errors.As(err, &locked), errors.As(err, &stale):
+		return http.StatusConflict
+	case errors.As(err, &bad):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func bodyFor(err error) ErrorBody {
+	var (
+		locked *LockedError
+		stale  *StaleError
+		bad    spec.Errors
+	)
+	b := ErrorBody{Error: err.Error()}
+	switch {
+	case errors.As(err, &locked):
+		b.Kind, b.Hint = KindLocked, locked.Hint()
+	case errors.As(err, &stale):
+		b.Kind, b.Hint = KindStale, stale.Hint()
+	case errors.As(err, &bad):
+		b.Kind = KindSpec
+	}
+	return b
+}
+
+// unwrapAll lists the errors an error aggregates, or the error itself.
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		return m.Unwrap()
+	}
+	return []error{err}
+}
+
+func (h *Host) serveLogs(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("plugin")
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || n < 0 {
+		n = 20
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	lines, live, stop, err := h.Follow(name, n, follow)
+	if errors.Is(err, ErrNoLog) {
+		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("%s: %v", name, err)})
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, ErrorBody{Error: err.Error()})
+		return
+	}
+	defer stop()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	flusher, _ := w.(http.Flusher)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	if live == nil {
+		return
+	}
+	if flusher != nil {
+		flusher.Flush()
+	}
+	for {
+		select {
+		case l, ok := <-live:
+			if !ok {
+				return
+			}
+			fmt.Fprintln(w, l)
+			if flusher != nil {
+				flusher.Flush()
+			}
+		case <-r.Context().Done():
+			return
+		case <-h.down:
+			return
+		}
+	}
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, b ErrorBody) {
+	writeJSON(w, status, b)
+}

@@ -1,0 +1,315 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/spec"
+)
+
+// LockedError is a refused apply: another holds the apply lock.
+type LockedError struct {
+	Holder string
+	Since  time.Time
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("another apply is under way: %s, since %s (%s ago)",
+		e.Holder, e.Since.Format("15:04:05"), time.Since(e.Since).Round(time.Second))
+}
+
+// Hint tells the operator what to do about it.
+func (e *LockedError) Hint() string { return "wait for it, or pass --lock-timeout to wait here" }
+
+// StaleError is a saved plan made against a state that has changed.
+type StaleError struct{ Reason string }
+
+func (e *StaleError) Error() string { return "stale plan: " + e.Reason }
+
+// Hint tells the operator what to do about it.
+func (e *StaleError) Hint() string { return "make a new plan with graft plan --out" }
+
+// Apply brings about the spec of req and returns the plan it carried out.
+// events, when set, receives the plan and every step's progress. Applies
+// run one at a time: while one is under way another fails with a
+// *LockedError, or waits up to req.LockWait. Cancelling ctx begins no
+// further step; the steps under way finish (see apply.Run).
+func (h *Host) Apply(ctx context.Context, req ApplyRequest, events func(Message)) (*plan.Plan, error) {
+	return h.apply(ctx, req, events, true)
+}
+
+// apply is Apply; save records the spec as the last applied one (the
+// host's own shutdown does not).
+func (h *Host) apply(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
+	if err := h.lockApply(ctx, req); err != nil {
+		return nil, err
+	}
+	defer h.unlockApply()
+	if events == nil {
+		events = func(Message) {}
+	}
+
+	desired, err := h.desired(req.Source)
+	if err != nil {
+		return nil, err
+	}
+	running := h.State()
+	p, err := h.plan(req, desired, running)
+	if err != nil {
+		return nil, err
+	}
+	if save {
+		a := &applied{Source: req.Source, Digest: desired.Digest(), At: time.Now()}
+		if err := saveApplied(h.dir, a); err != nil {
+			return nil, fmt.Errorf("record the applied spec: %w", err)
+		}
+		h.mu.Lock()
+		h.spec = a
+		h.mu.Unlock()
+	}
+	events(Message{Type: MsgPlan, Plan: p})
+	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
+		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
+	err = apply.Run(ctx, p, executor{h: h, desired: desired}, apply.Options{
+		Parallelism: req.Parallelism,
+		Events: func(e apply.Event) {
+			h.logEvent(e)
+			events(Message{Type: MsgEvent, Event: &e})
+		},
+	})
+	h.closeUnusedLogs()
+	return p, err
+}
+
+// lockApply takes the apply lock, waiting as req allows, or for the
+// host's own start-up apply, which any apply waits for.
+func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
+	select {
+	case h.applying <- struct{}{}:
+		h.setHolder(req.Holder)
+		return nil
+	default:
+	}
+	h.mu.Lock()
+	held := h.holder
+	h.mu.Unlock()
+	wait := time.Duration(req.LockWait) * time.Millisecond
+	if held.who == "the host's start-up" {
+		wait = 24 * time.Hour // part of starting the host: wait for it
+	}
+	if wait <= 0 {
+		return &LockedError{Holder: held.who, Since: held.since}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case h.applying <- struct{}{}:
+		h.setHolder(req.Holder)
+		return nil
+	case <-timer.C:
+		return &LockedError{Holder: held.who, Since: held.since}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Host) setHolder(who string) {
+	if who == "" {
+		who = "an unnamed client"
+	}
+	h.mu.Lock()
+	h.holder = holder{who: who, since: time.Now()}
+	h.mu.Unlock()
+}
+
+func (h *Host) unlockApply() {
+	h.mu.Lock()
+	h.holder = holder{}
+	h.mu.Unlock()
+	<-h.applying
+}
+
+// desired parses the spec to bring about; no source is the empty spec,
+// of the last applied spec's project.
+func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
+	if src.YAML != "" {
+		return src.Spec()
+	}
+	empty := "plugins: {}\n"
+	h.mu.Lock()
+	if h.spec != nil {
+		if s, err := h.spec.Source.Spec(); err == nil {
+			empty = "name: " + s.Name + "\n" + empty
+		}
+	}
+	h.mu.Unlock()
+	return spec.ParseIn(filepath.Join(h.dir, "nothing"), h.dir, []byte(empty))
+}
+
+// plan is the plan of an apply: a saved one, checked against what runs,
+// or a fresh diff.
+func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
+	if req.Plan == nil {
+		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
+		if err == nil && req.Source.YAML == "" {
+			for i := range p.Changes {
+				p.Changes[i].Reason = "everything stops: " + req.Holder
+			}
+		}
+		return p, err
+	}
+	if req.Plan.State != running.Digest() {
+		return nil, &StaleError{Reason: "the running state changed since the plan was made"}
+	}
+	if req.Plan.Desired != desired.Digest() {
+		return nil, &StaleError{Reason: "the plan's spec is not the one it was made from"}
+	}
+	return req.Plan, nil
+}
+
+func (h *Host) logEvent(e apply.Event) {
+	attrs := []any{"step", e.Step.ID}
+	switch e.Phase {
+	case apply.Began:
+		h.log.Info("step began", attrs...)
+	case apply.Succeeded:
+		if e.Step.Op == plan.OpStop {
+			attrs = append(attrs, "outcome", e.Result.Outcome)
+		} else {
+			attrs = append(attrs, "instance", e.Result.Identity.ID, "generation", e.Result.Identity.Generation, "pid", e.Result.PID)
+		}
+		h.log.Info("step done", append(attrs, "took", e.Took)...)
+	default:
+		h.log.Warn("step "+string(e.Phase), append(attrs, "err", e.Error)...)
+	}
+}
+
+// executor carries out an apply's steps on the host's plugins.
+type executor struct {
+	h       *Host
+	desired *spec.Spec
+}
+
+// Stop stops the plugin and forgets it.
+func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
+	e := x.h.entry(name)
+	if e == nil {
+		return apply.Result{Outcome: runtime.Exited}, nil
+	}
+	outcome, err := e.sup.Stop(ctx)
+	x.h.forget(name, e)
+	return apply.Result{Outcome: outcome}, err
+}
+
+// Start starts the plugin as the desired spec says. A failed plugin of
+// the same name (perhaps retrying) is stopped first.
+func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
+	if old := x.h.entry(name); old != nil {
+		old.sup.Stop(ctx)
+		x.h.forget(name, old)
+	}
+	p := x.desired.Plugins[name]
+	pl, err := x.h.placement(p.Run)
+	if err != nil {
+		return apply.Result{}, err
+	}
+	out, err := x.h.logOf(name)
+	if err != nil {
+		return apply.Result{}, err
+	}
+	e := &entry{
+		record: plan.Applied(x.desired, name),
+		sup:    runtime.NewSupervisor(pl, runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}),
+	}
+	x.h.mu.Lock()
+	x.h.plugins[name] = e
+	x.h.mu.Unlock()
+	err = e.sup.Start(ctx)
+	st := e.sup.State()
+	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+}
+
+// placement is where plugins of run r go.
+func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
+	if r == spec.Local {
+		return h.local, nil
+	}
+	return nil, fmt.Errorf("run: %s is not supported by this host yet", r)
+}
+
+// entry is one plugin the host runs or tracks.
+type entry struct {
+	record plan.Record // what its spec decides (plan.Applied)
+	sup    *runtime.Supervisor
+}
+
+func (h *Host) entry(name string) *entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.plugins[name]
+}
+
+// forget drops e, if it is still name's entry.
+func (h *Host) forget(name string, e *entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.plugins[name] == e {
+		delete(h.plugins, name)
+	}
+}
+
+// State is what runs, as plan.Diff and graft status read it.
+func (h *Host) State() *plan.State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := &plan.State{
+		Host: &plan.Host{
+			PID:      os.Getpid(),
+			Version:  h.opt.Version,
+			StateDir: h.dir,
+			Since:    h.started,
+			Applying: h.holder.who,
+		},
+		Plugins: []plan.Record{},
+	}
+	if h.spec != nil {
+		st.Host.Spec = h.spec.Digest
+		if s, err := h.spec.Source.Spec(); err == nil {
+			st.Host.Project = s.Name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
+		e := h.plugins[name]
+		r := e.record
+		s := e.sup.State()
+		r.Status = statusOf(s.Status)
+		r.Instance = s.Identity.ID
+		r.Generation = s.Identity.Generation
+		r.PID = s.PID
+		r.Since = s.Since
+		r.Restarts = s.Restarts
+		r.LastError = s.LastError
+		st.Plugins = append(st.Plugins, r)
+	}
+	return st
+}
+
+func statusOf(s runtime.Status) plan.Status {
+	switch s {
+	case runtime.Starting:
+		return plan.Starting
+	case runtime.Running:
+		return plan.Running
+	case runtime.Failed:
+		return plan.Failed
+	}
+	return plan.Stopping // stopping, or stopped and about to be forgotten
+}

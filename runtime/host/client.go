@@ -1,0 +1,224 @@
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/graftland/graft/plan"
+)
+
+// ErrNoHost is returned when no host answers on the state dir's socket.
+var ErrNoHost = errors.New("no host is running")
+
+// Client talks to the host of a state dir.
+type Client struct {
+	dir    string
+	socket string
+	http   *http.Client
+}
+
+// NewClient returns a client of the host of state dir dir. It connects on
+// each call; a host that is not running is ErrNoHost.
+func NewClient(dir string) (*Client, error) {
+	socket, err := socketOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{dir: dir, socket: socket}
+	c.http = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", c.socket)
+		},
+		DisableKeepAlives: true,
+	}}
+	return c, nil
+}
+
+// socketOf finds the socket of the host of dir: the one its host recorded,
+// else where SocketPath says.
+func socketOf(dir string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, socketLink)); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	return SocketPath(dir)
+}
+
+// Close releases the client's connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Ping reports whether a host answers, within timeout.
+func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.Status(ctx)
+	return err
+}
+
+// Status returns what runs.
+func (c *Client) Status(ctx context.Context) (*plan.State, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var st plan.State
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	return &st, nil
+}
+
+// ApplyError is an apply that ran and had failures: its steps' errors.
+type ApplyError struct{ Errors []string }
+
+func (e *ApplyError) Error() string {
+	if len(e.Errors) == 1 {
+		return e.Errors[0]
+	}
+	return fmt.Sprintf("%d errors:\n  %s", len(e.Errors), strings.Join(e.Errors, "\n  "))
+}
+
+// Apply asks the host to apply req, calling on for each message as it
+// comes. It returns a *LockedError, *StaleError or the host's error when
+// the host refuses, an *ApplyError when steps failed.
+func (c *Client) Apply(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	return c.stream(ctx, "/v1/apply", req, on)
+}
+
+// Restart replaces plugins of the last applied spec, and restarts their
+// consumers.
+func (c *Client) Restart(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	return c.stream(ctx, "/v1/restart", req, on)
+}
+
+// Down stops every plugin, consumers first, forgets the applied spec and
+// ends the host; it returns once the host has gone.
+func (c *Client) Down(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	if err := c.stream(ctx, "/v1/down", req, on); err != nil {
+		return err
+	}
+	// The host closes its socket as it exits.
+	for {
+		if err := c.Ping(ctx, time.Second); errors.Is(err, ErrNoHost) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on func(Message)) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), maxBody)
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("read the host's answer: %w", err)
+		}
+		if on != nil {
+			on(m)
+		}
+		if m.Type == MsgDone {
+			if len(m.Errors) > 0 {
+				return &ApplyError{Errors: m.Errors}
+			}
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read the host's answer: %w", err)
+	}
+	return errors.New("the host ended the apply without saying how it went: see its log, " + filepath.Join(c.dir, HostLog))
+}
+
+// Logs writes the last n lines of plugin's log to w and, with follow,
+// every later line until ctx ends.
+func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w io.Writer) error {
+	q := url.Values{"n": {strconv.Itoa(n)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/v1/logs/"+url.PathEscape(plugin)+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	if ctx.Err() != nil {
+		return nil // the follower was stopped, as asked
+	}
+	return err
+}
+
+// do sends a request and turns error answers into errors.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://graft"+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, ErrNoHost
+		}
+		return nil, fmt.Errorf("talk to the host at %s: %w", c.socket, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var eb ErrorBody
+	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+		return nil, fmt.Errorf("the host answered %s", resp.Status)
+	}
+	return nil, remoteError(eb)
+}
+
+// remoteError turns an error answer back into the host's error.
+func remoteError(b ErrorBody) error {
+	switch b.Kind {
+	case KindLocked:
+		return &hinted{msg: b.Error, hint: b.Hint}
+	case KindStale:
+		return &StaleError{Reason: strings.TrimPrefix(b.Error, "stale plan: ")}
+	}
+	return &hinted{msg: b.Error, hint: b.Hint}
+}
+
+// hinted is a host's error with the hint it gave.
+type hinted struct{ msg, hint string }
+
+func (e *hinted) Error() string { return e.msg }
+
+// Hint tells the operator what to do about it.
+func (e *hinted) Hint() string { return e.hint }

@@ -1,0 +1,157 @@
+// Package host is the daemon that owns one project's plugins: it keeps
+// their desired spec and running state, carries out applies one at a
+// time, and serves the CLI over a unix socket in its state dir.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/runtime/output"
+	"github.com/graftland/graft/runtime/proc"
+)
+
+// Options configures a Host.
+type Options struct {
+	// Version is reported in the status.
+	Version string
+	// Timing is the local placement's stop windows; zero: the seed's.
+	Timing runtime.Timing
+	// Logger receives the host's own log; nil: slog's default.
+	Logger *slog.Logger
+}
+
+// Host owns the plugins of one state dir. Open it, Run it, and it stops
+// every plugin in order when Run returns.
+type Host struct {
+	dir     string
+	opt     Options
+	log     *slog.Logger
+	lock    *os.File
+	reaper  *proc.Reaper
+	local   *local.Local
+	started time.Time
+
+	mu      sync.Mutex
+	plugins map[string]*entry
+	logs    map[string]*output.Log // by plugin; kept across its restarts
+	spec    *applied               // the last applied spec; nil before the first apply
+
+	applying chan struct{} // a token: held by the apply under way
+	holder   holder        // who holds it, while one does
+
+	down     chan struct{} // closed when graft down asks the host to end
+	downOnce sync.Once
+}
+
+// holder is who holds the apply lock.
+type holder struct {
+	who   string
+	since time.Time
+}
+
+// Open takes the state dir dir for a new host: it makes the directory,
+// takes its lock (failing with a *HeldError if another host holds it),
+// and makes this process a child subreaper, so that nothing a plugin
+// forks escapes.
+func Open(dir string, opt Options) (*Host, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, logDir), 0o750); err != nil {
+		return nil, fmt.Errorf("make the state dir: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	reaper, err := proc.StartReaper()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Host{
+		dir:      dir,
+		opt:      opt,
+		log:      log,
+		lock:     lock,
+		reaper:   reaper,
+		local:    local.New(local.Options{Timing: opt.Timing}),
+		started:  time.Now(),
+		plugins:  map[string]*entry{},
+		logs:     map[string]*output.Log{},
+		applying: make(chan struct{}, 1),
+		down:     make(chan struct{}),
+	}
+	if h.spec, err = loadApplied(dir); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Dir is the host's state dir.
+func (h *Host) Dir() string { return h.dir }
+
+// Down returns a channel closed when graft down has asked the host to
+// end.
+func (h *Host) Down() <-chan struct{} { return h.down }
+
+// close releases what Open took.
+func (h *Host) close() {
+	if err := h.local.Close(); err != nil {
+		h.log.Error("stop plugins", "err", err)
+	}
+	h.mu.Lock()
+	for _, l := range h.logs {
+		l.Close()
+	}
+	h.mu.Unlock()
+	h.reaper.Stop()
+	h.lock.Close()
+}
+
+// Reapply brings about the last applied spec, as a host does when it
+// starts: a host restarted by systemd, or after a crash, brings its
+// plugins back.
+func (h *Host) Reapply(ctx context.Context) error {
+	h.mu.Lock()
+	a := h.spec
+	h.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
+	_, err := h.Apply(ctx, ApplyRequest{Source: a.Source, Holder: "the host's start-up"}, nil)
+	return err
+}
+
+// StopAll stops every plugin in order, consumers first, as an apply of an
+// empty spec, and keeps the last applied spec: the host's own shutdown.
+func (h *Host) StopAll(ctx context.Context) error {
+	_, err := h.apply(ctx, ApplyRequest{Holder: "the host's shutdown"}, nil, false)
+	return err
+}
+
+// Shutdown stops every plugin in order and releases the state dir.
+func (h *Host) Shutdown(ctx context.Context) error {
+	err := h.StopAll(ctx)
+	h.close()
+	return err
+}
+
+// errNoHolder is for a lock wait that ran out.
+var errNoHolder = errors.New("no holder")

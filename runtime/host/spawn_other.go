@@ -1,0 +1,13 @@
+//go:build !unix
+
+package host
+
+import (
+	"errors"
+	"time"
+)
+
+// StartBackground is not supported off Unix.
+func StartBackground(exe, dir string, timeout time.Duration) error {
+	return errors.New("the graft host runs on Linux and other Unix systems only")
+}

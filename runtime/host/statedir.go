@@ -1,0 +1,147 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/graftland/graft/plan"
+)
+
+// The files of a state dir.
+const (
+	lockFile    = "host.lock"      // held (flock) by the one host; holds its pid
+	socketFile  = "host.sock"      // the control socket, when its path is short enough
+	socketLink  = "host.sock.path" // else: the path of the socket, elsewhere
+	appliedFile = "applied.json"   // the last applied spec
+	logDir      = "logs"           // one rotated log per plugin
+	HostLog     = "host.log"       // the output of a host started in the background
+)
+
+// maxSocketPath is what a unix socket address holds on Linux, less the
+// terminating NUL (sun_path is 108 bytes; 104 on the BSDs and macOS).
+const maxSocketPath = 103
+
+// SocketPath returns where the host of state dir dir listens: host.sock
+// in it, or, when that path is too long for a unix socket, a short path
+// under $XDG_RUNTIME_DIR (or the temporary directory) named by a digest of
+// dir.
+func SocketPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if p := filepath.Join(abs, socketFile); len(p) <= maxSocketPath {
+		return p, nil
+	}
+	base := os.Getenv("XDG_RUNTIME_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(base, "graft-"+hex.EncodeToString(sum[:8])+".sock"), nil
+}
+
+// HeldError is returned when another host holds the state dir.
+type HeldError struct {
+	Dir string
+	PID int
+}
+
+func (e *HeldError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("another host holds the state dir %s", e.Dir)
+	}
+	return fmt.Sprintf("another host (pid %d) holds the state dir %s", e.PID, e.Dir)
+}
+
+// Hint tells the operator what to do about it.
+func (e *HeldError) Hint() string {
+	return "graft status --state-dir " + e.Dir + " (to see it), or graft down (to stop it)"
+}
+
+// readPID reads the pid a host wrote in its lock file.
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// applied is the last applied spec, as stored in the state dir.
+type applied struct {
+	Source plan.Source `json:"source"`
+	// Digest is the spec's spec.Spec.Digest.
+	Digest string    `json:"digest"`
+	At     time.Time `json:"at"`
+}
+
+// loadApplied reads the last applied spec; nil if none was.
+func loadApplied(dir string) (*applied, error) {
+	b, err := os.ReadFile(filepath.Join(dir, appliedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var a applied
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, appliedFile), err)
+	}
+	return &a, nil
+}
+
+// saveApplied records the spec an apply is bringing about, before the
+// apply begins, so that a host started again converges on it.
+func saveApplied(dir string, a *applied) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, appliedFile), append(b, '\n'), 0o600)
+}
+
+// writeFileAtomic writes data to path through a temporary file in the
+// same directory, synced, renamed, and the directory synced: a crash
+// leaves the old file or the new one, never half of one.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
