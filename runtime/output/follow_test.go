@@ -120,10 +120,17 @@ func TestFollowConcurrent(t *testing.T) {
 	const writers, each = 4, 250
 	l, _ := openLog(t, Options{MaxSize: 2048, Keep: 100})
 
+	// Writers write half their lines, wait until every follower has
+	// started, and write the rest: each follower starts among writes, and
+	// sees some.
+	started := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
+				if i == each/2 {
+					<-started
+				}
 				// Lines written in two pieces test the unfinished line too.
 				_, err := fmt.Fprintf(l, "w%d ", w)
 				assert.NoError(t, err)
@@ -138,6 +145,7 @@ func TestFollowConcurrent(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		followers = append(followers, follow(t, l, n))
 	}
+	close(started)
 	wg.Wait()
 	require.NoError(t, l.Close())
 
