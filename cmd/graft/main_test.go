@@ -5,11 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,6 +56,15 @@ func TestScripts(t *testing.T) {
 			// Every process a script starts carries this, so the script can
 			// count them and its end can clean up after a failure.
 			env.Setenv("GRAFT_TEST_RUN", env.WorkDir)
+			// The quickstart's plugins are built with go run.
+			repo, err := filepath.Abs("../..")
+			if err != nil {
+				return err
+			}
+			env.Setenv("REPO", repo)
+			for k, v := range goEnv() {
+				env.Setenv(k, v)
+			}
 			env.Defer(func() { cleanup(env.WorkDir) })
 			return nil
 		},
@@ -60,11 +72,15 @@ func TestScripts(t *testing.T) {
 			"exits":     cmdExits,
 			"mode":      cmdMode,
 			"plugins":   cmdPlugins,
+			"procs":     cmdProcs,
 			"killhost":  cmdKillHost,
 			"statusvar": cmdStatusVar,
 			"eq":        cmdEq,
 			"waitapply": cmdWaitApply,
 			"waithost":  cmdWaitHost,
+			"waitlog":   cmdWaitLog,
+			"freeport":  cmdFreePort,
+			"envsubst":  cmdEnvsubst,
 		},
 	})
 }
@@ -105,10 +121,16 @@ func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // plugins N [SECONDS] waits until exactly N plug processes of this script
-// live (zombies count as gone), at most SECONDS (default 5).
-func cmdPlugins(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: plugins N [seconds]")
+// live (zombies count as gone), at most SECONDS (default 5). procs does
+// the same for every process of this script: hosts and plugins whatever
+// their program.
+func cmdPlugins(ts *testscript.TestScript, neg bool, args []string) { waitCount(ts, args, plugs) }
+
+func cmdProcs(ts *testscript.TestScript, neg bool, args []string) { waitCount(ts, args, marked) }
+
+func waitCount(ts *testscript.TestScript, args []string, list func(run string) []int) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: plugins|procs N [seconds]")
 	}
 	want, err := strconv.Atoi(args[0])
 	ts.Check(err)
@@ -120,12 +142,12 @@ func cmdPlugins(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		got := plugs(ts.Getenv("GRAFT_TEST_RUN"))
+		got := list(ts.Getenv("GRAFT_TEST_RUN"))
 		if len(got) == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("%d plug processes (%v), want %d", len(got), got, want)
+			ts.Fatalf("%d processes (%v), want %d", len(got), got, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -282,5 +304,74 @@ func cmdWaitHost(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("no host answers for .graft")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// goEnv is what go run needs from this environment: scripts run with
+// HOME=/no-home.
+var goEnv = sync.OnceValue(func() map[string]string {
+	env := map[string]string{}
+	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS").Output()
+	if err != nil {
+		return env
+	}
+	for i, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS"} {
+		if lines := strings.Split(string(out), "\n"); i < len(lines) {
+			env[k] = lines[i]
+		}
+	}
+	return env
+})
+
+// waitlog STATEDIR PLUGIN REGEXP [SECONDS] waits until the plugin's log
+// has a line matching REGEXP, at most SECONDS (default 60).
+func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 || len(args) > 4 {
+		ts.Fatalf("usage: waitlog statedir plugin regexp [seconds]")
+	}
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	wait := time.Minute
+	if len(args) == 4 {
+		s, err := strconv.Atoi(args[3])
+		ts.Check(err)
+		wait = time.Duration(s) * time.Second
+	}
+	c, err := host.NewClient(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer c.Close()
+	deadline := time.Now().Add(wait)
+	for {
+		var b strings.Builder
+		err := c.Logs(context.Background(), args[1], 1000, false, &b)
+		if err == nil && re.MatchString(b.String()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no line matching %q in the log of %s: %v\n%s", args[2], args[1], err, b.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freeport VAR sets VAR to a loopback TCP port nothing listens on.
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport var")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// envsubst FILE... replaces $VAR and ${VAR} in the files with the
+// script's environment.
+func cmdEnvsubst(ts *testscript.TestScript, neg bool, args []string) {
+	for _, f := range args {
+		b, err := os.ReadFile(ts.MkAbs(f))
+		ts.Check(err)
+		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(string(b), ts.Getenv)), 0o644))
 	}
 }
