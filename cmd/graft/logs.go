@@ -8,7 +8,7 @@ import (
 // LogsCmd is `graft logs PLUGIN [-f] [-n N]`.
 type LogsCmd struct {
 	Plugin string `arg:"" help:"The plugin."`
-	Follow bool   `short:"F" name:"follow" help:"Keep printing lines as they come, until interrupted."`
+	Follow bool   `short:"f" name:"follow" help:"Keep printing lines as they come, until interrupted."`
 	Lines  int    `short:"n" default:"20" help:"Lines to print from the end."`
 }
 

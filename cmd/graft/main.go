@@ -35,7 +35,7 @@ type CLI struct {
 
 // Globals are the flags every command takes.
 type Globals struct {
-	File     string `short:"f" default:"plugins.yaml" placeholder:"FILE" help:"The plugins file, whose directory holds the state dir (default: plugins.yaml)."`
+	File     string `default:"plugins.yaml" placeholder:"FILE" help:"The plugins file, whose directory holds the state dir (default: plugins.yaml)."`
 	StateDir string `name:"state-dir" env:"GRAFT_STATE_DIR" placeholder:"DIR" help:"Directory of the host's state (default: .graft/ beside the plugins file)."`
 	Color    string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 

@@ -78,6 +78,7 @@ func TestScripts(t *testing.T) {
 			"eq":        cmdEq,
 			"waitapply": cmdWaitApply,
 			"waithost":  cmdWaitHost,
+			"waitidle":  cmdWaitIdle,
 			"waitlog":   cmdWaitLog,
 			"freeport":  cmdFreePort,
 			"envsubst":  cmdEnvsubst,
@@ -275,19 +276,24 @@ func cmdEq(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// waitapply waits until the host of $WORK/.graft is applying.
-func cmdWaitApply(ts *testscript.TestScript, neg bool, args []string) {
+// waitapply waits until the host of $WORK/.graft is applying; waitidle,
+// until it is not.
+func cmdWaitApply(ts *testscript.TestScript, neg bool, args []string) { waitApplying(ts, true) }
+
+func cmdWaitIdle(ts *testscript.TestScript, neg bool, args []string) { waitApplying(ts, false) }
+
+func waitApplying(ts *testscript.TestScript, applying bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := host.NewClient(ts.MkAbs(".graft"))
 		ts.Check(err)
 		st, err := c.Status(context.Background())
 		c.Close()
-		if err == nil && st.Host.Applying != "" {
+		if err == nil && (st.Host.Applying != "") == applying {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("the host is not applying: %v", err)
+			ts.Fatalf("the host is not %s: %v", map[bool]string{true: "applying", false: "idle"}[applying], err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -238,7 +238,18 @@ func (h *Host) serveLogs(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-h.down:
-			return
+			// The host is ending: what was written before goes out first.
+			for {
+				select {
+				case l, ok := <-live:
+					if !ok {
+						return
+					}
+					fmt.Fprintln(w, l)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
