@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 //	plug stubborn NAME       serve, but ignore SIGTERM
 //	plug exit CODE           exit with CODE at once
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
+//	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -53,6 +55,15 @@ func plugMain() {
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])
 		time.Sleep(d)
+	case "daemon":
+		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		serve(args[1], nil)
 	}
 }
 

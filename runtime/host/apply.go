@@ -240,7 +240,7 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 // placement is where plugins of run r go.
 func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
 	if r == spec.Local {
-		return h.local, nil
+		return h.locals, nil
 	}
 	return nil, fmt.Errorf("run: %s is not supported by this host yet", r)
 }

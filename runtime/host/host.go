@@ -38,6 +38,7 @@ type Host struct {
 	lock    *os.File
 	reaper  *proc.Reaper
 	local   *local.Local
+	locals  runtime.Placement // local, recording the instances it starts
 	started time.Time
 
 	mu      sync.Mutex
@@ -67,8 +68,10 @@ func Open(dir string, opt Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, logDir), 0o750); err != nil {
-		return nil, fmt.Errorf("make the state dir: %w", err)
+	for _, d := range []string{logDir, instancesDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
+			return nil, fmt.Errorf("make the state dir: %w", err)
+		}
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -96,10 +99,12 @@ func Open(dir string, opt Options) (*Host, error) {
 		applying: make(chan struct{}, 1),
 		down:     make(chan struct{}),
 	}
+	h.locals = recording{Placement: h.local, dir: filepath.Join(dir, instancesDir)}
 	if h.spec, err = loadApplied(dir); err != nil {
 		h.close()
 		return nil, err
 	}
+	h.cleanLeftovers()
 	return h, nil
 }
 

@@ -188,3 +188,36 @@ func WaitMembers(members []Member, stop <-chan struct{}) bool {
 	wg.Wait()
 	return all
 }
+
+// Marked lists the live processes, anywhere on the machine, whose initial
+// environment holds one of kvs (such as GRAFT_INSTANCE_ID=...): what is
+// left of plugins whose host died without stopping them. It reads every
+// process's environment, which is slow, and is meant for a host's start.
+func Marked(kvs []string) ([]Member, error) {
+	want := map[string]bool{}
+	for _, kv := range kvs {
+		want[kv] = true
+	}
+	t, err := table()
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	var out []Member
+	for pid, e := range t {
+		if pid == self || e.zombie || len(want) == 0 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, v := range bytes.Split(b, []byte{0}) {
+			if want[string(v)] {
+				out = append(out, Member{Pid: pid, Pgid: e.pgid, start: e.start})
+				break
+			}
+		}
+	}
+	return out, nil
+}

@@ -2,6 +2,8 @@
 
 package proc
 
+import "syscall"
+
 // Spawner is unsupported off Linux: graft's guarantees about process
 // families rest on pidfds, /proc and the child subreaper.
 type Spawner struct{}
@@ -26,3 +28,15 @@ func StartReaper() (*Reaper, error) { return nil, ErrUnsupported }
 
 // Stop does nothing.
 func (r *Reaper) Stop() {}
+
+// Member is a process of a family; none are found off Linux.
+type Member struct{ Pid int }
+
+// Marked finds nothing off Linux.
+func Marked(kvs []string) ([]Member, error) { return nil, ErrUnsupported }
+
+// Signal does nothing.
+func (m Member) Signal(sig syscall.Signal) error { return nil }
+
+// WaitMembers returns true.
+func WaitMembers(members []Member, stop <-chan struct{}) bool { return true }

@@ -1,0 +1,86 @@
+package host
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/runtime/proc"
+)
+
+// instancesDir holds an empty file per local process the host started,
+// named by its instance id, from its start until it is gone.
+const instancesDir = "instances"
+
+// recording is a placement that records the instances it starts in the
+// state dir. A host killed outright leaves the records behind: the next
+// host finds by them what is left of those plugins, the processes that
+// left their process group and so were not reached by the parent-death
+// signal, through the GRAFT_INSTANCE_ID in their environment.
+type recording struct {
+	runtime.Placement
+	dir string
+}
+
+func (r recording) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	h, err := r.Placement.Start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(r.dir, h.Identity().ID)
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	}
+	go func() {
+		<-h.Done()
+		os.Remove(path)
+	}()
+	return h, nil
+}
+
+// cleanLeftovers stops what a host killed outright left running of its
+// plugins: SIGTERM, then SIGKILL a second later. It runs before the host
+// starts anything, so nothing of the old run overlaps the new.
+func (h *Host) cleanLeftovers() {
+	dir := filepath.Join(h.dir, instancesDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	var marks []string
+	for _, e := range ents {
+		marks = append(marks, instance.EnvID+"="+e.Name())
+	}
+	left, err := proc.Marked(marks)
+	if err != nil {
+		h.log.Warn("look for what a previous host left running", "err", err)
+	}
+	if len(left) > 0 {
+		h.log.Warn("stopping what a previous host left running", "processes", len(left))
+		signalAll(left, syscall.SIGTERM)
+		if !proc.WaitMembers(left, after(time.Second)) {
+			signalAll(left, syscall.SIGKILL)
+			proc.WaitMembers(left, after(10*time.Second))
+		}
+	}
+	for _, e := range ents {
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+}
+
+func signalAll(ms []proc.Member, sig syscall.Signal) {
+	for _, m := range ms {
+		m.Signal(sig)
+	}
+}
+
+// after returns a channel closed after d.
+func after(d time.Duration) <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(d, func() { close(c) })
+	return c
+}
