@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +83,11 @@ type StepError struct {
 }
 
 func (e *StepError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Step.Op, e.Step.Plugin, e.Err)
+	prefix := fmt.Sprintf("%s %s: ", e.Step.Op, e.Step.Plugin)
+	if msg := e.Err.Error(); strings.HasPrefix(msg, prefix) {
+		return msg // a placement's errors name the step already
+	}
+	return prefix + e.Err.Error()
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

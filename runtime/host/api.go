@@ -186,12 +186,15 @@ func bodyFor(err error) ErrorBody {
 	return b
 }
 
-// unwrapAll lists the errors an error aggregates, or the error itself.
+// unwrapAll lists the errors an error aggregates (go-multierror's, or
+// errors.Join's), or the error itself.
 func unwrapAll(err error) []error {
-	if err == nil {
+	switch m := err.(type) {
+	case nil:
 		return nil
-	}
-	if m, ok := err.(interface{ Unwrap() []error }); ok {
+	case interface{ WrappedErrors() []error }:
+		return m.WrappedErrors()
+	case interface{ Unwrap() []error }:
 		return m.Unwrap()
 	}
 	return []error{err}

@@ -157,7 +157,7 @@ func TestFailedStartConverges(t *testing.T) {
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
 	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, bad)}, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "start db: start db: exited before it was ready (exit status 3); last output:\n  cannot start")
+	assert.Contains(t, err.Error(), "start db: exited before it was ready (exit status 3); last output:\n  cannot start")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Failed}, statuses(h), "api was skipped")
 
 	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
