@@ -14,12 +14,12 @@ type DownCmd struct {
 // applied spec, and ends the host.
 func (c *DownCmd) Run(ctx context.Context, g *Globals) error {
 	dir := g.stateDir(g.File)
-	cl, up, err := client(ctx, dir)
+	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return err
 	}
 	if !up {
-		fmt.Fprintln(g.stdout, noHost(dir), "Nothing to stop.")
+		fmt.Fprintln(g.stdout, g.noHost(dir), "Nothing to stop.")
 		return nil
 	}
 	defer cl.Close()

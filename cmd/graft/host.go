@@ -14,20 +14,27 @@ import (
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
+	Listen    string `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); beyond loopback only with --token-file."`
 	LogFormat string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	ReadyFD   int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
 // then stops every plugin in order, consumers first, and exits.
-func (c *HostCmd) Run(g *Globals) error {
+func (c *HostCmd) Run(g *Globals) (err error) {
 	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
 	if c.LogFormat == "json" {
 		handler = slog.NewJSONHandler(g.stderr, nil)
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	h, err := host.Open(dir, host.Options{Version: graftVersion(), Logger: log})
+	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}}
+	if c.Listen != "" && g.TokenFile != "" {
+		if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {
+			return err
+		}
+	}
+	h, err := host.Open(dir, opt)
 	if err != nil {
 		return err
 	}

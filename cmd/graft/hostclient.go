@@ -28,9 +28,10 @@ func (g *Globals) fileArg(arg string) string {
 	return g.File
 }
 
-// client returns a client of the host of dir, and whether one answers.
-func client(ctx context.Context, dir string) (*host.Client, bool, error) {
-	c, err := host.NewClient(dir)
+// client returns a client of the host of dir, or of --host, and whether
+// one answers.
+func (g *Globals) client(ctx context.Context, dir string) (*host.Client, bool, error) {
+	c, err := g.newClient(dir)
 	if err != nil {
 		return nil, false, err
 	}
@@ -44,15 +45,32 @@ func client(ctx context.Context, dir string) (*host.Client, bool, error) {
 	}
 }
 
+func (g *Globals) newClient(dir string) (*host.Client, error) {
+	if g.Host == "" {
+		return host.NewClient(dir)
+	}
+	token := ""
+	if g.TokenFile != "" {
+		var err error
+		if token, err = host.ReadToken(g.TokenFile); err != nil {
+			return nil, err
+		}
+	}
+	return host.NewTCPClient(g.Host, token)
+}
+
 // hostStartTimeout bounds the wait for a host started in the background.
 const hostStartTimeout = 15 * time.Second
 
 // ensureHost returns a client of the host of dir, starting one in the
 // background when none answers.
 func ensureHost(ctx context.Context, g *Globals, dir string) (*host.Client, error) {
-	c, up, err := client(ctx, dir)
+	c, up, err := g.client(ctx, dir)
 	if err != nil || up {
 		return c, err
+	}
+	if g.Host != "" {
+		return nil, fmt.Errorf("no host answers at %s", g.Host)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -76,6 +94,9 @@ func holder(command string) string {
 }
 
 // noHost is said when a command finds no host.
-func noHost(dir string) string {
+func (g *Globals) noHost(dir string) string {
+	if g.Host != "" {
+		return fmt.Sprintf("No host answers at %s.", g.Host)
+	}
 	return fmt.Sprintf("No host is running for %s.", dir)
 }

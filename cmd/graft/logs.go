@@ -15,12 +15,12 @@ type LogsCmd struct {
 // Run prints the plugin's output from its log in the state dir.
 func (c *LogsCmd) Run(ctx context.Context, g *Globals) error {
 	dir := g.stateDir(g.File)
-	cl, up, err := client(ctx, dir)
+	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return err
 	}
 	if !up {
-		return fmt.Errorf("%s graft logs reads through the host", noHost(dir))
+		return fmt.Errorf("%s graft logs reads through the host", g.noHost(dir))
 	}
 	defer cl.Close()
 	return cl.Logs(ctx, c.Plugin, c.Lines, c.Follow, g.stdout)

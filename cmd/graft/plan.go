@@ -68,12 +68,12 @@ func (c *PlanCmd) running(ctx context.Context, g *Globals, file string) (*plan.S
 		return plan.ReadState(c.State)
 	}
 	dir := g.stateDir(file)
-	cl, up, err := client(ctx, dir)
+	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	if !up {
-		fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", noHost(dir))
+		fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", g.noHost(dir))
 		return &plan.State{Plugins: []plan.Record{}}, nil
 	}
 	defer cl.Close()

@@ -17,12 +17,12 @@ type RestartCmd struct {
 // other change of the last applied spec.
 func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
 	dir := g.stateDir(g.File)
-	cl, up, err := client(ctx, dir)
+	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return err
 	}
 	if !up {
-		return fmt.Errorf("%s Nothing to restart.", noHost(dir))
+		return fmt.Errorf("%s Nothing to restart.", g.noHost(dir))
 	}
 	defer cl.Close()
 	req := hostRequest(c.Parallelism, "restart")

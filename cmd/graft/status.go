@@ -20,7 +20,7 @@ type StatusCmd struct {
 // reads. It never starts a host; without one, nothing runs.
 func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	dir := g.stateDir(g.File)
-	cl, up, err := client(ctx, dir)
+	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		return enc.Encode(st)
 	}
 	if !up {
-		fmt.Fprintln(g.stdout, noHost(dir))
+		fmt.Fprintln(g.stdout, g.noHost(dir))
 		return nil
 	}
 	h := st.Host

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,27 +43,54 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
 	defer os.Remove(path)
-	srv := &http.Server{Handler: h.handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	servers := []*http.Server{{Handler: h.handler(), ReadHeaderTimeout: 10 * time.Second}}
+	listeners := []net.Listener{ln}
+	if h.opt.TCP.Addr != "" {
+		tln, err := h.opt.TCP.listen()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		servers = append(servers, &http.Server{Handler: h.authorize(h.opt.TCP.Token, h.handler()), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, tln)
+		h.log.Info("host listening", "tcp", tln.Addr().String(), "token", h.opt.TCP.Token != "")
+	}
+	served := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { served <- srv.Serve(listeners[i]) }()
+	}
 	h.log.Info("host listening", "socket", path, "pid", os.Getpid())
 	if ready != nil {
 		ready()
 	}
+	err = nil
 	select {
 	case <-ctx.Done():
 	case <-h.down:
-	case err := <-served:
-		return err
+	case err = <-served:
 	}
 	// Requests under way (an apply, a log follower) get a moment to end.
 	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		srv.Close()
+	for _, srv := range servers {
+		if srv.Shutdown(shutdown) != nil {
+			srv.Close()
+		}
 	}
-	<-served
-	return nil
+	for range len(servers) - boolInt(err != nil) {
+		<-served
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (h *Host) handler() http.Handler {

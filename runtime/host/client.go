@@ -24,11 +24,27 @@ import (
 // ErrNoHost is returned when no host answers on the state dir's socket.
 var ErrNoHost = errors.New("no host is running")
 
-// Client talks to the host of a state dir.
+// Client talks to the host of a state dir, or to a host over TCP.
 type Client struct {
 	dir    string
-	socket string
+	socket string // the unix socket; "" for TCP
+	base   string // http://graft, or http://HOST:PORT
+	token  string // sent as a bearer token, over TCP
 	http   *http.Client
+}
+
+// NewTCPClient returns a client of the host listening at addr
+// (tcp://HOST:PORT), sending token with every request.
+func NewTCPClient(addr, token string) (*Client, error) {
+	hostport, ok := strings.CutPrefix(addr, "tcp://")
+	if !ok {
+		return nil, fmt.Errorf("host %q: want tcp://HOST:PORT", addr)
+	}
+	return &Client{
+		base:  "http://" + hostport,
+		token: token,
+		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+	}, nil
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -38,7 +54,7 @@ func NewClient(dir string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{dir: dir, socket: socket}
+	c := &Client{dir: dir, socket: socket, base: "http://graft"}
 	c.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -155,7 +171,7 @@ func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on f
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read the host's answer: %w", err)
 	}
-	return errors.New("the host ended the apply without saying how it went: see its log, " + filepath.Join(c.dir, HostLog))
+	return errors.New("the host ended the apply without saying how it went: see its log, " + filepath.Join(c.dir, HostLog) + ", or graft status")
 }
 
 // Logs writes the last n lines of plugin's log to w and, with follow,
@@ -179,9 +195,12 @@ func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w 
 
 // do sends a request and turns error answers into errors.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://graft"+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -191,10 +210,14 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, ErrNoHost
 		}
-		return nil, fmt.Errorf("talk to the host at %s: %w", c.socket, err)
+		return nil, fmt.Errorf("talk to the host at %s: %w", c.where(), err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, ErrUnauthorized
 	}
 	defer resp.Body.Close()
 	var eb ErrorBody
@@ -202,6 +225,14 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}
 	return nil, remoteError(eb)
+}
+
+// where names the host the client talks to.
+func (c *Client) where() string {
+	if c.socket != "" {
+		return c.socket
+	}
+	return c.base
 }
 
 // remoteError turns an error answer back into the host's error.

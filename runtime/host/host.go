@@ -27,6 +27,8 @@ type Options struct {
 	Timing runtime.Timing
 	// Logger receives the host's own log; nil: slog's default.
 	Logger *slog.Logger
+	// TCP, when its Addr is set, is a second listener for remote clients.
+	TCP TCP
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
