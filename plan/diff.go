@@ -78,11 +78,11 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 type differ struct {
 	desired *spec.Spec
 	running map[string]*Record // into the State's slice
-	names   []string       // every plugin desired or running, sorted
-	index   map[string]int // names[index[n]] == n
-	uses    [][]int        // the desired uses of each plugin
-	changes []Change       // by plugin number
-	replace []string       // plugins to replace though unchanged
+	names   []string           // every plugin desired or running, sorted
+	index   map[string]int     // names[index[n]] == n
+	uses    [][]int            // the desired uses of each plugin
+	changes []Change           // by plugin number
+	replace []string           // plugins to replace though unchanged
 }
 
 func newDiffer(desired *spec.Spec, running *State) *differ {
