@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -49,7 +50,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 		if err := saved.WriteJSON(&b); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(c.Out, b.Bytes(), 0o600); err != nil {
+		if err := atomicfile.Write(c.Out, b.Bytes(), 0o600); err != nil {
 			return fmt.Errorf("save plan: %w", err)
 		}
 		fmt.Fprintf(g.stderr, "Saved the plan to %s. Apply exactly this plan with: graft apply %s\n", c.Out, c.Out)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/spec"
 )
 
@@ -28,7 +29,7 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 	}
 	link := filepath.Join(h.dir, socketLink)
 	if filepath.Dir(path) != h.dir {
-		if err := writeFileAtomic(link, []byte(path+"\n"), 0o600); err != nil {
+		if err := atomicfile.Write(link, []byte(path+"\n"), 0o600); err != nil {
 			return err
 		}
 		defer os.Remove(link)
@@ -98,63 +99,31 @@ func (h *Host) handler() http.Handler {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, h.State())
 	})
-	mux.HandleFunc("POST /v1/apply", func(w http.ResponseWriter, r *http.Request) {
-		var req ApplyRequest
-		if !readJSON(w, r, &req) {
-			return
-		}
-		h.stream(w, r, func(events func(Message)) error {
-			_, err := h.Apply(r.Context(), req, events)
-			return err
-		})
-	})
-	mux.HandleFunc("POST /v1/restart", func(w http.ResponseWriter, r *http.Request) {
-		var req ApplyRequest
-		if !readJSON(w, r, &req) {
-			return
-		}
-		h.mu.Lock()
-		a := h.spec
-		h.mu.Unlock()
-		if a == nil {
-			writeError(w, http.StatusConflict, ErrorBody{Kind: KindNoSpec, Error: "nothing was applied on this host yet"})
-			return
-		}
-		req.Source, req.Plan = a.Source, nil
-		h.stream(w, r, func(events func(Message)) error {
-			_, err := h.Apply(r.Context(), req, events)
-			return err
-		})
-	})
-	mux.HandleFunc("POST /v1/down", func(w http.ResponseWriter, r *http.Request) {
-		var req ApplyRequest
-		if !readJSON(w, r, &req) {
-			return
-		}
-		h.stream(w, r, func(events func(Message)) error {
-			// Every plugin stops, whatever the client does meanwhile.
-			_, err := h.apply(context.WithoutCancel(r.Context()), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
-			if err == nil {
-				err = os.Remove(filepath.Join(h.dir, appliedFile))
-				if errors.Is(err, os.ErrNotExist) {
-					err = nil
-				}
-				h.mu.Lock()
-				h.spec = nil
-				h.mu.Unlock()
-			}
-			h.downOnce.Do(func() { close(h.down) })
-			return err
-		})
-	})
+	mux.HandleFunc("POST /v1/apply", h.streaming(func(ctx context.Context, req ApplyRequest, events func(Message)) error {
+		_, err := h.Apply(ctx, req, events)
+		return err
+	}))
+	mux.HandleFunc("POST /v1/restart", h.streaming(h.Restart))
+	mux.HandleFunc("POST /v1/down", h.streaming(h.Down))
 	mux.HandleFunc("GET /v1/logs/{plugin}", h.serveLogs)
 	return mux
 }
 
-// stream runs an apply and answers with its messages, one JSON object a
+// streaming is the handler of an apply-like request: it reads an
+// ApplyRequest, runs it, and answers with its messages, one JSON object a
 // line, flushed as they come. A refusal before the apply begins is an
 // error answer instead.
-func (h *Host) stream(w http.ResponseWriter, r *http.Request, run func(events func(Message)) error) {
+func (h *Host) streaming(run func(ctx context.Context, req ApplyRequest, events func(Message)) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req ApplyRequest
+		if !readJSON(w, r, &req) {
+			return
+		}
+		h.stream(w, func(events func(Message)) error { return run(r.Context(), req, events) })
+	}
+}
+
+func (h *Host) stream(w http.ResponseWriter, run func(events func(Message)) error) {
 	flusher, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	began := false
@@ -183,12 +152,13 @@ func (h *Host) stream(w http.ResponseWriter, r *http.Request, run func(events fu
 
 func statusFor(err error) int {
 	var (
-		locked *LockedError
-		stale  *StaleError
-		bad    spec.Errors
+		locked  *LockedError
+		stale   *StaleError
+		nothing *NothingAppliedError
+		bad     spec.Errors
 	)
 	switch {
-	case errors.As(err, &locked), errors.As(err, &stale):
+	case errors.As(err, &locked), errors.As(err, &stale), errors.As(err, &nothing):
 		return http.StatusConflict
 	case errors.As(err, &bad):
 		return http.StatusBadRequest
@@ -198,12 +168,15 @@ func statusFor(err error) int {
 
 func bodyFor(err error) ErrorBody {
 	var (
-		locked *LockedError
-		stale  *StaleError
-		bad    spec.Errors
+		locked  *LockedError
+		stale   *StaleError
+		nothing *NothingAppliedError
+		bad     spec.Errors
 	)
 	b := ErrorBody{Error: err.Error()}
 	switch {
+	case errors.As(err, &nothing):
+		b.Kind = KindNoSpec
 	case errors.As(err, &locked):
 		b.Kind, b.Hint = KindLocked, locked.Hint()
 	case errors.As(err, &stale):

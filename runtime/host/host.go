@@ -113,10 +113,6 @@ func Open(dir string, opt Options) (*Host, error) {
 // Dir is the host's state dir.
 func (h *Host) Dir() string { return h.dir }
 
-// Down returns a channel closed when graft down has asked the host to
-// end.
-func (h *Host) Down() <-chan struct{} { return h.down }
-
 // close releases what Open took.
 func (h *Host) close() {
 	if err := h.local.Close(); err != nil {
@@ -153,6 +149,43 @@ func (h *Host) StopAll(ctx context.Context) error {
 	return err
 }
 
+// NothingAppliedError is a restart asked of a host that has applied
+// nothing yet.
+type NothingAppliedError struct{}
+
+func (*NothingAppliedError) Error() string { return "nothing was applied on this host yet" }
+
+// Restart replaces req.Restart's plugins of the last applied spec, and
+// restarts their consumers, planned as any apply.
+func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Message)) error {
+	h.mu.Lock()
+	a := h.spec
+	h.mu.Unlock()
+	if a == nil {
+		return &NothingAppliedError{}
+	}
+	req.Source, req.Plan = a.Source, nil
+	_, err := h.Apply(ctx, req, events)
+	return err
+}
+
+// Down stops every plugin, consumers first, whatever becomes of ctx, then
+// forgets the applied spec and ends the host (Serve returns).
+func (h *Host) Down(ctx context.Context, req ApplyRequest, events func(Message)) error {
+	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
+	if err == nil {
+		err = os.Remove(filepath.Join(h.dir, appliedFile))
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		h.mu.Lock()
+		h.spec = nil
+		h.mu.Unlock()
+	}
+	h.downOnce.Do(func() { close(h.down) })
+	return err
+}
+
 // Shutdown stops every plugin in order and releases the state dir.
 func (h *Host) Shutdown(ctx context.Context) error {
 	err := h.StopAll(ctx)
@@ -160,5 +193,3 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// errNoHolder is for a lock wait that ran out.
-var errNoHolder = errors.New("no holder")

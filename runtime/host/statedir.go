@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/plan"
 )
 
@@ -108,40 +109,5 @@ func saveApplied(dir string, a *applied) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, appliedFile), append(b, '\n'), 0o600)
-}
-
-// writeFileAtomic writes data to path through a temporary file in the
-// same directory, synced, renamed, and the directory synced: a crash
-// leaves the old file or the new one, never half of one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(filepath.Join(dir, appliedFile), append(b, '\n'), 0o600)
 }
