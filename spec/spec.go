@@ -71,6 +71,13 @@ type Plugin struct {
 	Command []string `yaml:"command"`
 	// Module is the path of the WebAssembly module (worker).
 	Module string `yaml:"module"`
+	// Args are a worker's arguments, after its name.
+	Args []string `yaml:"args"`
+	// Mounts are host directories a worker sees, read-only unless
+	// writable.
+	Mounts []Mount `yaml:"mounts"`
+	// Memory bounds a worker's linear memory; zero: WebAssembly's 4 GiB.
+	Memory Size `yaml:"memory"`
 	// Env is added to the process environment.
 	Env map[string]string `yaml:"env"`
 	// Dir is the working directory, relative to the spec's directory.
@@ -92,6 +99,16 @@ type Plugin struct {
 	Instance string `yaml:"instance"`
 	// Elect configures the election of a floating plugin.
 	Elect *Elect `yaml:"elect"`
+}
+
+// Mount shows a worker a host directory at a guest path.
+type Mount struct {
+	// Host is the directory, relative to the spec's directory.
+	Host string `yaml:"host"`
+	// Guest is the absolute path the worker sees it at.
+	Guest string `yaml:"guest"`
+	// Writable lets the worker change it; mounts are read-only otherwise.
+	Writable bool `yaml:"writable"`
 }
 
 // Ready is a readiness check: exactly one of TCP, HTTP and Exec.

@@ -227,6 +227,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 		}
 	}
 	if p.Run == Worker {
+		d.mounts(p, path)
 		if p.Module == "" {
 			d.errorf(d.at(path), path, "missing module: a worker runs a WebAssembly module (module: ./app.wasm)")
 		}
@@ -244,7 +245,9 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 		case len(p.Command) == 0:
 			d.errorf(d.at(path), path, "missing command, such as command: [./bin/api, --port, \"8080\"]")
 		}
-		only("module", "run: worker")
+		for _, f := range []string{"module", "args", "mounts", "memory"} {
+			only(f, "run: worker")
+		}
 	}
 	if p.Run == Remote {
 		if p.Runner != "" && !slices.Contains(runners, p.Runner) {
@@ -260,6 +263,28 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 		d.elect(p.Elect, path+".elect", path)
 	} else {
 		only("elect", "run: floating")
+	}
+}
+
+// mounts checks a worker's mounts: a host directory, an absolute guest
+// path, each guest path once; and its memory, at least one 64 KiB page and
+// at most WebAssembly's 4 GiB.
+func (d *decoder) mounts(p *Plugin, path string) {
+	seen := map[string]bool{}
+	for i, m := range p.Mounts {
+		mp := fmt.Sprintf("%s.mounts[%d]", path, i)
+		switch {
+		case m.Host == "":
+			d.errorf(d.at(mp), mp, "missing host: the host directory to mount")
+		case !strings.HasPrefix(m.Guest, "/"):
+			d.errorf(d.at(mp+".guest"), mp+".guest", "want an absolute guest path, such as /data, got %q", m.Guest)
+		case seen[m.Guest]:
+			d.errorf(d.at(mp+".guest"), mp+".guest", "%s is mounted twice", m.Guest)
+		}
+		seen[m.Guest] = true
+	}
+	if d.written(path+".memory") && (p.Memory < 64<<10 || p.Memory > 4<<30) {
+		d.errorf(d.at(path+".memory"), path+".memory", "want from 64 KiB to 4 GiB, got %s", p.Memory)
 	}
 }
 
