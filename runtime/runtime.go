@@ -94,6 +94,9 @@ type Exit struct {
 	Code int `json:"code"`
 	// Signal names the signal that ended the process, such as "SIGKILL".
 	Signal string `json:"signal,omitempty"`
+	// Error says what ended it when no exit status can: a WebAssembly
+	// trap, a module that could not be instantiated, a termination.
+	Error string `json:"error,omitempty"`
 	// Requested is true when Stop ended it, false when it ended on its own.
 	Requested bool `json:"requested"`
 	// Outcome is Exited, or Killed when forced termination was needed.
@@ -105,11 +108,14 @@ type Exit struct {
 }
 
 // Success reports whether the plugin exited with status 0 by itself.
-func (e Exit) Success() bool { return e.Code == 0 && e.Signal == "" }
+func (e Exit) Success() bool { return e.Code == 0 && e.Signal == "" && e.Error == "" }
 
 // String describes the exit as Go's os.ProcessState does: "exit status 3",
 // "signal: killed".
 func (e Exit) String() string {
+	if e.Error != "" {
+		return e.Error
+	}
 	if e.Signal != "" {
 		return "signal: " + e.Signal
 	}

@@ -237,6 +237,9 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 		if d.written(path + ".stopSignal") {
 			d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "a worker gets no signal: its graceful stop closes its stdin")
 		}
+		if d.written(path + ".dir") {
+			d.errorf(d.at(path+".dir"), path+".dir", "a worker has no working directory: it sees only its mounts")
+		}
 	} else {
 		switch {
 		case d.bad[path+".command"]: // reported as written

@@ -239,8 +239,11 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 
 // placement is where plugins of run r go.
 func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
-	if r == spec.Local {
+	switch r {
+	case spec.Local:
 		return h.locals, nil
+	case spec.Worker:
+		return h.workers, nil
 	}
 	return nil, fmt.Errorf("run: %s is not supported by this host yet", r)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/output"
 	"github.com/graftland/graft/runtime/proc"
+	"github.com/graftland/graft/runtime/worker"
 )
 
 // Options configures a Host.
@@ -41,6 +42,7 @@ type Host struct {
 	reaper  *proc.Reaper
 	local   *local.Local
 	locals  runtime.Placement // local, recording the instances it starts
+	workers *worker.Worker
 	started time.Time
 
 	mu      sync.Mutex
@@ -84,6 +86,12 @@ func Open(dir string, opt Options) (*Host, error) {
 		lock.Close()
 		return nil, err
 	}
+	workers, err := worker.New(worker.Options{Timing: opt.Timing, CacheDir: filepath.Join(dir, wasmCacheDir)})
+	if err != nil {
+		reaper.Stop()
+		lock.Close()
+		return nil, err
+	}
 	log := opt.Logger
 	if log == nil {
 		log = slog.Default()
@@ -95,6 +103,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		lock:     lock,
 		reaper:   reaper,
 		local:    local.New(local.Options{Timing: opt.Timing}),
+		workers:  workers,
 		started:  time.Now(),
 		plugins:  map[string]*entry{},
 		logs:     map[string]*output.Log{},
@@ -117,6 +126,9 @@ func (h *Host) Dir() string { return h.dir }
 func (h *Host) close() {
 	if err := h.local.Close(); err != nil {
 		h.log.Error("stop plugins", "err", err)
+	}
+	if err := h.workers.Close(); err != nil {
+		h.log.Error("stop workers", "err", err)
 	}
 	h.mu.Lock()
 	for _, l := range h.logs {
@@ -192,4 +204,3 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	h.close()
 	return err
 }
-

@@ -18,12 +18,13 @@ import (
 
 // The files of a state dir.
 const (
-	lockFile    = "host.lock"      // held (flock) by the one host; holds its pid
-	socketFile  = "host.sock"      // the control socket, when its path is short enough
-	socketLink  = "host.sock.path" // else: the path of the socket, elsewhere
-	appliedFile = "applied.json"   // the last applied spec
-	logDir      = "logs"           // one rotated log per plugin
-	HostLog     = "host.log"       // the output of a host started in the background
+	lockFile     = "host.lock"      // held (flock) by the one host; holds its pid
+	socketFile   = "host.sock"      // the control socket, when its path is short enough
+	socketLink   = "host.sock.path" // else: the path of the socket, elsewhere
+	appliedFile  = "applied.json"   // the last applied spec
+	logDir       = "logs"           // one rotated log per plugin
+	wasmCacheDir = "wasm-cache"     // compiled WebAssembly modules, by content
+	HostLog      = "host.log"       // the output of a host started in the background
 )
 
 // maxSocketPath is what a unix socket address holds on Linux, less the

@@ -1,0 +1,202 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/ready"
+)
+
+// module is the runtime.Handle of one instance of a module, running on its
+// own goroutine from instantiation until _start returns, traps, or the
+// module is closed.
+type module struct {
+	name   string
+	id     runtime.Identity
+	timing runtime.Timing
+	out    runtime.Output
+	eof    *os.File // stdin's write end: closing it is the graceful stop
+	kill   context.CancelFunc
+
+	stop      chan struct{} // closed by the first Stop
+	stopOnce  sync.Once
+	hurry     chan struct{}
+	hurryOnce sync.Once
+	returned  chan struct{} // closed when the module's goroutine returns
+
+	done    chan struct{} // closed once the end is confirmed; then:
+	exit    runtime.Exit
+	outcome runtime.Outcome
+	err     error
+}
+
+var _ runtime.Handle = (*module)(nil)
+
+func newModule(name string, id runtime.Identity, timing runtime.Timing, out runtime.Output, eof *os.File, kill context.CancelFunc) *module {
+	return &module{
+		name: name, id: id, timing: timing, out: out, eof: eof, kill: kill,
+		stop:     make(chan struct{}),
+		hurry:    make(chan struct{}),
+		returned: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+func (m *module) Identity() runtime.Identity { return m.id }
+func (m *module) PID() int                   { return 0 }
+func (m *module) Done() <-chan struct{}      { return m.done }
+func (m *module) Exit() runtime.Exit         { <-m.done; return m.exit }
+
+// run owns the module: it instantiates it on a goroutine of its own,
+// which runs its _start, then waits for that to return or for a stop, and
+// records how it ended. Whatever the module does (trap, exit, run out of
+// memory) ends on that goroutine: nothing of it reaches the host.
+func (m *module) run(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule, cfg wazero.ModuleConfig, stdin *os.File, gone func(*module)) {
+	var err error
+	go func() {
+		defer close(m.returned)
+		var mod api.Module
+		mod, err = rt.InstantiateModule(ctx, compiled, cfg)
+		if mod != nil {
+			mod.Close(context.Background())
+		}
+		stdin.Close()
+	}()
+	requested := false
+	select {
+	case <-m.returned:
+		m.outcome = runtime.Exited
+	case <-m.stop:
+		requested = true
+		m.outcome, m.err = m.stopInOrder()
+	}
+	<-m.returned
+	m.eof.Close()
+	m.kill()
+	m.exit = exitOf(err)
+	m.exit.Requested, m.exit.Outcome, m.exit.Tail, m.exit.At = requested, m.outcome, m.out.Tail(), time.Now()
+	gone(m)
+	close(m.done)
+}
+
+// exitOf reads how a module ended from InstantiateModule's error.
+func exitOf(err error) runtime.Exit {
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return runtime.Exit{Code: 0}
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
+		return runtime.Exit{Code: -1, Error: "terminated"}
+	case errors.As(err, &exit):
+		return runtime.Exit{Code: int(exit.ExitCode())}
+	}
+	return runtime.Exit{Code: -1, Error: err.Error()} // a trap, or a failed instantiation
+}
+
+// Stop stops the module in the seed's order for workers: stdin closed (the
+// graceful stop) and up to ShutdownTimeout for it to return, then
+// ExitWindow more, then the module closed; then wait until its goroutine
+// has returned. See runtime.Handle.
+func (m *module) Stop(ctx context.Context) (runtime.Outcome, error) {
+	m.stopOnce.Do(func() { close(m.stop) })
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		m.hurryOnce.Do(func() { close(m.hurry) })
+		<-m.done
+	}
+	return m.outcome, m.err
+}
+
+// killWait bounds the wait after the module is closed.
+const killWait = 10 * time.Second
+
+func (m *module) stopInOrder() (runtime.Outcome, error) {
+	graceful := time.Now().Add(m.timing.ShutdownTimeout)
+	window := graceful.Add(m.timing.ExitWindow)
+	m.eof.Close()
+	if m.returnedBy(graceful) || m.returnedBy(window) {
+		return runtime.Exited, nil
+	}
+	var causes *multierror.Error
+	select {
+	case <-m.hurry:
+		causes = multierror.Append(causes, errors.New("stop cut short: its context ended"))
+	default:
+		causes = multierror.Append(causes, &runtime.LocalTerminationTimeout{Plugin: m.name, Instance: m.id.ID, Window: m.timing.ExitWindow})
+	}
+	m.kill()
+	select {
+	case <-m.returned:
+	case <-time.After(killWait):
+		causes = multierror.Append(causes, fmt.Errorf("still running %s after it was closed", killWait))
+	}
+	return runtime.Killed, &runtime.CleanupError{Plugin: m.name, Outcome: runtime.Killed, Causes: causes}
+}
+
+// returnedBy waits until the module's goroutine returned, the deadline,
+// or a hurried stop.
+func (m *module) returnedBy(deadline time.Time) bool {
+	select {
+	case <-m.returned:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-m.returned:
+		return true
+	case <-t.C:
+		return false
+	case <-m.hurry:
+		return false
+	}
+}
+
+// wait returns once the module runs and, if the plugin has a ready check,
+// is ready; a module that ends first, or is not ready in time, is a
+// *runtime.StartError and nothing of it is left.
+func wait(ctx context.Context, m *module, req runtime.Request) error {
+	r := req.Plugin.Ready
+	if r == nil {
+		if ctx.Err() != nil {
+			m.Stop(canceled)
+			return ctx.Err()
+		}
+		return nil
+	}
+	noExec := func(context.Context, []string) error {
+		return errors.New("a worker has no process to run a ready command beside")
+	}
+	err := ready.Wait(ctx, r, noExec, m.returned)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ready.ErrGone):
+		<-m.done
+		return &runtime.StartError{Plugin: m.name, Reason: err.Error(), Exit: m.exit}
+	case ctx.Err() != nil:
+		m.Stop(canceled)
+		return ctx.Err()
+	}
+	m.Stop(context.Background())
+	return &runtime.StartError{Plugin: m.name, Reason: err.Error(), Exit: m.exit}
+}
+
+// canceled is a done context: a Stop with it closes the module at once.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

@@ -1,0 +1,270 @@
+// Package worker runs plugins as WebAssembly (WASI preview 1) modules
+// inside the host, on wazero, and stops them in the seed's order: stdin
+// closed, then the module closed.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/go-multierror"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/instance"
+)
+
+// Options configures a Worker placement.
+type Options struct {
+	// Timing holds the stop's windows; zero fields get
+	// runtime.DefaultTiming's. KillAfter does not apply: a module is closed
+	// at once.
+	Timing runtime.Timing
+	// CacheDir keeps compiled modules, by content, so a restart does not
+	// compile again; "" keeps them in memory.
+	CacheDir string
+}
+
+// Worker is the placement of plugins that run as WebAssembly modules in
+// the host's own process.
+type Worker struct {
+	timing runtime.Timing
+	cache  wazero.CompilationCache
+
+	mu     sync.Mutex
+	live   map[*module]bool
+	closed bool
+	// One wazero runtime per memory limit (a runtime-wide setting), and
+	// each module compiled once per runtime: a start only instantiates.
+	runtimes map[uint32]wazero.Runtime
+	compiled map[compiledKey]wazero.CompiledModule
+}
+
+type compiledKey struct {
+	pages uint32
+	sum   [sha256.Size]byte
+}
+
+var _ runtime.Placement = (*Worker)(nil)
+
+// New returns a Worker placement.
+func New(opt Options) (*Worker, error) {
+	d := runtime.DefaultTiming()
+	t := opt.Timing
+	if t.ShutdownTimeout <= 0 {
+		t.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if t.ExitWindow <= 0 {
+		t.ExitWindow = d.ExitWindow
+	}
+	cache := wazero.NewCompilationCache()
+	if opt.CacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(opt.CacheDir); err != nil {
+			return nil, fmt.Errorf("open the module cache: %w", err)
+		}
+	}
+	return &Worker{timing: t, cache: cache, live: map[*module]bool{},
+		runtimes: map[uint32]wazero.Runtime{}, compiled: map[compiledKey]wazero.CompiledModule{}}, nil
+}
+
+// Start compiles the plugin's module (or takes it from the cache), and
+// instantiates it on its own goroutine with its args, env, mounts and
+// memory limit, and graft's identity variables. It returns once the
+// module runs and, if the plugin has a ready check, is ready. See
+// runtime.Placement.
+func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	p := req.Plugin
+	if req.Output == nil {
+		return nil, errors.New("worker: start without an output")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bin, err := os.ReadFile(resolve(req.Dir, p.Module))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	pages := uint32(0)
+	if p.Memory > 0 {
+		pages = uint32((int64(p.Memory) + 65535) / 65536)
+	}
+	rt, compiled, err := w.compile(pages, bin)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: compile %s: %w", p.Name, p.Module, err)
+	}
+	// The instance's own context: cancelled, it closes the instance
+	// wherever it is, a busy loop included.
+	run, kill := context.WithCancel(context.Background())
+	fail := func(what string, err error) (runtime.Handle, error) {
+		kill()
+		return nil, fmt.Errorf("start %s: %s: %w", p.Name, what, err)
+	}
+	// An *os.File for stdin, not an io.Pipe: wazero polls a file, so Go
+	// modules can wait for stdin on one goroutine and work on others.
+	stdin, eof, err := os.Pipe()
+	if err != nil {
+		return fail("stdin", err)
+	}
+	id := runtime.Identity{ID: uuid.NewString(), Generation: 1}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(append([]string{p.Name}, p.Args...)...).
+		WithStdin(stdin).
+		WithStdout(req.Output).
+		WithStderr(req.Output).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithFSConfig(mounts(req))
+	env := environ(req, id)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		cfg = cfg.WithEnv(k, env[k])
+	}
+
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		stdin.Close()
+		eof.Close()
+		return fail("worker", errors.New("placement closed"))
+	}
+	m := newModule(p.Name, id, w.timing, req.Output, eof, kill)
+	w.live[m] = true
+	w.mu.Unlock()
+	go m.run(run, rt, compiled, cfg, stdin, w.forget)
+
+	if err := wait(ctx, m, req); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// compile returns the runtime of a memory limit, made on first use with
+// WASI, and the module compiled in it, compiled on first use (from the
+// compilation cache when it holds it).
+func (w *Worker) compile(pages uint32, bin []byte) (wazero.Runtime, wazero.CompiledModule, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, nil, errors.New("placement closed")
+	}
+	rt := w.runtimes[pages]
+	if rt == nil {
+		cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithCompilationCache(w.cache)
+		if pages > 0 {
+			cfg = cfg.WithMemoryLimitPages(pages)
+		}
+		rt = wazero.NewRuntimeWithConfig(context.Background(), cfg)
+		if _, err := wasi_snapshot_preview1.Instantiate(context.Background(), rt); err != nil {
+			rt.Close(context.Background())
+			return nil, nil, err
+		}
+		w.runtimes[pages] = rt
+	}
+	key := compiledKey{pages: pages, sum: sha256.Sum256(bin)}
+	c := w.compiled[key]
+	if c == nil {
+		var err error
+		if c, err = rt.CompileModule(context.Background(), bin); err != nil {
+			return nil, nil, err
+		}
+		w.compiled[key] = c
+	}
+	return rt, c, nil
+}
+
+// forget drops a finished module from the live ones.
+func (w *Worker) forget(m *module) {
+	w.mu.Lock()
+	delete(w.live, m)
+	w.mu.Unlock()
+}
+
+// Close stops every module still running, as Stop does, and closes the
+// compilation cache.
+func (w *Worker) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	var live []*module
+	for m := range w.live {
+		select {
+		case <-m.stop: // its stop is under way, and its result its caller's
+		default:
+			live = append(live, m)
+		}
+	}
+	w.mu.Unlock()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs *multierror.Error
+	)
+	for _, m := range live {
+		wg.Go(func() {
+			if _, err := m.Stop(context.Background()); err != nil {
+				mu.Lock()
+				errs = multierror.Append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	w.mu.Lock()
+	for _, rt := range w.runtimes {
+		if err := rt.Close(context.Background()); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	w.mu.Unlock()
+	if err := w.cache.Close(context.Background()); err != nil {
+		errs = multierror.Append(errs, err)
+	}
+	return errs.ErrorOrNil()
+}
+
+// environ is a module's environment: the spec's env, the request's, then
+// graft's identity. A module sees nothing of the host's own.
+func environ(req runtime.Request, id runtime.Identity) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, req.Plugin.Env)
+	maps.Copy(env, req.Env)
+	env[instance.EnvID] = id.ID
+	env[instance.EnvGeneration] = strconv.FormatInt(id.Generation, 10)
+	env[instance.EnvPlugin] = req.Plugin.Name
+	return env
+}
+
+// mounts shows the module its mounts, read-only unless writable; it sees
+// no other host file.
+func mounts(req runtime.Request) wazero.FSConfig {
+	fs := wazero.NewFSConfig()
+	for _, m := range slices.Clone(req.Plugin.Mounts) {
+		host := resolve(req.Dir, m.Host)
+		if m.Writable {
+			fs = fs.WithDirMount(host, m.Guest)
+		} else {
+			fs = fs.WithReadOnlyDirMount(host, m.Guest)
+		}
+	}
+	return fs
+}
+
+func resolve(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}

@@ -1,0 +1,231 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/placementtest"
+	"github.com/graftland/graft/spec"
+)
+
+// plugWasm is testdata/plug built for wasip1, once per test binary;
+// sharedCache keeps it compiled across the tests' placements.
+var plugWasm, sharedCache string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "graft-worker-test")
+	if err != nil {
+		panic(err)
+	}
+	plugWasm = filepath.Join(dir, "plug.wasm")
+	sharedCache = filepath.Join(dir, "cache")
+	build := exec.Command("go", "build", "-o", plugWasm, "./testdata/plug")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the test module: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(dir)
+	placementtest.Main(m)
+}
+
+var short = runtime.Timing{ShutdownTimeout: 400 * time.Millisecond, ExitWindow: 150 * time.Millisecond}
+
+func plug(name, role string) *spec.Plugin {
+	return &spec.Plugin{Name: name, Run: spec.Worker, Module: plugWasm, Args: []string{role}}
+}
+
+func newWorker(t *testing.T, timing runtime.Timing) *Worker {
+	w, err := New(Options{Timing: timing, CacheDir: sharedCache})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, w.Close()) })
+	return w
+}
+
+func start(t *testing.T, w *Worker, p *spec.Plugin, out *placementtest.Recorder) runtime.Handle {
+	t.Helper()
+	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Project: "test", Dir: t.TempDir(), Output: out})
+	require.NoError(t, err)
+	return h
+}
+
+func TestConformance(t *testing.T) {
+	placementtest.Run(t, placementtest.Kit{
+		New: func(t *testing.T) runtime.Placement {
+			w, err := New(Options{Timing: short, CacheDir: sharedCache})
+			require.NoError(t, err)
+			return w
+		},
+		Plugin: func(t *testing.T, name string, b placementtest.Behavior) *spec.Plugin {
+			return plug(name, string(b))
+		},
+		Timing:     short,
+		Forced:     func(err error) bool { var e *runtime.LocalTerminationTimeout; return errors.As(err, &e) },
+		Generation: 1,
+		Gone:       func(t *testing.T, h runtime.Handle) bool { return true }, // Done: its goroutine returned
+	})
+}
+
+// TestCooperativeStopIsFast: a module that returns at the end of stdin
+// stops Exited in well under 100 ms.
+func TestCooperativeStopIsFast(t *testing.T) {
+	w := newWorker(t, runtime.DefaultTiming())
+	for range 5 {
+		out := placementtest.NewRecorder()
+		h := start(t, w, plug("coop", "cooperative"), out)
+		require.True(t, out.WaitFor("ready", 10*time.Second))
+		began := time.Now()
+		outcome, err := h.Stop(context.Background())
+		took := time.Since(began)
+		require.NoError(t, err)
+		assert.Equal(t, runtime.Exited, outcome)
+		assert.Less(t, took, 100*time.Millisecond)
+		assert.Contains(t, h.Exit().Tail, "bye")
+		t.Logf("stopped in %s", took)
+	}
+}
+
+// TestBusyLoopIsClosed proves the seed's worker windows with the real
+// durations: the end of stdin ignored, a busy loop, the 5 s graceful stop,
+// 1 s to exit, then the module closed: Killed at 6 s, ±50 ms, with
+// LocalTerminationTimeout.
+func TestBusyLoopIsClosed(t *testing.T) {
+	w := newWorker(t, runtime.DefaultTiming())
+	out := placementtest.NewRecorder()
+	h := start(t, w, plug("spin", "stubborn"), out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	took := time.Since(began)
+	t.Logf("closed after %s", took)
+	assert.Equal(t, runtime.Killed, outcome)
+	var timeout *runtime.LocalTerminationTimeout
+	require.ErrorAs(t, err, &timeout)
+	assert.Equal(t, time.Second, timeout.Window)
+	assert.InDelta(t, float64(6*time.Second), float64(took), float64(50*time.Millisecond))
+	assert.Equal(t, "terminated", h.Exit().Error)
+	assert.Contains(t, out.Tail(), "ignoring the end of stdin")
+}
+
+// trapWasm is a module whose _start executes unreachable: a trap.
+var trapWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // types: () -> ()
+	0x03, 0x02, 0x01, 0x00, // functions: one of type 0
+	0x07, 0x0a, 0x01, 0x06, '_', 's', 't', 'a', 'r', 't', 0x00, 0x00, // export _start
+	0x0a, 0x05, 0x01, 0x03, 0x00, 0x00, 0x0b, // code: unreachable, end
+}
+
+// TestTrap: a module that traps fails with the trap as its exit; the
+// placement goes on serving.
+func TestTrap(t *testing.T) {
+	w := newWorker(t, short)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "trap.wasm"), trapWasm, 0o644))
+	h, err := w.Start(context.Background(), runtime.Request{
+		Plugin: &spec.Plugin{Name: "trap", Run: spec.Worker, Module: "trap.wasm"}, Dir: dir, Output: placementtest.NewRecorder(),
+	})
+	require.NoError(t, err)
+	select {
+	case <-h.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a trap is not seen")
+	}
+	exit := h.Exit()
+	assert.False(t, exit.Success())
+	assert.Contains(t, exit.Error, "unreachable")
+	assert.Equal(t, -1, exit.Code)
+
+	out := placementtest.NewRecorder()
+	again := start(t, w, plug("after", "cooperative"), out)
+	require.True(t, out.WaitFor("ready", 10*time.Second), "the placement still serves")
+	_, err = again.Stop(context.Background())
+	require.NoError(t, err)
+}
+
+// TestMemoryLimit: a module over its memory limit fails, cleanly.
+func TestMemoryLimit(t *testing.T) {
+	w := newWorker(t, short)
+	p := plug("hog", "hog")
+	p.Memory = 64 << 20
+	out := placementtest.NewRecorder()
+	h := start(t, w, p, out)
+	select {
+	case <-h.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the module was not stopped at its limit")
+	}
+	exit := h.Exit()
+	assert.False(t, exit.Success())
+	assert.Equal(t, 2, exit.Code, "the Go runtime exits 2 when it runs out of memory: %v %q", exit, exit.Tail)
+	assert.Contains(t, out.Tail(), "fatal error: out of memory")
+}
+
+// TestMounts: a module sees its mounts, read-only unless writable, and no
+// other host file.
+func TestMounts(t *testing.T) {
+	w := newWorker(t, short)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "in"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "out"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "in", "hello.txt"), []byte("hi"), 0o644))
+	p := plug("files", "mounts")
+	p.Mounts = []spec.Mount{{Host: "in", Guest: "/in"}, {Host: "out", Guest: "/out", Writable: true}}
+	out := placementtest.NewRecorder()
+	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+	require.NoError(t, err)
+	<-h.Done()
+	assert.True(t, h.Exit().Success(), "%v", h.Exit())
+	assert.Equal(t, []string{`read "hi" <nil>`, "write /in: true", "write /out: <nil>", "host files hidden: true"}, out.Tail())
+	b, err := os.ReadFile(filepath.Join(dir, "out", "result.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "done", string(b))
+	assert.NoFileExists(t, filepath.Join(dir, "in", "nope.txt"))
+}
+
+// TestCompilationCache: a second placement on the same cache starts a
+// module without compiling it again.
+func TestCompilationCache(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	timeStart := func() time.Duration {
+		w, err := New(Options{Timing: short, CacheDir: cache})
+		require.NoError(t, err)
+		defer w.Close()
+		out := placementtest.NewRecorder()
+		began := time.Now()
+		h, err := w.Start(context.Background(), runtime.Request{Plugin: plug("c", "cooperative"), Dir: t.TempDir(), Output: out})
+		require.NoError(t, err)
+		require.True(t, out.WaitFor("ready", 30*time.Second))
+		took := time.Since(began)
+		_, err = h.Stop(context.Background())
+		require.NoError(t, err)
+		return took
+	}
+	cold := timeStart()
+	warm := timeStart()
+	t.Logf("cold start %s, warm start %s", cold, warm)
+	ents, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	assert.NotEmpty(t, ents, "compiled modules are kept in the cache dir")
+	assert.Less(t, warm, cold/2, "the warm start did not compile")
+}
+
+func TestStartErrors(t *testing.T) {
+	w := newWorker(t, short)
+	dir := t.TempDir()
+	_, err := w.Start(context.Background(), runtime.Request{Plugin: &spec.Plugin{Name: "nope", Run: spec.Worker, Module: "nope.wasm"}, Dir: dir, Output: placementtest.NewRecorder()})
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.wasm"), []byte("not wasm"), 0o644))
+	_, err = w.Start(context.Background(), runtime.Request{Plugin: &spec.Plugin{Name: "bad", Run: spec.Worker, Module: "bad.wasm"}, Dir: dir, Output: placementtest.NewRecorder()})
+	assert.ErrorContains(t, err, "start bad: compile bad.wasm: ")
+}
