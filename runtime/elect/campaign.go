@@ -1,0 +1,101 @@
+package elect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Campaign returns once this host leads, with its term. Until then it runs
+// the seed's state machine (§1, §3): BOOTSTRAP reads the lease; a healthy
+// leader makes this host a FOLLOWER, which polls until that leader is dead
+// (released, or its file frozen past ttl); otherwise it CONTENDs: take the
+// lock, re-read the lease, and if there is still no healthy leader write
+// epoch+1 and drop the lock. A contender that loses waits the herd backoff
+// and bootstraps again. I/O errors on the share are retried the same way.
+//
+// Cancelling ctx ends the wait: Campaign returns ctx's error (with the last
+// I/O error, if any, for the log). Once the lease is written the term is
+// returned even if ctx ended meanwhile; ctx does not bound the term (Resign
+// and Close do). It returns ErrClosed if the election is closed.
+//
+// A host calls Campaign only while it holds no term of this election: a
+// second campaign would take its own lease from it.
+func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	ctx, stop := e.join(ctx)
+	defer stop()
+	var lastErr error
+	for {
+		if ctx.Err() != nil {
+			return nil, e.ended(ctx, lastErr)
+		}
+		if s := e.look(); e.healthy(ctx, s) {
+			if err := e.follow(ctx); err != nil {
+				return nil, e.ended(ctx, lastErr)
+			}
+			continue // the leader is dead: bootstrap again, which contends
+		}
+		t, err := e.contend(ctx)
+		if t != nil {
+			return t, nil
+		}
+		if err != nil && !errors.Is(err, errLockBusy) {
+			lastErr = err
+		}
+		if sleep(ctx, e.cfg.Clock, e.backoff) != nil {
+			return nil, e.ended(ctx, lastErr)
+		}
+	}
+}
+
+func (e *Election) ended(ctx context.Context, lastErr error) error {
+	if lastErr != nil {
+		return fmt.Errorf("campaign: %w (last error: %w)", context.Cause(ctx), lastErr)
+	}
+	return context.Cause(ctx)
+}
+
+// follow polls the lease every poll until its leader is dead (seed §3.4).
+// A new epoch is simply followed: Observe is what reports it to the host.
+func (e *Election) follow(ctx context.Context) error {
+	for {
+		if err := sleep(ctx, e.cfg.Clock, e.cfg.Poll); err != nil {
+			return err
+		}
+		if e.dead(e.look()) {
+			return nil
+		}
+	}
+}
+
+// contend takes the lease if, inside the lock, there is still no healthy
+// leader (seed §3.2). It returns (nil, nil) when it found one, and
+// errLockBusy when another host holds the lock.
+func (e *Election) contend(ctx context.Context) (*Term, error) {
+	release, err := e.takeLock()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s := e.look()
+	if e.healthy(ctx, s) || ctx.Err() != nil {
+		return nil, nil
+	}
+	// The epoch only grows: also past what this host saw before, should the
+	// file have been deleted or left unreadable.
+	e.mu.Lock()
+	epoch := e.maxEpoch + 1
+	e.mu.Unlock()
+	l := Lease{Holder: e.cfg.HostID, Address: e.cfg.Address, Epoch: epoch}
+	if err := e.writeLease(l); err != nil {
+		return nil, err
+	}
+	t, err := e.startTerm(l)
+	if err != nil {
+		// Closed while taking the lease: nobody will renew it, so hand it on.
+		l.RenewCount, l.Released = 1, true
+		_ = e.writeLease(l)
+		return nil, err
+	}
+	return t, nil
+}

@@ -1,0 +1,237 @@
+package elect
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// until steps the clock by d, with n goroutines parked each time, until a
+// campaign returns. A result seen one step late does not matter: takeover
+// times are read from the term (won), not from the clock here.
+func (c *cluster) until(n int, d time.Duration, ch <-chan result) result {
+	c.t.Helper()
+	for range 1000 {
+		c.clk.waitTimers(c.t, n)
+		select {
+		case r := <-ch:
+			return r
+		default:
+		}
+		c.clk.Advance(d)
+	}
+	c.t.Fatal("no campaign returned")
+	return result{}
+}
+
+func TestColdStart(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	type indexed struct {
+		i int
+		result
+	}
+	results := make(chan indexed, 5)
+	var hosts []*Election
+	for i := range 5 {
+		e := c.host(fmt.Sprintf("S%03d", i+1))
+		hosts = append(hosts, e)
+		go func() {
+			term, err := e.Campaign(ctx)
+			results <- indexed{i, result{term, err}}
+		}()
+	}
+
+	first := recv(t, results)
+	require.NoError(t, first.err)
+	assert.Equal(t, int64(1), first.term.Epoch())
+	leader := fmt.Sprintf("S%03d", first.i+1)
+	c.clk.waitTimers(t, 5) // the term's renewal and four losers backing off or following
+	l, _ := c.lease()
+	assert.Equal(t, Lease{Holder: leader, Address: leader + ":9530", Epoch: 1}, l)
+	assert.NoFileExists(t, c.lockPath(), "the lock is dropped once the lease is written")
+
+	var watches []*watch
+	for i, e := range hosts {
+		if i == first.i {
+			continue
+		}
+		w := observe(ctx, e)
+		watches = append(watches, w)
+		o := w.waitFor(t, func(Observation) bool { return true })
+		assert.Equal(t, Observation{Lease: l}, o, "the rest observe the leader")
+	}
+	// Past every backoff (at most 0.9 s), a renewal and a few polls.
+	for range 20 {
+		c.clk.step(t, 9, 500*time.Millisecond)
+	}
+	c.clk.waitTimers(t, 9)
+	assert.Len(t, results, 0, "exactly one leads")
+	l, _ = c.lease()
+	assert.Equal(t, int64(1), l.Epoch)
+	assert.Equal(t, leader, l.Holder)
+	assert.GreaterOrEqual(t, l.RenewCount, int64(3))
+	for _, w := range watches {
+		assert.Len(t, w.all(), 1, "renewals are not changes of leader")
+	}
+	for i, e := range hosts {
+		got, age, err := e.Leader(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, l, got, "host %d", i)
+		assert.Less(t, age, DefaultTTL)
+	}
+
+	cancel()
+	for range 4 {
+		r := recv(t, results)
+		assert.ErrorIs(t, r.err, context.Canceled, "cancelling ctx ends a follower's wait")
+		assert.Nil(t, r.term)
+	}
+	for _, w := range watches {
+		recv(t, w.done)
+	}
+}
+
+func TestBootstrap(t *testing.T) {
+	ghost := Lease{Holder: "ghost", Address: "ghost:9530", Epoch: 4, RenewCount: 9}
+	immediate := []struct {
+		name  string
+		lease Lease
+		down  bool
+	}{
+		{"address does not answer", ghost, true},
+		{"lease released", Lease{Holder: "ghost", Address: "ghost:9530", Epoch: 4, Released: true}, false},
+		{"own lease from before a restart", Lease{Holder: "S001", Address: "S001:9530", Epoch: 4}, false},
+	}
+	for _, tc := range immediate {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			c.putLease(tc.lease)
+			c.setDown(tc.lease.Address, tc.down)
+			term, err := c.host("S001").Campaign(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, int64(5), term.Epoch(), "contends at once and takes epoch+1")
+			l, _ := c.lease()
+			assert.Equal(t, Lease{Holder: "S001", Address: "S001:9530", Epoch: 5}, l)
+		})
+	}
+
+	t.Run("unreadable lease is replaced", func(t *testing.T) {
+		c := newCluster(t)
+		require.NoError(t, os.WriteFile(filepath.Join(c.dir, instance+".lease.json"), []byte("{garbage"), 0o644))
+		term, err := c.host("S001").Campaign(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), term.Epoch())
+	})
+
+	t.Run("live leader is followed until its file freezes", func(t *testing.T) {
+		c := newCluster(t)
+		c.putLease(ghost)
+		res := campaign(context.Background(), c.host("S001"))
+		// The ghost renews every poll for a minute: S001 follows.
+		l := ghost
+		for range 30 {
+			c.clk.step(t, 1, DefaultPoll)
+			l.RenewCount++
+			c.putLease(l)
+		}
+		c.clk.waitTimers(t, 1)
+		assert.True(t, pending(res))
+		frozen := c.clk.Now()
+		r := c.until(1, DefaultPoll, res)
+		require.NoError(t, r.err)
+		assert.Equal(t, int64(5), r.term.Epoch())
+		took := r.term.won.Sub(frozen)
+		assert.Greater(t, took, DefaultTTL-DefaultPoll, "not before the file froze for ttl")
+		assert.LessOrEqual(t, took, DefaultTTL+2*DefaultPoll)
+	})
+}
+
+func TestCrashedLeaderIsReplaced(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e0, e1 := c.host("S001"), c.host("S002")
+	t0, err := e0.Campaign(ctx)
+	require.NoError(t, err)
+	res := campaign(ctx, e1)
+	w := observe(ctx, e1)
+	w.waitFor(t, epochIs(1))
+	for range 10 {
+		c.clk.step(t, 3, DefaultPoll)
+	}
+	c.clk.waitTimers(t, 3)
+	require.True(t, pending(res))
+
+	t0.Close() // a crash: no more renewals, nothing released
+	crash := c.clk.Now()
+	r := c.until(2, DefaultPoll, res)
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(2), r.term.Epoch())
+	took := r.term.won.Sub(crash)
+	assert.Greater(t, took, DefaultTTL-DefaultRenew-DefaultPoll, "waits for the file to freeze past ttl")
+	assert.LessOrEqual(t, took, DefaultTTL+2*DefaultPoll)
+
+	c.clk.step(t, 2, DefaultPoll) // the observer's next poll
+	o := w.waitFor(t, epochIs(2))
+	assert.Equal(t, "S002", o.Lease.Holder, "the follower reports the new leader")
+	assert.Equal(t, "S002:9530", o.Lease.Address)
+	for _, o := range w.all() {
+		assert.Contains(t, []int64{1, 2}, o.Lease.Epoch)
+	}
+	select {
+	case <-t0.Lost():
+		t.Fatal("a closed term is not lost")
+	default:
+	}
+	cancel()
+	recv(t, w.done)
+}
+
+func TestResignHandsOverWithinOnePoll(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	e0, e1 := c.host("S001"), c.host("S002")
+	t0, err := e0.Campaign(ctx)
+	require.NoError(t, err)
+	res := campaign(ctx, e1)
+	for range 5 {
+		c.clk.step(t, 2, time.Second)
+	}
+	c.clk.waitTimers(t, 2)
+
+	require.NoError(t, t0.Resign(ctx))
+	resigned := c.clk.Now()
+	l, _ := c.lease()
+	assert.True(t, l.Released)
+	assert.Equal(t, int64(1), l.Epoch)
+	require.NoError(t, t0.Resign(ctx), "resigning twice is harmless")
+
+	r := c.until(1, 100*time.Millisecond, res)
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(2), r.term.Epoch())
+	assert.LessOrEqual(t, r.term.won.Sub(resigned), DefaultPoll)
+	assert.Nil(t, t0.Err())
+}
+
+func TestCampaignOnClosedElection(t *testing.T) {
+	c := newCluster(t)
+	c.putLease(Lease{Holder: "ghost", Address: "ghost:9530", Epoch: 1})
+	e := c.host("S001")
+	res := campaign(context.Background(), e)
+	c.clk.waitTimers(t, 1)
+	e.Close()
+	assert.ErrorIs(t, recv(t, res).err, ErrClosed)
+	_, err := e.Campaign(context.Background())
+	assert.ErrorIs(t, err, ErrClosed)
+	_, ok := <-e.Observe(context.Background())
+	assert.False(t, ok, "a closed election's Observe is closed")
+}

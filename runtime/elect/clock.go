@@ -1,0 +1,46 @@
+package elect
+
+import (
+	"context"
+	"time"
+)
+
+// Clock is the time an election runs on (after tailscale's tstime.Clock),
+// injected so tests order events without sleeping. The election only takes
+// intervals between two of its readings; it never sets its wall time
+// against a file's mtime, so a host whose wall clock is off still elects
+// correctly (seed §2.3).
+type Clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer an election uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+type realClock struct{}
+
+// Now carries a monotonic reading, so the intervals taken from it ignore
+// wall clock steps.
+func (realClock) Now() time.Time                 { return time.Now() }
+func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (t realTimer) C() <-chan time.Time { return t.t.C }
+func (t realTimer) Stop() bool          { return t.t.Stop() }
+
+// sleep waits d on c, or until ctx ends.
+func sleep(ctx context.Context, c Clock, d time.Duration) error {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C():
+		return nil
+	}
+}

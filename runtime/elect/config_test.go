@@ -1,0 +1,50 @@
+package elect
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	e, err := New(Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"})
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Equal(t, 10*time.Second, e.cfg.TTL, "the seed's LEASE_TTL")
+	assert.Equal(t, 3*time.Second, e.cfg.Renew, "the seed's LEASE_RENEW")
+	assert.Equal(t, 2*time.Second, e.cfg.Poll, "the seed's LEASE_POLL")
+	assert.Equal(t, 15*time.Second, e.cfg.LockStale, "the seed's LOCK_STALE")
+
+	ok := Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"}
+	for field, edit := range map[string]func(*Config){
+		"Dir":       func(c *Config) { c.Dir = "" },
+		"Instance":  func(c *Config) { c.Instance = "../relay" },
+		"HostID":    func(c *Config) { c.HostID = "" },
+		"Address":   func(c *Config) { c.Address = "" },
+		"TTL":       func(c *Config) { c.TTL = -time.Second },
+		"Renew":     func(c *Config) { c.Renew = 10 * time.Second },
+		"Poll":      func(c *Config) { c.Poll = time.Minute },
+		"LockStale": func(c *Config) { c.LockStale = -1 },
+	} {
+		cfg := ok
+		edit(&cfg)
+		_, err := New(cfg)
+		var ce *ConfigError
+		require.True(t, errors.As(err, &ce), "%s: %v", field, err)
+		assert.Equal(t, field, ce.Field)
+	}
+	for _, name := range []string{`a\b`, "a/b", "c:x", ".", ".."} {
+		cfg := ok
+		cfg.Instance = name
+		_, err := New(cfg)
+		assert.Error(t, err, name)
+	}
+	cfg := ok
+	cfg.Dir = dir + "/missing"
+	_, err = New(cfg)
+	assert.Error(t, err)
+}

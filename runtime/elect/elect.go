@@ -1,0 +1,210 @@
+// Package elect elects one leader among hosts through a lease file on a shared directory.
+package elect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The seed's defaults (002, "採用的預設"): LEASE_TTL, LEASE_RENEW, LEASE_POLL
+// and LOCK_STALE.
+const (
+	DefaultTTL       = 10 * time.Second
+	DefaultRenew     = 3 * time.Second
+	DefaultPoll      = 2 * time.Second
+	DefaultLockStale = 15 * time.Second
+)
+
+// DialTimeout bounds the default leader-health probe, so a leader whose
+// host vanished from the network does not hold a contender for the OS's
+// connect timeout (tens of seconds) while it holds the lock.
+const DialTimeout = time.Second
+
+var (
+	// ErrNotLeader: the lease no longer holds this term (a higher epoch took
+	// it, or the term was lost), so Resign had nothing to release.
+	ErrNotLeader = errors.New("lease not held by this term")
+	// ErrSuperseded: renewal found a higher epoch (or this epoch written by
+	// another holder) in the lease.
+	ErrSuperseded = errors.New("lease taken by a newer term")
+	// ErrClosed: the election was closed.
+	ErrClosed = errors.New("election closed")
+)
+
+// ConfigError says which field of a Config New refused, and why.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("elect config: %s: %s", e.Field, e.Reason) }
+
+// Config says where the lease lives, who this host is and how time runs.
+type Config struct {
+	// Dir is the shared directory holding the lease and lock files; it must
+	// exist when New is called.
+	Dir string
+	// Instance names the files: <Instance>.lease.json and <Instance>.lock.
+	// It must be a plain file name.
+	Instance string
+	// HostID is written as the lease's holder. It must be unique among the
+	// hosts sharing Dir: two hosts with one id cannot tell their terms apart.
+	HostID string
+	// Address (host:port) is where this host's plugin serves; it is written
+	// in the lease for followers, and contenders probe it.
+	Address string
+	// TTL, Renew, Poll and LockStale: zero means the seed's default.
+	// Renew and Poll must be shorter than TTL.
+	TTL, Renew, Poll, LockStale time.Duration
+	// Clock is nil for real time; tests pass a fake one.
+	Clock Clock
+	// Dial probes a leader's address; nil means a TCP connect bounded by
+	// DialTimeout. A nil error means the leader answers.
+	Dial func(ctx context.Context, address string) error
+}
+
+// Election is one host's view of one instance's lease. Its methods may be
+// called from several goroutines; Close stops every goroutine it started.
+type Election struct {
+	cfg       Config
+	leasePath string
+	lockPath  string
+	backoff   time.Duration
+
+	// rename is os.Rename. It is a seam for tests: running as root, they
+	// cannot make the directory unwritable, so they make the rename fail.
+	rename func(oldpath, newpath string) error
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// readMu orders looks, so the freshness tracker sees reads in the order
+	// they happened.
+	readMu sync.Mutex
+
+	mu        sync.Mutex
+	closed    bool
+	seen      bool      // a lease was read at least once
+	last      fileState // the last lease read
+	changedAt time.Time // when this host saw last change, on its clock
+	maxEpoch  int64     // the highest epoch read or written
+}
+
+// New checks cfg, fills in defaults and returns an election that has not
+// touched the lease yet.
+func New(cfg Config) (*Election, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("elect: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, &ConfigError{Field: "Dir", Reason: "not a directory"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Election{
+		cfg:       cfg,
+		leasePath: filepath.Join(cfg.Dir, cfg.Instance+".lease.json"),
+		lockPath:  filepath.Join(cfg.Dir, cfg.Instance+".lock"),
+		backoff:   herdBackoff(cfg.HostID),
+		rename:    os.Rename,
+		ctx:       ctx,
+		cancel:    cancel,
+	}, nil
+}
+
+func (c *Config) fill() error {
+	switch {
+	case c.Dir == "":
+		return &ConfigError{Field: "Dir", Reason: "empty"}
+	case c.Instance == "" || c.Instance == "." || strings.ContainsAny(c.Instance, `/\:`) || !filepath.IsLocal(c.Instance):
+		// The instance becomes a file name; it must not escape Dir.
+		return &ConfigError{Field: "Instance", Reason: fmt.Sprintf("%q is not a plain file name", c.Instance)}
+	case c.HostID == "":
+		return &ConfigError{Field: "HostID", Reason: "empty"}
+	case c.Address == "":
+		return &ConfigError{Field: "Address", Reason: "empty"}
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"TTL", &c.TTL, DefaultTTL}, {"Renew", &c.Renew, DefaultRenew}, {"Poll", &c.Poll, DefaultPoll}, {"LockStale", &c.LockStale, DefaultLockStale}} {
+		if *d.v < 0 {
+			return &ConfigError{Field: d.name, Reason: "negative"}
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.Renew >= c.TTL {
+		return &ConfigError{Field: "Renew", Reason: "must be shorter than TTL, or followers see a live leader as dead"}
+	}
+	if c.Poll >= c.TTL {
+		return &ConfigError{Field: "Poll", Reason: "must be shorter than TTL"}
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Dial == nil {
+		c.Dial = dialTCP
+	}
+	return nil
+}
+
+// Close stops every goroutine the election started (observers, renewals)
+// and waits for them. It does not release a lease: a term still held is
+// abandoned, and followers take over after TTL (Resign first to hand over
+// within one poll). Campaigns in flight return ErrClosed.
+func (e *Election) Close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
+}
+
+// goroutine runs f on a goroutine the election owns, or returns false if
+// the election is closed.
+func (e *Election) goroutine(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// join returns a context that ends with ctx or with the election; its
+// cause is ErrClosed in the second case.
+func (e *Election) join(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if e.ctx.Err() != nil {
+		cancel(ErrClosed) // at once: AfterFunc would run it on a goroutine
+	}
+	stop := context.AfterFunc(e.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+func (e *Election) noteEpoch(epoch int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.maxEpoch = max(e.maxEpoch, epoch)
+}

@@ -1,0 +1,69 @@
+package elect
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// sighting is what this host knows of the lease after one look.
+type sighting struct {
+	lease Lease         // the last lease read; zero if none ever was
+	seen  bool          // a lease was read at least once
+	err   error         // this look's read error, if any
+	age   time.Duration // how long the file has looked unchanged to this host
+}
+
+// look reads the lease and updates the freshness tracker (seed §2.3): the
+// file's age is the time, on this host's clock, since this host first saw
+// its current mtime and content. The mtime is compared only with earlier
+// mtimes of the same file, never with a clock, so hosts whose clocks
+// disagree agree on freshness. A failed read changes nothing, so a share
+// that stays unreadable makes the lease look frozen; one that comes back
+// within ttl does not (seed §6: "client poll 讀失敗→LOOP 重試").
+func (e *Election) look() sighting {
+	e.readMu.Lock()
+	defer e.readMu.Unlock()
+	st, err := readLease(e.leasePath)
+	now := e.cfg.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil {
+		if !e.seen || !st.same(e.last) {
+			e.seen, e.last, e.changedAt = true, st, now
+		}
+		e.maxEpoch = max(e.maxEpoch, st.lease.Epoch)
+	}
+	s := sighting{lease: e.last.lease, seen: e.seen, err: err}
+	if e.seen {
+		s.age = now.Sub(e.changedAt)
+	}
+	return s
+}
+
+// dead reports whether a leader seen this way has ended: it released the
+// lease, or its file has not changed for longer than ttl.
+func (e *Election) dead(s sighting) bool {
+	return s.seen && (s.lease.Released || s.age > e.cfg.TTL)
+}
+
+// healthy reports whether s shows a leader to follow rather than contend
+// with: this look read a lease that is not released, not frozen past ttl
+// (a host that just started has no history: age zero), not this host's own
+// (left by its previous run), and whose address answers (seed §0: at
+// bootstrap the TCP ping stands in for the missing mtime history).
+func (e *Election) healthy(ctx context.Context, s sighting) bool {
+	if s.err != nil || e.dead(s) || s.lease.Holder == e.cfg.HostID {
+		return false
+	}
+	return e.cfg.Dial(ctx, s.lease.Address) == nil
+}
+
+func dialTCP(ctx context.Context, address string) error {
+	d := net.Dialer{Timeout: DialTimeout}
+	c, err := d.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

@@ -1,0 +1,101 @@
+package elect
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// Lease is the content of <instance>.lease.json.
+type Lease struct {
+	// Holder is the leader's HostID.
+	Holder string `json:"holder"`
+	// Address is where the leader's plugin serves (host:port).
+	Address string `json:"address"`
+	// Epoch grows by one at every election; the host uses it as the
+	// plugin's generation.
+	Epoch int64 `json:"epoch"`
+	// RenewCount grows at every renewal, so the file changes even where
+	// mtimes are coarse (seed §2.2, renew_count).
+	RenewCount int64 `json:"renewCount"`
+	// Released is set by a leader that stepped down on purpose.
+	Released bool `json:"released"`
+}
+
+// supersedes reports whether l, read from the file, ends the term that
+// wrote mine: a higher epoch, or this epoch taken by another holder (two
+// contenders that both passed the lock, one of them after removing it as
+// stale, write the same epoch; the later write wins).
+func (l Lease) supersedes(mine Lease) bool {
+	return l.Epoch > mine.Epoch || l.Epoch == mine.Epoch && l.Holder != mine.Holder
+}
+
+// maxLeaseSize bounds a read, so a stray large file does not exhaust memory.
+const maxLeaseSize = 64 << 10
+
+// fileState is one read of the lease file.
+type fileState struct {
+	lease Lease
+	mtime time.Time
+}
+
+func (s fileState) same(o fileState) bool { return s.lease == o.lease && s.mtime.Equal(o.mtime) }
+
+// readLease reads the lease and its mtime through one handle, so both
+// describe the same file even if a renewal replaces it meanwhile.
+func readLease(path string) (fileState, error) {
+	f, err := openShared(path)
+	if err != nil {
+		return fileState{}, fmt.Errorf("read lease: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fileState{}, fmt.Errorf("read lease: %w", err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxLeaseSize))
+	if err != nil {
+		return fileState{}, fmt.Errorf("read lease: %w", err)
+	}
+	var l Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		return fileState{}, fmt.Errorf("parse lease %s: %w", path, err)
+	}
+	return fileState{lease: l, mtime: fi.ModTime()}, nil
+}
+
+// writeLease replaces the lease atomically: a temp file in the same
+// directory, fsync, rename, then fsync the directory. Readers see the old
+// lease or the new one, never a part.
+func (e *Election) writeLease(l Lease) error {
+	data, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("write lease: %w", err)
+	}
+	tmp, err := os.CreateTemp(e.cfg.Dir, e.cfg.Instance+".lease.*.tmp")
+	if err != nil {
+		return fmt.Errorf("write lease: %w", err)
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = e.rename(name, e.leasePath)
+	}
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write lease: %w", err)
+	}
+	// The rename is what others read; a share that refuses to fsync a
+	// directory does not make it fail.
+	_ = syncDir(e.cfg.Dir)
+	e.noteEpoch(l.Epoch)
+	return nil
+}

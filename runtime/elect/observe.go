@@ -1,0 +1,87 @@
+package elect
+
+import (
+	"context"
+	"time"
+)
+
+// Observation is the lease as this host sees it.
+type Observation struct {
+	// Lease is the last lease read (kept while reads fail).
+	Lease Lease
+	// Age is how long the lease file has looked unchanged to this host.
+	Age time.Duration
+	// Dead: the leader released the lease, or its file has been frozen
+	// (or unreadable) for longer than ttl. Some host's Campaign takes over.
+	Dead bool
+}
+
+// Observe reports the lease as a follower sees it, reading it now and then
+// every poll: the first lease read, every change of leader (epoch, holder
+// or address), and every change of Dead. Changes between two polls collapse
+// into the last; a read that fails reports nothing and counts as no change.
+// The host restarts its consumers of the plugin with the new Lease.Address
+// when the epoch changes (seed §3.4, ReconnectRelay).
+//
+// Observations are sent unbuffered and in order; a receiver that stops
+// reading stalls the observer. Cancelling ctx (or closing the election)
+// stops it and closes the channel.
+func (e *Election) Observe(ctx context.Context) <-chan Observation {
+	ch := make(chan Observation)
+	ctx, stop := e.join(ctx)
+	if !e.goroutine(func() {
+		defer stop()
+		defer close(ch)
+		e.observe(ctx, ch)
+	}) {
+		stop()
+		close(ch)
+	}
+	return ch
+}
+
+func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
+	var last *Observation
+	for first := true; ; first = false {
+		if !first && sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
+			return
+		}
+		s := e.look()
+		if !s.seen {
+			continue
+		}
+		o := Observation{Lease: s.lease, Age: s.age, Dead: e.dead(s)}
+		if last != nil && !changed(*last, o) {
+			continue
+		}
+		select {
+		case ch <- o:
+			last = &o
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func changed(a, b Observation) bool {
+	return a.Dead != b.Dead || a.Lease.Epoch != b.Lease.Epoch ||
+		a.Lease.Holder != b.Lease.Holder || a.Lease.Address != b.Lease.Address
+}
+
+// Leader reads the lease once: who leads, where, which epoch, and how long
+// its file has looked unchanged to this host (zero on this election's first
+// look: a host that just started has no history). Use Observe, or the
+// lease's Released, to know whether that leader is alive.
+//
+// ctx is checked before the read; a read blocked on a hung share is not
+// interrupted.
+func (e *Election) Leader(ctx context.Context) (Lease, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, 0, err
+	}
+	s := e.look()
+	if s.err != nil {
+		return Lease{}, 0, s.err
+	}
+	return s.lease, s.age, nil
+}

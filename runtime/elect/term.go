@@ -1,0 +1,161 @@
+package elect
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Term is one leadership of this host: the epoch it won and the goroutine
+// that renews the lease every renew (seed §3.3). Like etcd's Session, it
+// owns that goroutine: Resign and Close stop it and wait for it.
+type Term struct {
+	e     *Election
+	epoch int64
+	// won is when this host took the lease, on its clock; tests measure
+	// takeovers with it.
+	won time.Time
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when renewal has stopped
+	lost   chan struct{}
+	err    error // why lost; written before lost is closed
+
+	mu    sync.Mutex // serializes Resign and Close
+	lease Lease      // as last written; the renewal goroutine owns it until done
+}
+
+func (e *Election) startTerm(l Lease) (*Term, error) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	t := &Term{
+		e:      e,
+		epoch:  l.Epoch,
+		won:    e.cfg.Clock.Now(),
+		cancel: cancel,
+		done:   make(chan struct{}),
+		lost:   make(chan struct{}),
+		lease:  l,
+	}
+	if !e.goroutine(func() { t.renewLoop(ctx) }) {
+		cancel()
+		return nil, ErrClosed
+	}
+	return t, nil
+}
+
+// Epoch is the term's epoch; the host starts the plugin with it as the
+// generation.
+func (t *Term) Epoch() int64 { return t.epoch }
+
+// Lost is closed when the leader can no longer renew: a write of the lease
+// failed, or the lease holds a newer term. Renewal has stopped by then and
+// the term writes nothing more. The host stops its process at once (seed
+// §4: stop first, then give up, never two leaders by its own hand) and then
+// may Campaign again: followers take over ttl after the last renewal.
+// Resign and Close do not close Lost.
+func (t *Term) Lost() <-chan struct{} { return t.lost }
+
+// Err says why the term was lost (wrapping ErrSuperseded or the write
+// error); nil while Lost is open.
+func (t *Term) Err() error {
+	select {
+	case <-t.lost:
+		return t.err
+	default:
+		return nil
+	}
+}
+
+// renewLoop rewrites the lease every renew, bumping renewCount, so its mtime
+// moves (the heartbeat followers watch).
+func (t *Term) renewLoop(ctx context.Context) {
+	defer close(t.done)
+	for {
+		if sleep(ctx, t.e.cfg.Clock, t.e.cfg.Renew) != nil {
+			return
+		}
+		if err := t.renew(); err != nil {
+			t.err = err
+			close(t.lost)
+			return
+		}
+	}
+}
+
+// renew reads the lease first: a newer term in it ends this one without a
+// write (seed §6, split-brain: the lower epoch steps down). A lease that is
+// missing or unreadable proves no newer term, so it is rewritten with this
+// epoch: a read on a flaky share does not demote. A failed write does (seed
+// §6: "W:\ 短暫斷 … leader 寫失敗 → 降級重判").
+//
+// The lock is not taken, as in the seed. A contender writing between the
+// read and the rename is overwritten once; it finds this lower epoch at its
+// next renewal and rewrites its own, and this term then finds it and ends.
+func (t *Term) renew() error {
+	st, err := readLease(t.e.leasePath)
+	if err == nil {
+		t.e.noteEpoch(st.lease.Epoch)
+		if st.lease.supersedes(t.lease) {
+			return fmt.Errorf("renew epoch %d: %w (epoch %d held by %q)", t.epoch, ErrSuperseded, st.lease.Epoch, st.lease.Holder)
+		}
+	}
+	next := t.lease
+	next.RenewCount++
+	if err := t.e.writeLease(next); err != nil {
+		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
+	}
+	t.lease = next
+	return nil
+}
+
+// stop ends renewal and waits for it.
+func (t *Term) stop() {
+	t.cancel()
+	<-t.done
+}
+
+// Resign stops renewing and marks the lease released, if it still holds
+// this term, so a follower takes over within one poll instead of ttl.
+// Call it after the plugin has stopped. It returns ErrNotLeader (wrapping
+// the reason) when the term was lost or the lease holds a newer term.
+//
+// ctx is checked once renewal has stopped, before the lease is read and
+// written: a cancelled ctx leaves the lease unreleased (as Close does). A
+// read or write blocked on a hung share is not interrupted by ctx.
+func (t *Term) Resign(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stop()
+	select {
+	case <-t.lost:
+		return fmt.Errorf("resign: %w: %w", ErrNotLeader, t.err)
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("resign: %w", err)
+	}
+	// A missing or unreadable lease proves no newer term: it is released,
+	// as renew would rewrite it.
+	if st, err := readLease(t.e.leasePath); err == nil && st.lease.supersedes(t.lease) {
+		return fmt.Errorf("resign: %w: epoch %d held by %q", ErrNotLeader, st.lease.Epoch, st.lease.Holder)
+	}
+	l := t.lease
+	l.RenewCount++
+	l.Released = true
+	if err := t.e.writeLease(l); err != nil {
+		return fmt.Errorf("resign: %w", err)
+	}
+	t.lease = l
+	return nil
+}
+
+// Close stops renewing without releasing the lease, as a crash would:
+// followers take over once the file has been frozen for ttl. It is for a
+// host that must not write the share any more; tests use it to simulate a
+// crashed leader. Close and Resign may be called more than once.
+func (t *Term) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stop()
+}
