@@ -60,6 +60,11 @@ type Record struct {
 	Since      time.Time      `json:"since,omitzero"`
 	Restarts   int            `json:"restarts"`
 	LastError  string         `json:"lastError,omitempty"`
+	// Role is a floating plugin's part in its election: leader or
+	// follower.
+	Role string `json:"role,omitempty"`
+	// Address is where a floating plugin's leader serves.
+	Address string `json:"address,omitempty"`
 	// Hash is spec.Spec.Hash of the plugin as it was applied.
 	Hash string `json:"hash"`
 	// Uses is what the running process was started to use: stops are

@@ -51,6 +51,10 @@ type Request struct {
 	Env map[string]string
 	// Output receives the plugin's stdout and stderr.
 	Output Output
+	// Identity, when set, is the identity the plugin gets, instead of the
+	// placement's own (a fresh UUID and generation 1): a floating plugin
+	// gets its instance name and the election's epoch.
+	Identity *Identity
 }
 
 // Handle is one started plugin: one process, module instance or remote

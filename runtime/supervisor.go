@@ -20,6 +20,8 @@ const (
 	Failed   Status = "failed" // exited on its own or failed to start; a retry may be due
 	Stopping Status = "stopping"
 	Stopped  Status = "stopped" // stopped on purpose
+	// Standby: a floating plugin another host leads.
+	Standby Status = "standby"
 )
 
 // State is a snapshot of a supervised plugin.

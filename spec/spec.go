@@ -137,7 +137,8 @@ type Retry struct {
 // Elect configures the shared-directory election of a floating plugin
 // (DESIGN §9; defaults from seed 002).
 type Elect struct {
-	// Dir is the shared directory that holds the lease and lock files.
+	// Dir is the shared directory that holds the lease and lock files,
+	// relative to the spec's directory.
 	Dir string `yaml:"dir"`
 	// Port is the port the plugin serves on; the leader's address is
 	// published with it.

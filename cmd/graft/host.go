@@ -8,15 +8,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/runtime/host"
 )
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
-	Listen    string `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); beyond loopback only with --token-file."`
-	LogFormat string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
-	ReadyFD   int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+	Listen    string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); beyond loopback only with --token-file."`
+	LogFormat string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
+	HostID    string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
+	ReadyFD   int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+	ClockSkew time.Duration `hidden:"" name:"clock-skew" help:"Run the elections on a wall clock this far off the machine's (for tests: it must change nothing)."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
@@ -28,11 +32,14 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}}
+	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}, HostID: c.HostID}
 	if c.Listen != "" && g.TokenFile != "" {
 		if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {
 			return err
 		}
+	}
+	if c.ClockSkew != 0 {
+		opt.Clock = elect.Skewed(c.ClockSkew)
 	}
 	h, err := host.Open(dir, opt)
 	if err != nil {

@@ -26,6 +26,7 @@ type CLI struct {
 	Status   StatusCmd   `cmd:"" help:"Show what runs."`
 	Logs     LogsCmd     `cmd:"" help:"Print a plugin's output."`
 	Restart  RestartCmd  `cmd:"" help:"Replace plugins, and restart their consumers, in order."`
+	Leader   LeaderCmd   `cmd:"" help:"Show which host leads a floating plugin: holder, address, epoch and how fresh its lease is."`
 	Down     DownCmd     `cmd:"" help:"Stop every plugin, consumers first, and the host."`
 	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
 	Host     HostCmd     `cmd:"" help:"Run the host daemon in the foreground (graft apply starts one in the background)."`

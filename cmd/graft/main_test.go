@@ -232,7 +232,12 @@ func cmdKillHost(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(5 * time.Second)
 	for syscall.Kill(pid, 0) == nil {
 		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), ") Z ") {
-			break // a zombie its parent will reap
+			// A zombie its parent will reap, once its other threads are
+			// gone too: the leader of a thread group turns zombie before
+			// the rest, which still hold its files (its socket).
+			if tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid)); len(tasks) <= 1 {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("host %d survived SIGKILL", pid)

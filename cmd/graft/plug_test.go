@@ -22,6 +22,7 @@ import (
 //	plug exit CODE           exit with CODE at once
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
+//	plug env NAME VAR        say "NAME VAR=value", then serve
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -57,6 +58,9 @@ func plugMain() {
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])
 		time.Sleep(d)
+	case "env":
+		fmt.Printf("%s %s=%s\n", args[1], args[2], os.Getenv(args[2]))
+		serve(args[1], nil)
 	case "daemon":
 		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -54,6 +54,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tLAST ERROR")
 	for _, r := range st.Plugins {
+		run := string(r.Run)
+		if r.Role != "" {
+			run += " (" + r.Role + ")"
+		}
 		pid, uptime := "-", "-"
 		if r.PID != 0 {
 			pid = fmt.Sprint(r.PID)
@@ -61,7 +65,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		if r.Status == plan.Running && !r.Since.IsZero() {
 			uptime = since(r.Since)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", r.Name, r.Run, r.Status, shortID(r.Instance),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", r.Name, run, r.Status, shortID(r.Instance),
 			r.Generation, pid, uptime, r.Restarts, firstLine(r.LastError))
 	}
 	return tw.Flush()

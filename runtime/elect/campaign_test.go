@@ -132,6 +132,42 @@ func TestBootstrap(t *testing.T) {
 		assert.Equal(t, int64(1), term.Epoch())
 	})
 
+	t.Run("leader just elected is followed though it does not answer yet", func(t *testing.T) {
+		c := newCluster(t)
+		fresh := Lease{Holder: "ghost", Address: "ghost:9530", Epoch: 4}
+		c.putLease(fresh)
+		c.setDown(fresh.Address, true)
+		res := campaign(context.Background(), c.host("S001"))
+		c.clk.waitTimers(t, 1)
+		assert.True(t, pending(res), "its plugin is starting: S001 follows")
+		// Renewals come, but the address never answers: S001 has followed,
+		// so only the file's freezing makes it contend.
+		l := fresh
+		for range 5 {
+			c.clk.step(t, 1, DefaultPoll)
+			l.RenewCount++
+			c.putLease(l)
+		}
+		c.clk.waitTimers(t, 1)
+		assert.True(t, pending(res))
+		r := c.until(1, DefaultPoll, res)
+		require.NoError(t, r.err)
+		assert.Equal(t, int64(5), r.term.Epoch())
+	})
+
+	t.Run("leader not renewed within renew must answer", func(t *testing.T) {
+		c := newCluster(t)
+		stuck := Lease{Holder: "ghost", Address: "ghost:9530", Epoch: 4}
+		c.putLease(stuck)
+		c.setDown(stuck.Address, true)
+		e := c.host("S001")
+		e.look() // first seen now: the look in Campaign sees it renew later
+		c.clk.Advance(DefaultRenew + time.Millisecond)
+		term, err := e.Campaign(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), term.Epoch(), "no renewal in renew and no answer: contends at once")
+	})
+
 	t.Run("live leader is followed until its file freezes", func(t *testing.T) {
 		c := newCluster(t)
 		c.putLease(ghost)

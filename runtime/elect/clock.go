@@ -28,6 +28,17 @@ type realClock struct{}
 func (realClock) Now() time.Time                 { return time.Now() }
 func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 
+// Skewed is real time with the wall clock off by d, as on a machine whose
+// clock is wrong. Its readings carry no monotonic part, so anything that
+// compared them with a file's mtime would be off by d: the hosts of the
+// end-to-end tests run on it to show that nothing does.
+func Skewed(d time.Duration) Clock { return skewed{d} }
+
+type skewed struct{ d time.Duration }
+
+func (s skewed) Now() time.Time                 { return time.Now().Round(0).Add(s.d) }
+func (s skewed) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
 type realTimer struct{ t *time.Timer }
 
 func (t realTimer) C() <-chan time.Time { return t.t.C }

@@ -52,9 +52,18 @@ func (e *Election) dead(s sighting) bool {
 // (a host that just started has no history: age zero), not this host's own
 // (left by its previous run), and whose address answers (seed §0: at
 // bootstrap the TCP ping stands in for the missing mtime history).
+//
+// A leader not yet renewed (renewCount 0), seen unchanged for at most one
+// renew, need not answer yet: it was elected a moment ago and its plugin
+// is starting. The seed probes at once, so a host that bootstraps while the
+// new leader's process starts takes the lease from it, and the leader
+// demotes at its first renewal: needless churn at every cold start.
 func (e *Election) healthy(ctx context.Context, s sighting) bool {
 	if s.err != nil || e.dead(s) || s.lease.Holder == e.cfg.HostID {
 		return false
+	}
+	if s.lease.RenewCount == 0 && s.age <= e.cfg.Renew {
+		return true
 	}
 	return e.cfg.Dial(ctx, s.lease.Address) == nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -98,4 +99,11 @@ func (e *Election) writeLease(l Lease) error {
 	_ = syncDir(e.cfg.Dir)
 	e.noteEpoch(l.Epoch)
 	return nil
+}
+
+// Read reads the lease of instance in dir once, with the file's mtime (on
+// the share's clock): for tools that show who leads without taking part.
+func Read(dir, instance string) (Lease, time.Time, error) {
+	st, err := readLease(filepath.Join(dir, instance+".lease.json"))
+	return st.lease, st.mtime, err
 }

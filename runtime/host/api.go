@@ -106,6 +106,7 @@ func (h *Host) handler() http.Handler {
 	mux.HandleFunc("POST /v1/restart", h.streaming(h.Restart))
 	mux.HandleFunc("POST /v1/down", h.streaming(h.Down))
 	mux.HandleFunc("GET /v1/logs/{plugin}", h.serveLogs)
+	mux.HandleFunc("GET /v1/leader/{plugin}", h.serveLeader)
 	return mux
 }
 
@@ -150,14 +151,22 @@ func (h *Host) stream(w http.ResponseWriter, run func(events func(Message)) erro
 	send(done)
 }
 
+// NotFoundError is a request about something the host does not have.
+type NotFoundError struct{ What string }
+
+func (e *NotFoundError) Error() string { return e.What }
+
 func statusFor(err error) int {
 	var (
-		locked  *LockedError
-		stale   *StaleError
-		nothing *NothingAppliedError
-		bad     spec.Errors
+		notFound *NotFoundError
+		locked   *LockedError
+		stale    *StaleError
+		nothing  *NothingAppliedError
+		bad      spec.Errors
 	)
 	switch {
+	case errors.As(err, &notFound):
+		return http.StatusNotFound
 	case errors.As(err, &locked), errors.As(err, &stale), errors.As(err, &nothing):
 		return http.StatusConflict
 	case errors.As(err, &bad):

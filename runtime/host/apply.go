@@ -204,7 +204,7 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 	if e == nil {
 		return apply.Result{Outcome: runtime.Exited}, nil
 	}
-	outcome, err := e.sup.Stop(ctx)
+	outcome, err := e.unit.Stop(ctx)
 	x.h.forget(name, e)
 	return apply.Result{Outcome: outcome}, err
 }
@@ -213,34 +213,42 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 // the same name (perhaps retrying) is stopped first.
 func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
 	if old := x.h.entry(name); old != nil {
-		old.sup.Stop(ctx)
+		old.unit.Stop(ctx)
 		x.h.forget(name, old)
 	}
 	p := x.desired.Plugins[name]
-	pl, err := x.h.placement(p.Run)
-	if err != nil {
-		return apply.Result{}, err
-	}
 	out, err := x.h.logOf(name)
 	if err != nil {
 		return apply.Result{}, err
 	}
-	e := &entry{
-		record: plan.Applied(x.desired, name),
-		sup:    runtime.NewSupervisor(pl, runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}),
+	pl, err := x.h.placement(p.Run)
+	if err != nil {
+		return apply.Result{}, err
 	}
+	req := runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}
+	e := &entry{record: plan.Applied(x.desired, name)}
+	// The addresses of floating providers are read and the entry recorded
+	// under one lock, so a leader change either shows in the environment or
+	// finds the entry to restart (leaderChanged).
 	x.h.mu.Lock()
+	req.Env = x.h.providerEnv(x.desired, p)
+	if p.Run == spec.Floating {
+		e.unit = newFloater(x.h, req)
+	} else {
+		e.unit = runtime.NewSupervisor(pl, req)
+	}
+	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
-	err = e.sup.Start(ctx)
-	st := e.sup.State()
+	err = e.unit.Start(ctx)
+	st := e.unit.State()
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err
 }
 
 // placement is where plugins of run r go.
 func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
 	switch r {
-	case spec.Local:
+	case spec.Local, spec.Floating: // a floating plugin's leader runs it as a local process
 		return h.locals, nil
 	case spec.Worker:
 		return h.workers, nil
@@ -251,7 +259,16 @@ func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
 // entry is one plugin the host runs or tracks.
 type entry struct {
 	record plan.Record // what its spec decides (plan.Applied)
-	sup    *runtime.Supervisor
+	unit   unit
+	env    map[string]string // what the host added to its environment
+}
+
+// unit keeps one plugin running: a runtime.Supervisor, or a floater that
+// runs it only while this host leads its election.
+type unit interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) (runtime.Outcome, error)
+	State() runtime.State
 }
 
 func (h *Host) entry(name string) *entry {
@@ -292,8 +309,11 @@ func (h *Host) State() *plan.State {
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
 		e := h.plugins[name]
 		r := e.record
-		s := e.sup.State()
+		s := e.unit.State()
 		r.Status = statusOf(s.Status)
+		if f, ok := e.unit.(*floater); ok {
+			r.Role, r.Address = f.role()
+		}
 		r.Instance = s.Identity.ID
 		r.Generation = s.Identity.Generation
 		r.PID = s.PID
@@ -313,6 +333,8 @@ func statusOf(s runtime.Status) plan.Status {
 		return plan.Running
 	case runtime.Failed:
 		return plan.Failed
+	case runtime.Standby:
+		return plan.Standby
 	}
 	return plan.Stopping // stopping, or stopped and about to be forgotten
 }

@@ -99,6 +99,20 @@ func (c *Client) Status(ctx context.Context) (*plan.State, error) {
 	return &st, nil
 }
 
+// Leader returns floating plugin's lease, as the host sees it.
+func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/leader/"+url.PathEscape(plugin), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var info LeaderInfo
+	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+		return nil, fmt.Errorf("read leader: %w", err)
+	}
+	return &info, nil
+}
+
 // ApplyError is an apply that ran and had failures: its steps' errors.
 type ApplyError struct{ Errors []string }
 

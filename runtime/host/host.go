@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/output"
 	"github.com/graftland/graft/runtime/proc"
@@ -30,6 +31,11 @@ type Options struct {
 	Logger *slog.Logger
 	// TCP, when its Addr is set, is a second listener for remote clients.
 	TCP TCP
+	// HostID names the host in elections; default: the hostname and an id
+	// kept in the state dir, so two hosts of one machine differ.
+	HostID string
+	// Clock is the elections' clock; nil is real time.
+	Clock elect.Clock
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -43,7 +49,11 @@ type Host struct {
 	local   *local.Local
 	locals  runtime.Placement // local, recording the instances it starts
 	workers *worker.Worker
-	started time.Time
+	hostID  string
+	clock   elect.Clock
+
+	background tasks // restarts of consumers when a leader moves
+	started    time.Time
 
 	mu      sync.Mutex
 	plugins map[string]*entry
@@ -114,6 +124,13 @@ func Open(dir string, opt Options) (*Host, error) {
 	if h.spec, err = loadApplied(dir); err != nil {
 		h.close()
 		return nil, err
+	}
+	h.clock = opt.Clock
+	if h.hostID = opt.HostID; h.hostID == "" {
+		if h.hostID, err = defaultHostID(dir); err != nil {
+			h.close()
+			return nil, err
+		}
 	}
 	h.cleanLeftovers()
 	return h, nil
@@ -198,9 +215,49 @@ func (h *Host) Down(ctx context.Context, req ApplyRequest, events func(Message))
 	return err
 }
 
-// Shutdown stops every plugin in order and releases the state dir.
+// Shutdown stops every plugin in order and releases the state dir. Work
+// under way in the background is cancelled first, and no more begins.
 func (h *Host) Shutdown(ctx context.Context) error {
+	h.background.Close()
 	err := h.StopAll(ctx)
 	h.close()
 	return err
+}
+
+// tasks counts a host's background work, and refuses more once closed.
+type tasks struct {
+	mu     sync.Mutex
+	closed bool
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Go runs f in the background, unless closed. f's context is cancelled
+// when the host shuts down.
+func (t *tasks) Go(f func(ctx context.Context)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	if t.ctx == nil {
+		t.ctx, t.cancel = context.WithCancel(context.Background())
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f(t.ctx)
+	}()
+}
+
+// Close refuses more tasks, cancels those under way and waits for them.
+func (t *tasks) Close() {
+	t.mu.Lock()
+	t.closed = true
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
 }

@@ -2,13 +2,15 @@ package host
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/runtime/instance"
 	"github.com/graftland/graft/runtime/proc"
 )
 
@@ -16,22 +18,35 @@ import (
 // named by its instance id, from its start until it is gone.
 const instancesDir = "instances"
 
-// recording is a placement that records the instances it starts in the
+// recording is a placement that records the processes it starts in the
 // state dir. A host killed outright leaves the records behind: the next
 // host finds by them what is left of those plugins, the processes that
 // left their process group and so were not reached by the parent-death
-// signal, through the GRAFT_INSTANCE_ID in their environment.
+// signal, through the invocation id in their environment.
 type recording struct {
 	runtime.Placement
 	dir string
 }
 
+// EnvInvocation is set in a local plugin's environment to an id unique to
+// that start, like systemd's INVOCATION_ID. The instance id is not enough
+// to find leftovers by: a floating plugin's is its instance name, the same
+// on every host of the machine that runs it.
+const EnvInvocation = "GRAFT_INVOCATION_ID"
+
 func (r recording) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	inv := uuid.NewString()
+	env := maps.Clone(req.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvInvocation] = inv
+	req.Env = env
 	h, err := r.Placement.Start(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(r.dir, h.Identity().ID)
+	path := filepath.Join(r.dir, inv)
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 		f.Close()
 	}
@@ -53,7 +68,7 @@ func (h *Host) cleanLeftovers() {
 	}
 	var marks []string
 	for _, e := range ents {
-		marks = append(marks, instance.EnvID+"="+e.Name())
+		marks = append(marks, EnvInvocation+"="+e.Name())
 	}
 	left, err := proc.Marked(marks)
 	if err != nil {

@@ -63,3 +63,27 @@ const (
 	KindSpec   = "spec"   // the spec is bad
 	KindNoSpec = "nospec" // nothing was applied yet (graft restart)
 )
+
+// LeaderInfo answers GET /v1/leader/{plugin}: a floating plugin's lease,
+// as this host sees it.
+type LeaderInfo struct {
+	Plugin   string `json:"plugin"`
+	Instance string `json:"instance"`
+	// Dir is the election's directory.
+	Dir string `json:"dir"`
+	// Holder, Address, Epoch, RenewCount and Released are the lease's.
+	Holder     string `json:"holder"`
+	Address    string `json:"address"`
+	Epoch      int64  `json:"epoch"`
+	RenewCount int64  `json:"renewCount"`
+	Released   bool   `json:"released"`
+	// AgeMillis is how long the lease file has looked unchanged to this
+	// host, on its own clock; TTLMillis is how long the leader may go
+	// without renewing it.
+	AgeMillis int64 `json:"ageMillis"`
+	TTLMillis int64 `json:"ttlMillis"`
+	// Role is this host's part: leader or follower.
+	Role string `json:"role"`
+	// HostID is this host's id in the election.
+	HostID string `json:"hostID"`
+}

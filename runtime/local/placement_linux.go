@@ -44,6 +44,9 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, errors.New("local: start without an output")
 	}
 	id := runtime.Identity{ID: uuid.NewString(), Generation: 1}
+	if req.Identity != nil {
+		id = *req.Identity
+	}
 	env := environ(l.opt.Env, req, id)
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -118,6 +118,9 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		return fail("stdin", err)
 	}
 	id := runtime.Identity{ID: uuid.NewString(), Generation: 1}
+	if req.Identity != nil {
+		id = *req.Identity
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(append([]string{p.Name}, p.Args...)...).

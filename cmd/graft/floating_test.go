@@ -1,0 +1,758 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime/elect"
+	"github.com/graftland/graft/runtime/host"
+)
+
+// The floating tests run several real `graft host` processes on this
+// machine, each with its own state dir and plugins file, sharing one
+// election directory, with short durations. Each host's relay serves on
+// its own loopback port; each host's client uses the relay and prints the
+// address it was given.
+const (
+	fTTL       = 2 * time.Second
+	fRenew     = 400 * time.Millisecond
+	fPoll      = 250 * time.Millisecond
+	fLockStale = 1500 * time.Millisecond
+	// fSlack covers the herd backoff (at most 0.9 s), starting a process
+	// and a loaded 2-core machine.
+	fSlack = 2 * time.Second
+)
+
+type fleet struct {
+	t     *testing.T
+	run   string // marks every process of the fleet (GRAFT_TEST_RUN)
+	elect string // the shared election directory
+	hosts []*fhost
+}
+
+type fhost struct {
+	f    *fleet
+	id   string
+	dir  string // holds plugins.yaml and the state dir .graft
+	addr string // where its relay serves when it leads
+	skew time.Duration
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	frozen bool
+}
+
+// newFleet makes n hosts; none runs yet. Whatever happens, the test's end
+// stops every host and leaves no process behind.
+func newFleet(t *testing.T, n int) *fleet {
+	root := t.TempDir()
+	f := &fleet{t: t, run: root, elect: filepath.Join(root, "elect")}
+	require.NoError(t, os.Mkdir(f.elect, 0o755))
+	for i := range n {
+		h := &fhost{f: f, id: fmt.Sprintf("h%d", i+1), dir: filepath.Join(root, fmt.Sprintf("h%d", i+1)), addr: freeAddr(t)}
+		require.NoError(t, os.Mkdir(h.dir, 0o755))
+		yaml := fmt.Sprintf(`name: fleet
+plugins:
+  relay:
+    run: floating
+    command: [plug, listen, relay, %q]
+    elect: {dir: %q, address: %q, ttl: %d millis, renew: %d millis, poll: %d millis, lockStale: %d millis}
+  client:
+    command: [plug, env, client, GRAFT_ADDR_RELAY]
+    uses: [relay]
+`, h.addr, f.elect, h.addr, fTTL.Milliseconds(), fRenew.Milliseconds(), fPoll.Milliseconds(), fLockStale.Milliseconds())
+		require.NoError(t, os.WriteFile(h.file(), []byte(yaml), 0o644))
+		f.hosts = append(f.hosts, h)
+	}
+	t.Cleanup(f.stop)
+	return f
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (h *fhost) file() string  { return filepath.Join(h.dir, "plugins.yaml") }
+func (h *fhost) state() string { return filepath.Join(h.dir, ".graft") }
+
+// start runs the host and applies its plugins file, which returns once the
+// relay's leader is known.
+func (h *fhost) start() {
+	require.NoError(h.f.t, h.tryStart())
+}
+
+func (h *fhost) tryStart() error {
+	if err := h.spawn(); err != nil {
+		return err
+	}
+	if out, err := h.graft("apply"); err != nil {
+		return fmt.Errorf("apply on %s: %w: %s", h.id, err, out)
+	}
+	return nil
+}
+
+// spawn runs `graft host` and waits until it answers.
+func (h *fhost) spawn() error {
+	args := []string{"--file", h.file(), "host", "--host-id", h.id}
+	if h.skew != 0 {
+		args = append(args, "--clock-skew="+h.skew.String())
+	}
+	cmd := exec.Command("graft", args...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+h.f.run, "NO_COLOR=1")
+	logf, err := os.OpenFile(filepath.Join(h.dir, "host.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	h.mu.Lock()
+	h.cmd, h.exited, h.frozen = cmd, exited, false
+	h.mu.Unlock()
+	c, err := host.NewClient(h.state())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for c.Ping(context.Background(), time.Second) != nil {
+		select {
+		case <-exited:
+			return fmt.Errorf("host %s exited: %s", h.id, h.stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("host %s does not answer", h.id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// graft runs a graft command against this host's plugins file.
+func (h *fhost) graft(args ...string) (string, error) {
+	cmd := exec.Command("graft", append([]string{"--file", h.file()}, args...)...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+h.f.run, "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (h *fhost) stderr() string {
+	b, _ := os.ReadFile(filepath.Join(h.dir, "host.stderr"))
+	return string(b)
+}
+
+func (h *fhost) running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmd == nil {
+		return false
+	}
+	select {
+	case <-h.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to the host process; SIGSTOP and SIGCONT freeze and
+// resume it (its plugins run on).
+func (h *fhost) signal(sig syscall.Signal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.NoError(h.f.t, h.cmd.Process.Signal(sig))
+	switch sig {
+	case syscall.SIGSTOP:
+		h.frozen = true
+	case syscall.SIGCONT:
+		h.frozen = false
+	}
+}
+
+func (h *fhost) isFrozen() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.frozen
+}
+
+// kill ends the host with SIGKILL and waits for it; its plugins die with
+// it (the parent-death signal).
+func (h *fhost) kill() {
+	h.signal(syscall.SIGKILL)
+	h.wait(10 * time.Second)
+}
+
+// terminate stops the host gracefully and waits for it.
+func (h *fhost) terminate() {
+	h.signal(syscall.SIGCONT)
+	h.signal(syscall.SIGTERM)
+	h.wait(20 * time.Second)
+}
+
+func (h *fhost) wait(d time.Duration) {
+	select {
+	case <-h.exited:
+	case <-time.After(d):
+		h.f.t.Fatalf("host %s did not exit", h.id)
+	}
+}
+
+// stop ends every host still running, then anything of the fleet left.
+func (f *fleet) stop() {
+	for _, h := range f.hosts {
+		if h.running() {
+			h.cmd.Process.Signal(syscall.SIGCONT)
+			h.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, h := range f.hosts {
+		if h.running() {
+			select {
+			case <-h.exited:
+			case <-time.After(20 * time.Second):
+				h.cmd.Process.Kill()
+				<-h.exited
+				f.t.Errorf("host %s ignored SIGTERM", h.id)
+			}
+		}
+	}
+	if left := marked(f.run); len(left) > 0 {
+		f.t.Errorf("processes left after every host stopped: %v", left)
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	if f.t.Failed() {
+		for _, h := range f.hosts {
+			f.t.Logf("--- host %s (%s) ---\n%s", h.id, h.addr, h.stderr())
+		}
+	}
+}
+
+// status is the host's state; a frozen or stopped host has none.
+func (h *fhost) status() (*plan.State, error) {
+	c, err := host.NewClient(h.state())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.Status(ctx)
+}
+
+// relay is the relay's record on the host.
+func (h *fhost) relay() (plan.Record, error) {
+	st, err := h.status()
+	if err != nil {
+		return plan.Record{}, err
+	}
+	for _, r := range st.Plugins {
+		if r.Name == "relay" {
+			return r, nil
+		}
+	}
+	return plan.Record{}, errors.New("no relay")
+}
+
+// lease reads the lease file, as another program would.
+func (f *fleet) lease() elect.Lease {
+	l, _, err := elect.Read(f.elect, "fleet.relay")
+	if err != nil {
+		return elect.Lease{}
+	}
+	return l
+}
+
+func (f *fleet) host(id string) *fhost {
+	for _, h := range f.hosts {
+		if h.id == id {
+			return h
+		}
+	}
+	f.t.Fatalf("no host %q", id)
+	return nil
+}
+
+// startAll starts every host at once.
+func (f *fleet) startAll() {
+	errs := make(chan error, len(f.hosts))
+	for _, h := range f.hosts {
+		go func() { errs <- h.tryStart() }()
+	}
+	for range f.hosts {
+		require.NoError(f.t, <-errs)
+	}
+}
+
+// leaderAfter waits, up to d, for a lease with an epoch above epoch whose
+// holder runs the relay, and returns it with when it was first seen.
+func (f *fleet) leaderAfter(epoch int64, d time.Duration) (elect.Lease, time.Time) {
+	f.t.Helper()
+	deadline := time.Now().Add(d)
+	var seen time.Time
+	for {
+		l := f.lease()
+		if l.Epoch > epoch && !l.Released {
+			if seen.IsZero() {
+				seen = time.Now()
+			}
+			if r, err := f.host(l.Holder).relay(); err == nil && r.Role == "leader" && r.Status == plan.Running && r.Generation == l.Epoch {
+				return l, seen
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("no leader past epoch %d within %s; lease: %+v", epoch, d, l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// clientAddrs is every address the host's client was started with, in
+// order.
+func (h *fhost) clientAddrs() []string {
+	b, _ := os.ReadFile(filepath.Join(h.state(), "logs", "client.log"))
+	var addrs []string
+	for _, m := range clientLine.FindAllStringSubmatch(string(b), -1) {
+		addrs = append(addrs, m[1])
+	}
+	return addrs
+}
+
+var clientLine = regexp.MustCompile(`client GRAFT_ADDR_RELAY=(\S*)`)
+
+// waitClient waits until the host's client was last started with addr.
+func (h *fhost) waitClient(addr string, d time.Duration) {
+	h.f.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		addrs := h.clientAddrs()
+		if len(addrs) > 0 && addrs[len(addrs)-1] == addr {
+			if r, err := h.record("client"); err == nil && r.Status == plan.Running {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.f.t.Fatalf("the client of %s was not restarted with %s: started with %v", h.id, addr, addrs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (h *fhost) record(name string) (plan.Record, error) {
+	st, err := h.status()
+	if err != nil {
+		return plan.Record{}, err
+	}
+	for _, r := range st.Plugins {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return plan.Record{}, fmt.Errorf("no %s", name)
+}
+
+// generations lists, per relay generation, the hosts whose relay ran with
+// it: what actually ran, from the relays' own output.
+func (f *fleet) generations() map[int64][]string {
+	ran := map[int64][]string{}
+	for _, h := range f.hosts {
+		b, _ := os.ReadFile(filepath.Join(h.state(), "logs", "relay.log"))
+		for _, m := range relayUp.FindAllStringSubmatch(string(b), -1) {
+			g, _ := strconv.ParseInt(m[1], 10, 64)
+			if !contains(ran[g], h.id) {
+				ran[g] = append(ran[g], h.id)
+			}
+		}
+	}
+	return ran
+}
+
+var relayUp = regexp.MustCompile(`relay up instance=fleet.relay generation=(\d+)`)
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// leaders lists the hosts, among those that answer, that say they lead.
+func (f *fleet) leaders() []string {
+	var ids []string
+	for _, h := range f.hosts {
+		if !h.running() || h.isFrozen() {
+			continue
+		}
+		if r, err := h.relay(); err == nil && r.Role == "leader" {
+			ids = append(ids, h.id)
+		}
+	}
+	return ids
+}
+
+func pidAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(stat), ") Z ")
+}
+
+func TestFloatingFailover(t *testing.T) {
+	f := newFleet(t, 5)
+	f.startAll()
+
+	// Cold start: exactly one leader, epoch 1; the rest stand by, and every
+	// client was given the leader's address.
+	l, _ := f.leaderAfter(0, 10*time.Second)
+	assert.Equal(t, int64(1), l.Epoch)
+	assert.Equal(t, []string{l.Holder}, f.leaders())
+	for _, h := range f.hosts {
+		r, err := h.relay()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), r.Generation, h.id)
+		assert.Equal(t, l.Address, r.Address, h.id)
+		if h.id != l.Holder {
+			assert.Equal(t, plan.Standby, r.Status, h.id)
+			assert.Equal(t, "follower", r.Role, h.id)
+		}
+		h.waitClient(l.Address, 5*time.Second)
+	}
+	out, err := f.host(l.Holder).graft("leader", "relay")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Holder:    "+l.Holder)
+	assert.Contains(t, out, "Address:   "+l.Address)
+	assert.Contains(t, out, "Epoch:     1")
+	assert.Contains(t, out, "This host: "+l.Holder+", leader")
+	out, err = f.host(l.Holder).graft("status")
+	require.NoError(t, err, out)
+	assert.Regexp(t, `relay\s+floating \(leader\)\s+running\s+fleet.relay\s+1`, out)
+
+	// kill -9 the leader's host: another leads within ttl + poll, with
+	// epoch 2, and the clients of the others restart with its address.
+	// First every host lets its herd backoff (at most 0.9 s) pass and
+	// follows: a host still bootstrapping would find the dead leader's
+	// address silent and take over at once, faster than ttl.
+	time.Sleep(time.Second + fRenew)
+	old := f.host(l.Holder)
+	old.kill()
+	killed := time.Now()
+	l2, seen := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)
+	took := seen.Sub(killed)
+	t.Logf("failover after kill -9: %s (ttl + poll = %s)", took, fTTL+fPoll)
+	assert.Equal(t, int64(2), l2.Epoch)
+	assert.NotEqual(t, old.id, l2.Holder)
+	assert.Greater(t, took, fTTL-fRenew, "not before the lease froze for ttl")
+	assert.Less(t, took, fTTL+fPoll+fSlack)
+	for _, h := range f.hosts {
+		if h != old {
+			h.waitClient(l2.Address, 5*time.Second)
+		}
+	}
+
+	// A graceful stop of the leader releases the lease: another takes
+	// over within a poll.
+	second := f.host(l2.Holder)
+	stopped := time.Now()
+	second.terminate()
+	l3, seen := f.leaderAfter(2, 10*time.Second)
+	took = seen.Sub(stopped)
+	t.Logf("handover after a graceful stop: %s (poll = %s)", took, fPoll)
+	assert.Equal(t, int64(3), l3.Epoch)
+	assert.Less(t, took, fPoll+fSlack)
+
+	// The killed host comes back as a follower of the third epoch.
+	old.start()
+	r, err := old.relay()
+	require.NoError(t, err)
+	assert.Equal(t, plan.Standby, r.Status)
+	assert.Equal(t, int64(3), r.Generation)
+	old.waitClient(l3.Address, 5*time.Second)
+	assert.Equal(t, []string{l3.Holder}, f.leaders())
+	for g, hosts := range f.generations() {
+		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
+	}
+}
+
+func TestFloatingFrozenLeader(t *testing.T) {
+	f := newFleet(t, 3)
+	f.startAll()
+	l, _ := f.leaderAfter(0, 10*time.Second)
+	frozen := f.host(l.Holder)
+	r, err := frozen.relay()
+	require.NoError(t, err)
+	oldPID := r.PID
+	require.NotZero(t, oldPID)
+
+	// Frozen past ttl: the others elect a new leader. The old relay still
+	// runs meanwhile: nothing of its host runs to stop it.
+	frozen.signal(syscall.SIGSTOP)
+	l2, _ := f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+	require.NotEqual(t, frozen.id, l2.Holder)
+	require.True(t, pidAlive(oldPID))
+
+	// Resumed, it finds the higher epoch at its next renewal and stops its
+	// relay first: the two run side by side for at most renew after that.
+	frozen.signal(syscall.SIGCONT)
+	resumed := time.Now()
+	for pidAlive(oldPID) {
+		require.Less(t, time.Since(resumed), fRenew+fSlack+5*time.Second, "the old leader's relay runs on")
+		time.Sleep(5 * time.Millisecond)
+	}
+	overlap := time.Since(resumed)
+	t.Logf("the resumed leader's relay stopped %s after SIGCONT (renew = %s)", overlap, fRenew)
+	assert.Less(t, overlap, fRenew+fSlack)
+	require.Eventually(t, func() bool {
+		r, err := frozen.relay()
+		return err == nil && r.Role == "follower" && r.Status == plan.Standby && r.Generation == l2.Epoch
+	}, 5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{l2.Holder}, f.leaders())
+	frozen.waitClient(l2.Address, 5*time.Second)
+	assert.Contains(t, frozen.stderr(), "lost the lead: stopping the plugin first")
+}
+
+func TestFloatingStaleLockAndSkewedClocks(t *testing.T) {
+	f := newFleet(t, 3)
+	// One host's wall clock is an hour ahead, one's an hour behind: the
+	// election never compares clocks, so this changes nothing.
+	f.hosts[1].skew = time.Hour
+	f.hosts[2].skew = -time.Hour
+	// A contender crashed holding the lock: nobody leads until it is older
+	// than lockStale, by the directory's clock.
+	lock := filepath.Join(f.elect, "fleet.relay.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	created := time.Now()
+	f.startAll()
+	l, seen := f.leaderAfter(0, fLockStale+fSlack+10*time.Second)
+	took := seen.Sub(created)
+	t.Logf("leader elected %s after a stale lock was left (lockStale = %s)", took, fLockStale)
+	assert.Greater(t, took, fLockStale-100*time.Millisecond, "the lock was cleared before lockStale")
+	assert.Less(t, took, fLockStale+fSlack+fSlack)
+	assert.Equal(t, int64(1), l.Epoch)
+	assert.NoFileExists(t, lock)
+	assert.Equal(t, []string{l.Holder}, f.leaders())
+
+	// Leadership moves between skewed hosts as between any: kill the
+	// leader, a skewed one (or the other) takes over after ttl, not before.
+	f.host(l.Holder).kill()
+	killed := time.Now()
+	l2, seen := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)
+	took = seen.Sub(killed)
+	assert.Greater(t, took, fTTL-fRenew)
+	assert.Less(t, took, fTTL+fPoll+fSlack)
+	assert.Equal(t, int64(2), l2.Epoch)
+	for g, hosts := range f.generations() {
+		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
+	}
+}
+
+func TestFloatingReadOnlyLeaseDir(t *testing.T) {
+	f := newFleet(t, 2)
+	f.startAll()
+	l, _ := f.leaderAfter(0, 10*time.Second)
+	leader := f.host(l.Holder)
+	r, err := leader.relay()
+	require.NoError(t, err)
+
+	// The directory turns read-only: the leader's next renewal fails, and
+	// it stops its relay (the follower cannot take over either).
+	restore := readOnly(t, f.elect)
+	broke := time.Now()
+	for pidAlive(r.PID) {
+		require.Less(t, time.Since(broke), fRenew+fSlack+5*time.Second, "the leader kept its relay")
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("relay stopped %s after the lease dir turned read-only (renew = %s)", time.Since(broke), fRenew)
+	assert.Less(t, time.Since(broke), fRenew+fSlack)
+	assert.Contains(t, leader.stderr(), "lost the lead")
+	assert.Empty(t, f.leaders())
+
+	// Writable again: a leader is elected with a higher epoch.
+	restore()
+	l2, _ := f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+	assert.Greater(t, l2.Epoch, l.Epoch)
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h, which x/sys/unix lacks.
+const fsImmutableFL = 0x00000010
+
+// readOnly makes dir refuse writes, even to root (which ignores its mode):
+// the immutable attribute, or, where the file system lacks it, the mode.
+func readOnly(t *testing.T, dir string) func() {
+	var restore func()
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(dir, 0o555))
+		restore = func() { os.Chmod(dir, 0o755) }
+	} else {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		require.NoError(t, err)
+		defer unix.Close(fd)
+		flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+		require.NoError(t, err, "read the attributes of %s", dir)
+		require.NoError(t, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL)),
+			"set the immutable attribute of %s (the file system must support it)", dir)
+		restore = func() {
+			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer unix.Close(fd)
+			if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutableFL)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	var once sync.Once
+	t.Cleanup(func() { once.Do(restore) })
+	return func() { once.Do(restore) }
+}
+
+// TestFloatingSoak kills and freezes hosts at random for a number of
+// rounds (GRAFT_SOAK_ROUNDS, default 4) and checks throughout that epochs
+// only grow, that no epoch ever had two leaders among the hosts that
+// answer, and, from what ran, that no generation ran on two hosts.
+func TestFloatingSoak(t *testing.T) {
+	rounds := 4
+	if s := os.Getenv("GRAFT_SOAK_ROUNDS"); s != "" {
+		var err error
+		rounds, err = strconv.Atoi(s)
+		require.NoError(t, err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	f := newFleet(t, 5)
+	f.startAll()
+	l, _ := f.leaderAfter(0, 10*time.Second)
+
+	// A watcher samples the lease and the hosts' roles throughout.
+	var (
+		mu       sync.Mutex
+		epochs   []int64
+		claimed  = map[int64]map[string]bool{} // epoch -> hosts that said they led it
+		watchErr error
+	)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			le := f.lease()
+			mu.Lock()
+			if n := len(epochs); le.Epoch != 0 && (n == 0 || epochs[n-1] != le.Epoch) {
+				if n > 0 && le.Epoch < epochs[n-1] && watchErr == nil {
+					watchErr = fmt.Errorf("epoch went from %d to %d", epochs[n-1], le.Epoch)
+				}
+				epochs = append(epochs, le.Epoch)
+			}
+			mu.Unlock()
+			for _, h := range f.hosts {
+				if !h.running() || h.isFrozen() {
+					continue
+				}
+				r, err := h.relay()
+				if err != nil || r.Role != "leader" || h.isFrozen() {
+					continue
+				}
+				mu.Lock()
+				if claimed[r.Generation] == nil {
+					claimed[r.Generation] = map[string]bool{}
+				}
+				claimed[r.Generation][h.id] = true
+				mu.Unlock()
+			}
+		}
+	}()
+
+	for round := range rounds {
+		leader := f.host(l.Holder)
+		switch action := rng.IntN(3); action {
+		case 0:
+			t.Logf("round %d: kill -9 %s", round, leader.id)
+			leader.kill()
+			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+			leader.start()
+		case 1:
+			pause := fTTL + time.Duration(rng.IntN(1000))*time.Millisecond
+			t.Logf("round %d: freeze %s for %s", round, leader.id, pause)
+			leader.signal(syscall.SIGSTOP)
+			time.Sleep(pause)
+			leader.signal(syscall.SIGCONT)
+			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+		case 2:
+			var follower *fhost
+			for _, i := range rng.Perm(len(f.hosts)) {
+				if f.hosts[i].id != leader.id {
+					follower = f.hosts[i]
+					break
+				}
+			}
+			t.Logf("round %d: freeze follower %s, then stop leader %s gracefully", round, follower.id, leader.id)
+			follower.signal(syscall.SIGSTOP)
+			leader.terminate()
+			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+			follower.signal(syscall.SIGCONT)
+			leader.start()
+		}
+	}
+	// Let every resumed host settle, then stop watching.
+	time.Sleep(fRenew + fPoll + 500*time.Millisecond)
+	close(stop)
+	<-watched
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NoError(t, watchErr)
+	t.Logf("epochs seen: %v", epochs)
+	for i := 1; i < len(epochs); i++ {
+		assert.Greater(t, epochs[i], epochs[i-1], "epochs strictly increase")
+	}
+	for epoch, hosts := range claimed {
+		assert.Len(t, hosts, 1, "epoch %d was led by %v", epoch, hosts)
+	}
+	for g, hosts := range f.generations() {
+		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
+	}
+	assert.Len(t, f.leaders(), 1)
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/graftland/graft/runtime/elect"
+	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/spec"
+)
+
+// LeaderCmd is `graft leader PLUGIN [--json]`.
+type LeaderCmd struct {
+	Plugin string `arg:"" help:"The floating plugin."`
+	JSON   bool   `name:"json" help:"Print the lease as JSON."`
+}
+
+// Run asks the host who leads; without one, it reads the lease file named
+// by the plugins file.
+func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
+	dir := g.stateDir(g.File)
+	cl, up, err := g.client(ctx, dir)
+	if err != nil {
+		return err
+	}
+	var info *host.LeaderInfo
+	if up {
+		defer cl.Close()
+		if info, err = cl.Leader(ctx, c.Plugin); err != nil {
+			return err
+		}
+	} else if info, err = c.fromFile(g); err != nil {
+		return fmt.Errorf("%s %w", g.noHost(dir), err)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "Plugin:\t%s (instance %s, lease in %s)\n", info.Plugin, info.Instance, info.Dir)
+	fmt.Fprintf(tw, "Holder:\t%s\n", info.Holder)
+	fmt.Fprintf(tw, "Address:\t%s\n", info.Address)
+	fmt.Fprintf(tw, "Epoch:\t%d\n", info.Epoch)
+	fmt.Fprintf(tw, "Lease:\t%s\n", leaseLine(info, up))
+	if up {
+		fmt.Fprintf(tw, "This host:\t%s, %s\n", info.HostID, info.Role)
+	}
+	return tw.Flush()
+}
+
+// leaseLine says how fresh the lease is.
+func leaseLine(info *host.LeaderInfo, watched bool) string {
+	age := (time.Duration(info.AgeMillis) * time.Millisecond).Round(100 * time.Millisecond)
+	ttl := time.Duration(info.TTLMillis) * time.Millisecond
+	state := "live"
+	switch {
+	case info.Released:
+		state = "released by its holder"
+	case age > ttl:
+		state = "expired"
+	}
+	if !watched {
+		return fmt.Sprintf("%s? file written %s ago by the share's clock against this machine's (no host here watches it), ttl %s, renewal %d",
+			state, age, ttl, info.RenewCount)
+	}
+	return fmt.Sprintf("%s, unchanged for %s (ttl %s), renewal %d", state, age, ttl, info.RenewCount)
+}
+
+// fromFile reads the lease of a floating plugin of the plugins file.
+func (c *LeaderCmd) fromFile(g *Globals) (*host.LeaderInfo, error) {
+	s, err := spec.Load(g.File)
+	if err != nil {
+		return nil, err
+	}
+	p := s.Plugins[c.Plugin]
+	switch {
+	case p == nil:
+		return nil, fmt.Errorf("%s has no plugin %q", g.File, c.Plugin)
+	case p.Run != spec.Floating:
+		return nil, fmt.Errorf("plugin %q is not floating (run: %s): it has no leader", c.Plugin, p.Run)
+	}
+	dir := p.Elect.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.Dir, dir)
+	}
+	l, mtime, err := elect.Read(dir, p.Instance)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no host has led %s yet: %w", c.Plugin, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &host.LeaderInfo{
+		Plugin: c.Plugin, Instance: p.Instance, Dir: dir,
+		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, RenewCount: l.RenewCount, Released: l.Released,
+		AgeMillis: time.Since(mtime).Milliseconds(), TTLMillis: p.Elect.TTL.Std().Milliseconds(),
+	}, nil
+}
