@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/graftland/graft/runtime/elect"
@@ -43,16 +42,18 @@ func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 1, ' ', 0)
-	fmt.Fprintf(tw, "Plugin:\t%s (instance %s, lease in %s)\n", info.Plugin, info.Instance, info.Dir)
-	fmt.Fprintf(tw, "Holder:\t%s\n", info.Holder)
-	fmt.Fprintf(tw, "Address:\t%s\n", info.Address)
-	fmt.Fprintf(tw, "Epoch:\t%d\n", info.Epoch)
-	fmt.Fprintf(tw, "Lease:\t%s\n", leaseLine(info, up))
-	if up {
-		fmt.Fprintf(tw, "This host:\t%s, %s\n", info.HostID, info.Role)
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(g.stdout, "%-11s"+format+"\n", append([]any{label + ":"}, args...)...)
 	}
-	return tw.Flush()
+	line("Plugin", "%s (instance %s, lease in %s)", info.Plugin, info.Instance, info.Dir)
+	line("Holder", "%s", info.Holder)
+	line("Address", "%s", info.Address)
+	line("Epoch", "%d", info.Epoch)
+	line("Lease", "%s", leaseLine(info, up))
+	if up {
+		line("This host", "%s, %s", info.HostID, info.Role)
+	}
+	return nil
 }
 
 // leaseLine says how fresh the lease is.
@@ -67,7 +68,12 @@ func leaseLine(info *host.LeaderInfo, watched bool) string {
 		state = "expired"
 	}
 	if !watched {
-		return fmt.Sprintf("%s? file written %s ago by the share's clock against this machine's (no host here watches it), ttl %s, renewal %d",
+		// Without a host watching the file, its age is the share's clock
+		// read against this machine's: a guess, where clocks disagree.
+		if !info.Released {
+			state = "probably " + state
+		}
+		return fmt.Sprintf("%s, file written %s ago by the share's clock against this machine's (no host here watches it), ttl %s, renewal %d",
 			state, age, ttl, info.RenewCount)
 	}
 	return fmt.Sprintf("%s, unchanged for %s (ttl %s), renewal %d", state, age, ttl, info.RenewCount)
