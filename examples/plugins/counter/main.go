@@ -23,9 +23,14 @@ import (
 func main() {
 	every := flag.Duration("every", time.Second, "how often to count")
 	flag.Parse()
+	// KV_ADDR names a kv server; GRAFT_ADDR_KV is set by graft when kv
+	// is a floating plugin: the address of whichever host leads it.
 	kv := os.Getenv("KV_ADDR")
 	if kv == "" {
-		log.Fatal("counter: KV_ADDR is not set")
+		kv = os.Getenv("GRAFT_ADDR_KV")
+	}
+	if kv == "" {
+		log.Fatal("counter: neither KV_ADDR nor GRAFT_ADDR_KV is set")
 	}
 	name := os.Getenv("COUNTER_NAME")
 	if name == "" {
