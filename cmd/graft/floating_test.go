@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -274,18 +273,7 @@ func (h *fhost) status() (*plan.State, error) {
 }
 
 // relay is the relay's record on the host.
-func (h *fhost) relay() (plan.Record, error) {
-	st, err := h.status()
-	if err != nil {
-		return plan.Record{}, err
-	}
-	for _, r := range st.Plugins {
-		if r.Name == "relay" {
-			return r, nil
-		}
-	}
-	return plan.Record{}, errors.New("no relay")
-}
+func (h *fhost) relay() (plan.Record, error) { return h.record("relay") }
 
 // lease reads the lease file, as another program would.
 func (f *fleet) lease() elect.Lease {
@@ -400,6 +388,14 @@ func (f *fleet) generations() map[int64][]string {
 	return ran
 }
 
+// oneHostPerGeneration checks that no generation of the relay ran on two
+// hosts.
+func (f *fleet) oneHostPerGeneration() {
+	for g, hosts := range f.generations() {
+		assert.Len(f.t, hosts, 1, "generation %d ran on %v", g, hosts)
+	}
+}
+
 var relayUp = regexp.MustCompile(`relay up instance=fleet.relay generation=(\d+)`)
 
 func contains(s []string, v string) bool {
@@ -431,6 +427,18 @@ func pidAlive(pid int) bool {
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err == nil && !strings.Contains(string(stat), ") Z ")
+}
+
+// waitGone waits, up to d, until process pid is gone, and says how long
+// that took.
+func waitGone(t *testing.T, pid int, d time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for pidAlive(pid) {
+		require.Less(t, time.Since(start), d, "process %d runs on", pid)
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
 }
 
 func TestFloatingFailover(t *testing.T) {
@@ -504,9 +512,7 @@ func TestFloatingFailover(t *testing.T) {
 	assert.Equal(t, int64(3), r.Generation)
 	old.waitClient(l3.Address, 5*time.Second)
 	assert.Equal(t, []string{l3.Holder}, f.leaders())
-	for g, hosts := range f.generations() {
-		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
-	}
+	f.oneHostPerGeneration()
 }
 
 func TestFloatingFrozenLeader(t *testing.T) {
@@ -529,12 +535,7 @@ func TestFloatingFrozenLeader(t *testing.T) {
 	// Resumed, it finds the higher epoch at its next renewal and stops its
 	// relay first: the two run side by side for at most renew after that.
 	frozen.signal(syscall.SIGCONT)
-	resumed := time.Now()
-	for pidAlive(oldPID) {
-		require.Less(t, time.Since(resumed), fRenew+fSlack+5*time.Second, "the old leader's relay runs on")
-		time.Sleep(5 * time.Millisecond)
-	}
-	overlap := time.Since(resumed)
+	overlap := waitGone(t, oldPID, fRenew+fSlack+5*time.Second)
 	t.Logf("the resumed leader's relay stopped %s after SIGCONT (renew = %s)", overlap, fRenew)
 	assert.Less(t, overlap, fRenew+fSlack)
 	require.Eventually(t, func() bool {
@@ -576,9 +577,7 @@ func TestFloatingStaleLockAndSkewedClocks(t *testing.T) {
 	assert.Greater(t, took, fTTL-fRenew)
 	assert.Less(t, took, fTTL+fPoll+fSlack)
 	assert.Equal(t, int64(2), l2.Epoch)
-	for g, hosts := range f.generations() {
-		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
-	}
+	f.oneHostPerGeneration()
 }
 
 func TestFloatingReadOnlyLeaseDir(t *testing.T) {
@@ -592,13 +591,9 @@ func TestFloatingReadOnlyLeaseDir(t *testing.T) {
 	// The directory turns read-only: the leader's next renewal fails, and
 	// it stops its relay (the follower cannot take over either).
 	restore := readOnly(t, f.elect)
-	broke := time.Now()
-	for pidAlive(r.PID) {
-		require.Less(t, time.Since(broke), fRenew+fSlack+5*time.Second, "the leader kept its relay")
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("relay stopped %s after the lease dir turned read-only (renew = %s)", time.Since(broke), fRenew)
-	assert.Less(t, time.Since(broke), fRenew+fSlack)
+	took := waitGone(t, r.PID, fRenew+fSlack+5*time.Second)
+	t.Logf("relay stopped %s after the lease dir turned read-only (renew = %s)", took, fRenew)
+	assert.Less(t, took, fRenew+fSlack)
 	assert.Contains(t, leader.stderr(), "lost the lead")
 	assert.Empty(t, f.leaders())
 
@@ -751,8 +746,6 @@ func TestFloatingSoak(t *testing.T) {
 	for epoch, hosts := range claimed {
 		assert.Len(t, hosts, 1, "epoch %d was led by %v", epoch, hosts)
 	}
-	for g, hosts := range f.generations() {
-		assert.Len(t, hosts, 1, "generation %d ran on %v", g, hosts)
-	}
+	f.oneHostPerGeneration()
 	assert.Len(t, f.leaders(), 1)
 }
