@@ -30,6 +30,7 @@ type CLI struct {
 	Down     DownCmd     `cmd:"" help:"Stop every plugin, consumers first, and the host."`
 	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
 	Host     HostCmd     `cmd:"" help:"Run the host daemon in the foreground (graft apply starts one in the background)."`
+	Runner   RunnerCmd   `cmd:"" help:"Run a runner: the daemon that runs remote plugins for hosts, under leases."`
 	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of plugins.yaml."`
 	Version  VersionCmd  `cmd:"" help:"Print graft's version."`
 }
