@@ -47,8 +47,25 @@ type Runner struct {
 	Address string `yaml:"address"`
 	// TokenFile holds the bearer token the runner expects.
 	TokenFile string `yaml:"tokenFile"`
+	// TLS, when set, makes the host connect over TLS.
+	TLS *RunnerTLS `yaml:"tls"`
 	// Connect tunes the host's session with the runner.
 	Connect Connect `yaml:"connect"`
+}
+
+// RunnerTLS is how the host connects to a runner over TLS. Paths are
+// relative to the spec's directory.
+type RunnerTLS struct {
+	// CA is a PEM file of the certificates that sign the runner's; empty
+	// means the system's roots.
+	CA string `yaml:"ca"`
+	// Cert and Key are the host's client certificate and its key, for a
+	// runner that requires one (--client-ca).
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// ServerName is the name the runner's certificate must carry; empty
+	// means the address's host.
+	ServerName string `yaml:"serverName"`
 }
 
 // Connect holds the lease settings of a host's session with a runner (seed

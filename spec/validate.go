@@ -44,6 +44,14 @@ func (d *decoder) checkValues(s *Spec) {
 				d.errorf(d.at(path+".address"), path+".address", "%v", err)
 			}
 		}
+		if t := r.TLS; t != nil {
+			if !strings.HasPrefix(r.Address, "tcp://") {
+				d.errorf(d.at(path+".tls"), path+".tls", "tls needs a tcp:// address")
+			}
+			if (t.Cert == "") != (t.Key == "") {
+				d.errorf(d.at(path+".tls"), path+".tls", "cert and key go together: set both or neither")
+			}
+		}
 		d.positive(path+".connect.lease", r.Connect.Lease)
 		d.positive(path+".connect.margin", r.Connect.Margin)
 	}
