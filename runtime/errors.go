@@ -61,6 +61,27 @@ func (e *LocalTerminationTimeout) Error() string {
 		e.Plugin, e.Instance, e.Window)
 }
 
+// RemoteTerminationUnconfirmed reports a remote stop whose end no one
+// could confirm: the host lost contact with the runner, or the runner did
+// not confirm within the lease plus margin. The process may still be
+// running; waiting proves nothing. The runner refuses a replacement of the
+// instance until it has confirmed the exit.
+type RemoteTerminationUnconfirmed struct {
+	Plugin     string
+	Instance   string
+	Generation int64
+	Runner     string
+	// Cause is why it could not be confirmed.
+	Cause error
+}
+
+func (e *RemoteTerminationUnconfirmed) Error() string {
+	return fmt.Sprintf("%s (instance %s, generation %d) may still be running on runner %s: no confirmation: %v",
+		e.Plugin, e.Instance, e.Generation, e.Runner, e.Cause)
+}
+
+func (e *RemoteTerminationUnconfirmed) Unwrap() error { return e.Cause }
+
 // StartError is a start that failed after the plugin ran: it exited before
 // it was ready, or was not ready in time. It carries the exit and the last
 // lines of output, which usually say why.

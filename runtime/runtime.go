@@ -103,6 +103,10 @@ type Exit struct {
 	Error string `json:"error,omitempty"`
 	// Requested is true when Stop ended it, false when it ended on its own.
 	Requested bool `json:"requested"`
+	// Lost is true when the placement lost track of it (the runner could
+	// not be reached): Error says why. It may run on until its lease runs
+	// out.
+	Lost bool `json:"lost,omitempty"`
 	// Outcome is Exited, or Killed when forced termination was needed.
 	Outcome Outcome `json:"outcome"`
 	// Tail is the last lines of its output.

@@ -22,6 +22,9 @@ const (
 	Stopped  Status = "stopped" // stopped on purpose
 	// Standby: a floating plugin another host leads.
 	Standby Status = "standby"
+	// StopUnconfirmed: a stop no one could confirm; the plugin may still
+	// be running. Stopping it again asks again.
+	StopUnconfirmed Status = "unconfirmed"
 )
 
 // State is a snapshot of a supervised plugin.
@@ -138,6 +141,9 @@ func (s *Supervisor) watch(h Handle) {
 // lines of output.
 func describeExit(e Exit) string {
 	msg := "exited on its own: " + e.String()
+	if e.Lost {
+		msg = "lost: " + e.String()
+	}
 	if tail := e.Tail; len(tail) > 0 {
 		if len(tail) > 5 {
 			tail = tail[len(tail)-5:]
@@ -185,7 +191,9 @@ func Backoff(delay time.Duration, factor float64, max time.Duration, attempt int
 // Stop stops the plugin, as Handle.Stop does, and cancels any retry; a
 // start under way is aborted. A plugin that is not running (failed, or
 // never started) stops at once. Cancelling ctx forces the plugin, as for
-// Handle.Stop. After Stop the Supervisor starts nothing more.
+// Handle.Stop. After Stop the Supervisor starts nothing more. A stop that
+// ends RemoteTerminationUnconfirmed keeps the handle, with status
+// StopUnconfirmed, so that a later Stop asks again.
 func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.mu.Lock()
 	s.stopping = true
@@ -214,6 +222,14 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if outcome == Unconfirmed {
+		s.handle = h
+		s.set(StopUnconfirmed, "")
+		if err != nil {
+			s.state.LastError = err.Error()
+		}
+		return outcome, err
+	}
 	s.state.PID = 0
 	s.set(Stopped, "")
 	return outcome, err

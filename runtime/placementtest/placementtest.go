@@ -56,6 +56,10 @@ type Kit struct {
 	// Gone reports whether nothing is left of a plugin whose Done is
 	// closed (no process with its pid, say).
 	Gone func(t *testing.T, h runtime.Handle) bool
+	// Stable is true where a plugin's id is its instance name and every
+	// start of it replaces the last with a larger generation (a runner);
+	// false where every start has a fresh id.
+	Stable bool
 }
 
 // Main runs a placement package's tests, then fails them if a goroutine
@@ -137,7 +141,16 @@ func testIdentity(t *testing.T, kit Kit) {
 	require.True(t, out.WaitFor(want, 10*time.Second), "the plugin sees its identity; output: %q", out.Tail())
 
 	again := start(t, p, kit, "who", Identity, NewRecorder())
-	if id.ID != "" && kit.Generation == 1 {
+	switch {
+	case kit.Stable:
+		assert.Equal(t, id.ID, again.Identity().ID, "the id is the instance name")
+		assert.Greater(t, again.Identity().Generation, id.Generation, "a new start of an instance has a larger generation")
+		select {
+		case <-h.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the new start of the instance did not replace the old")
+		}
+	case id.ID != "" && kit.Generation == 1:
 		assert.NotEqual(t, id.ID, again.Identity().ID, "each start has a fresh identity")
 	}
 	for _, h := range []runtime.Handle{h, again} {

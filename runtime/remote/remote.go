@@ -1,0 +1,391 @@
+// Package remote is the placement of plugins that run on a graft runner
+// (DESIGN §8, seed "Leases and network loss"): processes on another
+// machine, or on the runner embedded in the host, under a lease the host
+// renews. It is the host's side of the runner's API (docs/runner-api.md).
+//
+// A Remote holds one session with its runner at a time. Everything the
+// session started fails together when the session is lost (a renewal
+// fails, the event stream breaks or goes quiet for a lease): each handle
+// ends with a *RemoteError as its exit's error, and the next start opens a
+// new session, whose start of the same instance makes the runner replace
+// the old process, after confirming its exit, with a larger generation.
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/runner"
+	"github.com/graftland/graft/spec"
+)
+
+// Config says how to reach one runner and hold a session with it.
+type Config struct {
+	// Name is the runner's name in the spec, for messages; default: the
+	// address.
+	Name string
+	// Address is tcp://HOST:PORT or unix:///PATH.
+	Address string
+	// Token is sent with every request, when set.
+	Token string
+	// TLS, when set, makes TCP connections use TLS with this config.
+	TLS *tls.Config
+	// Lease is the session's lease; zero means the runner's own.
+	Lease time.Duration
+	// Margin is added to the lease to bound the wait for a stop's
+	// confirmation: 5 seconds when zero.
+	Margin time.Duration
+	// Holder says who holds the session, for the runner's log.
+	Holder string
+	// Logger receives "Remote execution terminated" and the like.
+	Logger *slog.Logger
+	// ShutdownTimeout bounds the graceful stop: 5 seconds when zero.
+	ShutdownTimeout time.Duration
+	// SameMachine resolves a plugin's relative dir against the spec's
+	// directory, as for local plugins: the embedded runner shares the
+	// host's file system. Otherwise a relative dir is sent as it is, and
+	// is relative to the runner's working directory.
+	SameMachine bool
+}
+
+// Remote is the placement of the plugins of one runner.
+type Remote struct {
+	cfg Config
+	c   *client
+	log *slog.Logger
+
+	mu     sync.Mutex
+	sess   *session
+	closed bool
+	wg     sync.WaitGroup // background stops of starts abandoned by their caller
+}
+
+// New returns the placement of the runner cfg describes. It connects at
+// the first start.
+func New(cfg Config) (*Remote, error) {
+	if cfg.Name == "" {
+		cfg.Name = cfg.Address
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = spec.DefaultMargin
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = spec.ShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := newClient(cfg.Name, cfg.Address, cfg.Token, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{cfg: cfg, c: c, log: cfg.Logger}, nil
+}
+
+// Start starts the plugin on the runner and returns once it runs (and is
+// ready). The runner gives it the instance name as its id and the next
+// generation of the instance.
+func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := req.Plugin
+	inst := p.Instance
+	if inst == "" {
+		inst = req.Project + "." + p.Name
+	}
+	op := "start " + inst
+	s, err := r.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body := runner.Start{
+		Session:    s.id,
+		Plugin:     p.Name,
+		Project:    req.Project,
+		Command:    p.Command,
+		Env:        env(p.Env, req.Env),
+		Dir:        r.dir(req),
+		StopSignal: p.StopSignal,
+		Ready:      ready(p.Ready),
+	}
+	// The call runs on the session's context: a caller that gives up does
+	// not leave a process the host knows nothing of; it is stopped as soon
+	// as its start answers.
+	answer := make(chan startResult, 1)
+	go func() {
+		var res startResult
+		res.err = r.c.call(s.ctx, op, "POST", "/v1/instances/"+url.PathEscape(inst)+"/start", body, &res.started)
+		answer <- res
+	}()
+	var res startResult
+	select {
+	case res = <-answer:
+	case <-ctx.Done():
+		r.abandon(s, req, inst, answer)
+		return nil, ctx.Err()
+	}
+	if res.err != nil {
+		return nil, r.startError(p.Name, res.err)
+	}
+	return s.track(req, inst, res.started), nil
+}
+
+// startResult is the runner's answer to a start.
+type startResult struct {
+	started runner.Started
+	err     error
+}
+
+// abandon stops, in the background, what a start its caller gave up on
+// started.
+func (r *Remote) abandon(s *session, req runtime.Request, inst string, answer <-chan startResult) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		res := <-answer
+		if res.err != nil {
+			return
+		}
+		h := s.track(req, inst, res.started)
+		h.Stop(context.Background())
+	}()
+}
+
+// startError turns a failed start into the error a placement reports: a
+// start that ran and failed is a *runtime.StartError.
+func (r *Remote) startError(plugin string, err error) error {
+	var api *APIError
+	if errors.As(err, &api) {
+		if api.Kind == runner.KindStartFailed && api.Exit != nil {
+			return &runtime.StartError{Plugin: plugin, Reason: api.ErrorBody.Error, Exit: *api.Exit}
+		}
+		return fmt.Errorf("start %s on runner %s: %w", plugin, r.cfg.Name, api)
+	}
+	return err
+}
+
+// dir is the working directory to ask for.
+func (r *Remote) dir(req runtime.Request) string {
+	d := req.Plugin.Dir
+	if r.cfg.SameMachine && !filepath.IsAbs(d) {
+		return filepath.Join(req.Dir, d)
+	}
+	return d
+}
+
+func env(spec, extra map[string]string) map[string]string {
+	if len(spec)+len(extra) == 0 {
+		return nil
+	}
+	out := maps.Clone(spec)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, extra)
+	return out
+}
+
+func ready(r *spec.Ready) *runner.Ready {
+	if r == nil {
+		return nil
+	}
+	return &runner.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+}
+
+// session returns the live session, opening one if there is none.
+func (r *Remote) session(ctx context.Context) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.sess; s != nil && s.ctx.Err() == nil {
+		return s, nil // while closing too: Close stops through it
+	}
+	if r.closed {
+		return nil, errors.New("remote: placement closed")
+	}
+	s, err := openSession(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	r.sess = s
+	return s, nil
+}
+
+// Close stops every plugin the placement runs, ends its session and drops
+// its connections.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	s := r.sess
+	r.mu.Unlock()
+	r.wg.Wait()
+	var errs *multierror.Error
+	if s != nil {
+		errs = s.close()
+	}
+	r.c.close()
+	return errs.ErrorOrNil()
+}
+
+// waitConfirm bounds the wait for a stop's confirmation: the graceful
+// stop, then the lease plus margin.
+func (r *Remote) waitConfirm(lease time.Duration) time.Duration {
+	return r.cfg.ShutdownTimeout + lease + r.cfg.Margin
+}
+
+// handle is one process on the runner: one generation of an instance.
+type handle struct {
+	r        *Remote
+	req      runtime.Request
+	instance string
+	gen      int64
+	pid      int
+	tail     *tail
+
+	done chan struct{}
+	mu   sync.Mutex
+	exit runtime.Exit // set once done is closed; a later stop may confirm it
+
+	stopMu sync.Mutex // one stop request at a time
+}
+
+func (h *handle) Identity() runtime.Identity {
+	return runtime.Identity{ID: h.instance, Generation: h.gen}
+}
+func (h *handle) PID() int              { return h.pid }
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+// Exit is how the process ended. After a lost session or an unconfirmed
+// stop, a later stop that the runner confirms replaces it.
+func (h *handle) Exit() runtime.Exit {
+	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.exit
+}
+
+// finish records how the process ended. The first end closes done; a
+// later one counts only if it confirms an end that was not confirmed.
+func (h *handle) finish(e runtime.Exit) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	if len(e.Tail) == 0 {
+		e.Tail = h.tail.lines()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.done:
+		if !confirmedExit(h.exit) && confirmedExit(e) {
+			h.exit = e
+		}
+	default:
+		h.exit = e
+		close(h.done)
+	}
+}
+
+func confirmedExit(e runtime.Exit) bool { return !e.Lost && e.Outcome != runtime.Unconfirmed }
+
+// confirmed reports whether the runner confirmed the process's end.
+func (h *handle) confirmed() bool {
+	select {
+	case <-h.done:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return confirmedExit(h.exit)
+	default:
+		return false
+	}
+}
+
+// Stop asks the runner to stop the process (its graceful stop bounded by
+// the shutdown timeout, then interrupt, then kill after grace) and waits
+// at most the shutdown timeout plus lease plus margin for the runner to
+// confirm. Without a confirmation the outcome is
+// RemoteTerminationUnconfirmed: it may still be running. A process whose
+// session was lost is stopped through a new session. Stopping again after
+// an unconfirmed stop asks the runner again.
+//
+// ctx's deadline, when it has one, bounds the graceful part; nothing
+// shortens the wait for the confirmation: only the runner can make sure the
+// process is gone, and it answers when it has. A process that had to be
+// interrupted or killed is Killed, with a *ForcedError among the
+// CleanupError's causes.
+func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
+	h.stopMu.Lock()
+	defer h.stopMu.Unlock()
+	if h.confirmed() {
+		return h.exit.Outcome, nil
+	}
+	r := h.r
+	op := fmt.Sprintf("stop %s generation %d", h.instance, h.gen)
+	shutdown := r.cfg.ShutdownTimeout
+	if d, ok := ctx.Deadline(); ok {
+		shutdown = max(min(shutdown, time.Until(d)), time.Millisecond)
+	}
+	res, lease, err := h.askStop(op, shutdown)
+	if err != nil {
+		cause := &runtime.RemoteTerminationUnconfirmed{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
+		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Plugin.Name, "remote.instance", h.instance,
+			"remote.generation", h.gen, "waited", r.waitConfirm(lease), "err", err)
+		h.finish(runtime.Exit{Code: -1, Error: cause.Error(), Requested: true, Outcome: runtime.Unconfirmed})
+		return runtime.Unconfirmed, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)}
+	}
+	if h.confirmed() {
+		return h.Exit().Outcome, nil // it exited on its own meanwhile
+	}
+	r.log.Info("Remote execution terminated", "plugin", h.req.Plugin.Name,
+		"remote.termination", string(res.Outcome), "remote.instance", h.instance, "remote.generation", h.gen)
+	exit := res.Exit
+	exit.Requested, exit.Outcome = true, res.Outcome
+	h.finish(exit)
+	if res.Outcome == runtime.Killed {
+		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Killed,
+			Causes: multierror.Append(nil, &ForcedError{Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
+	}
+	return res.Outcome, nil
+}
+
+// ForcedError reports a remote process that was not gone within its
+// graceful stop: the runner interrupted it and, grace later, killed it.
+// Some of its finalizers may not have finished.
+type ForcedError struct {
+	Instance   string
+	Generation int64
+	Runner     string
+}
+
+func (e *ForcedError) Error() string {
+	return fmt.Sprintf("%s (generation %d) was not gone within its graceful stop; runner %s interrupted it, then killed it after grace",
+		e.Instance, e.Generation, e.Runner)
+}
+
+// askStop sends the stop through the live session (a new one if the
+// process's was lost) and waits for the answer, or for the bound.
+func (h *handle) askStop(op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
+	r := h.r
+	var res runner.StopResult
+	s, err := r.session(context.Background())
+	if err != nil {
+		return res, r.cfg.Lease, err
+	}
+	ctx, cancel := context.WithTimeoutCause(s.ctx, r.waitConfirm(s.lease),
+		fmt.Errorf("no confirmation within %s (shutdown timeout + lease + margin)", r.waitConfirm(s.lease)))
+	defer cancel()
+	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1)}
+	err = r.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/stop", body, &res)
+	return res, s.lease, err
+}

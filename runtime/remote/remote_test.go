@@ -1,0 +1,320 @@
+//go:build linux
+
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/placementtest"
+	"github.com/graftland/graft/runtime/runner"
+	"github.com/graftland/graft/spec"
+)
+
+// The plugins of these tests are this test binary run again by the
+// runner; helperEnv names what the plugin does.
+const helperEnv = "GRAFT_TEST_REMOTE_HELPER"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(helperEnv); role != "" {
+		helperMain(role, os.Args[1:])
+		return
+	}
+	placementtest.Main(m)
+}
+
+func helperMain(role string, args []string) {
+	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+	sigs := make(chan os.Signal, 4)
+	switch role {
+	case "cooperative":
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		say("ready")
+		<-sigs
+		say("bye")
+		os.Exit(0)
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+		say("ready")
+		select {}
+	case "exit":
+		code, _ := strconv.Atoi(args[0])
+		for _, l := range args[1:] {
+			say("%s", l)
+		}
+		os.Exit(code)
+	case "identity":
+		say("id=%s generation=%s plugin=%s extra=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
+			os.Getenv("GRAFT_PLUGIN"), os.Getenv("EXTRA"))
+		helperMain("cooperative", nil)
+	case "slowready": // listens on args[1] after args[0]
+		d, _ := time.ParseDuration(args[0])
+		time.Sleep(d)
+		l, err := net.Listen("tcp", args[1])
+		if err != nil {
+			os.Exit(3)
+		}
+		defer l.Close()
+		helperMain("cooperative", nil)
+	}
+	os.Exit(2)
+}
+
+func helper(name, role string, args ...string) *spec.Plugin {
+	return &spec.Plugin{
+		Name:       name,
+		Run:        spec.Remote,
+		Command:    append([]string{os.Args[0]}, args...),
+		Env:        map[string]string{helperEnv: role, "GORACE": "atexit_sleep_ms=0"},
+		StopSignal: "SIGTERM",
+	}
+}
+
+// Short durations for most tests.
+const (
+	lease    = 900 * time.Millisecond
+	grace    = 200 * time.Millisecond
+	shutdown = 400 * time.Millisecond
+	margin   = 500 * time.Millisecond
+)
+
+// testRunner runs a runner in this process on a loopback port, for the
+// test's life, and returns its address.
+func testRunner(t *testing.T) string {
+	t.Helper()
+	r, err := runner.Open(t.TempDir(), runner.Options{Lease: lease, Grace: grace, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: r.Handler()}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		assert.NoError(t, r.Close())
+		srv.Close()
+		<-served
+	})
+	return "tcp://" + ln.Addr().String()
+}
+
+// testLogger logs to the test, and keeps what it logged.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+func newRemote(t *testing.T, addr string, log *slog.Logger) *Remote {
+	t.Helper()
+	if log == nil {
+		log = testLogger(t)
+	}
+	r, err := New(Config{Address: addr, ShutdownTimeout: shutdown, Margin: margin, Logger: log, Holder: t.Name()})
+	require.NoError(t, err)
+	return r
+}
+
+// gone reports whether pid names no live process.
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0] == "Z"
+}
+
+func TestConformance(t *testing.T) {
+	placementtest.Run(t, placementtest.Kit{
+		New: func(t *testing.T) runtime.Placement { return newRemote(t, testRunner(t), nil) },
+		Plugin: func(t *testing.T, name string, b placementtest.Behavior) *spec.Plugin {
+			if b == placementtest.Failing {
+				return helper(name, "exit", "3", "one", "two", "three")
+			}
+			return helper(name, string(b))
+		},
+		Timing:     runtime.Timing{ShutdownTimeout: shutdown, KillAfter: grace},
+		Forced:     func(err error) bool { var e *ForcedError; return errors.As(err, &e) },
+		Generation: 1,
+		Stable:     true,
+		Gone:       func(t *testing.T, h runtime.Handle) bool { return gone(h.PID()) },
+	})
+}
+
+// TestTerminatedIsLogged: a confirmed stop logs "Remote execution
+// terminated" at info, with remote.termination, remote.instance and
+// remote.generation.
+func TestTerminatedIsLogged(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	r := newRemote(t, testRunner(t), log)
+	defer r.Close()
+	out := placementtest.NewRecorder()
+	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	outcome, err := h.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome)
+	assert.Contains(t, buf.String(), `"level":"INFO","msg":"Remote execution terminated","plugin":"api","remote.termination":"Exited","remote.instance":"shop.api","remote.generation":1`)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestConnectionLoss cuts the network between host and runner without
+// closing anything: the handles fail with a RemoteError once a renewal
+// fails; the runner stops the process when the lease runs out, not before;
+// once the network is back, the next start replaces it with a larger
+// generation.
+func TestConnectionLoss(t *testing.T) {
+	addr := testRunner(t)
+	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, px.addr(), nil)
+	defer r.Close()
+	out := placementtest.NewRecorder()
+	req := runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out}
+	h, err := r.Start(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	pid := h.PID()
+
+	cut := time.Now()
+	px.blackhole()
+	select {
+	case <-h.Done():
+	case <-time.After(lease + 5*time.Second):
+		t.Fatal("the handle did not fail after the network went dark")
+	}
+	lost := time.Since(cut)
+	exit := h.Exit()
+	assert.True(t, exit.Lost)
+	assert.Contains(t, exit.Error, "RemoteError")
+	t.Logf("handle lost %s after the cut", lost)
+	assert.Less(t, lost, lease+2*time.Second)
+
+	// The process runs on until its lease runs out on the runner, which
+	// then stops it: interrupt, and kill after grace.
+	for !gone(pid) {
+		require.Less(t, time.Since(cut), lease+grace+5*time.Second, "the runner did not stop the process after the lease")
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopped := time.Since(cut)
+	t.Logf("process stopped %s after the cut (lease %s)", stopped, lease)
+	assert.Greater(t, stopped, lease*2/3, "not before the lease, renewed a third of it before the cut, ran out")
+	assert.Less(t, stopped, lease+grace+2*time.Second)
+
+	// The network is back: the next start replaces it, generation 2.
+	px.restore()
+	h2, err := r.Start(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Identity{ID: "shop.api", Generation: 2}, h2.Identity())
+	_, err = h2.Stop(context.Background())
+	require.NoError(t, err)
+}
+
+// TestInFlightCallFails: a start under way when the network goes dark
+// fails with a RemoteError, without retrying.
+func TestInFlightCallFails(t *testing.T) {
+	addr := testRunner(t)
+	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, px.addr(), nil)
+	defer r.Close()
+	// Open the session first, so only the start is in flight.
+	warm, err := r.Start(context.Background(), runtime.Request{Plugin: helper("warm", "cooperative"), Project: "shop", Output: placementtest.NewRecorder()})
+	require.NoError(t, err)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().String()
+	ln.Close()
+	p := helper("slow", "slowready", "3s", port)
+	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(20 * time.Second)}
+	errs := make(chan error, 1)
+	go func() {
+		_, err := r.Start(context.Background(), runtime.Request{Plugin: p, Project: "shop", Output: placementtest.NewRecorder()})
+		errs <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	px.blackhole()
+	select {
+	case err := <-errs:
+		var re *RemoteError
+		require.ErrorAs(t, err, &re)
+		t.Logf("in-flight start failed: %v", err)
+	case <-time.After(lease + 5*time.Second):
+		t.Fatal("the start in flight did not fail")
+	}
+	<-warm.Done()
+	assert.True(t, warm.Exit().Lost)
+}
+
+// TestStopUnconfirmed: a stop the runner cannot answer (the network went
+// dark) ends RemoteTerminationUnconfirmed after the graceful stop plus
+// lease plus margin, with the cause in the CleanupError.
+func TestStopUnconfirmed(t *testing.T) {
+	addr := testRunner(t)
+	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, px.addr(), nil)
+	defer r.Close()
+	out := placementtest.NewRecorder()
+	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	px.blackhole()
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	took := time.Since(began)
+	assert.Equal(t, runtime.Unconfirmed, outcome)
+	var cleanup *runtime.CleanupError
+	require.ErrorAs(t, err, &cleanup)
+	var unconfirmed *runtime.RemoteTerminationUnconfirmed
+	require.ErrorAs(t, err, &unconfirmed)
+	assert.Equal(t, "shop.api", unconfirmed.Instance)
+	assert.Equal(t, int64(1), unconfirmed.Generation)
+	t.Logf("unconfirmed after %s: %v", took, err)
+	assert.Less(t, took, shutdown+lease+margin+2*time.Second)
+	assert.Equal(t, runtime.Unconfirmed, h.Exit().Outcome)
+
+	// Back on the network, a new stop asks the runner again; the lease ran
+	// out meanwhile and the runner stopped it.
+	px.restore()
+	require.Eventually(t, func() bool { return gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
+}
