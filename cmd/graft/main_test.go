@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"waitidle":  cmdWaitIdle,
 			"waitlog":   cmdWaitLog,
 			"freeport":  cmdFreePort,
+			"waitconn":  cmdWaitConn,
 			"envsubst":  cmdEnvsubst,
 		},
 	})
@@ -364,6 +365,30 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("no line matching %q in the log of %s: %v\n%s", args[2], args[1], err, b.String())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitconn ADDR waits until ADDR (tcp://HOST:PORT or unix://PATH)
+// accepts a connection: a runner started in the background listens.
+func cmdWaitConn(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitconn tcp://HOST:PORT|unix://PATH")
+	}
+	network, addr := "tcp", strings.TrimPrefix(args[0], "tcp://")
+	if path, ok := strings.CutPrefix(args[0], "unix://"); ok {
+		network, addr = "unix", path
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout(network, addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("nothing listens on %s: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

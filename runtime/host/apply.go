@@ -205,7 +205,12 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 		return apply.Result{Outcome: runtime.Exited}, nil
 	}
 	outcome, err := e.unit.Stop(ctx)
-	x.h.forget(name, e)
+	if outcome != runtime.Unconfirmed {
+		// An unconfirmed stop keeps the entry, status unconfirmed ("may
+		// still be running"): the next apply stops it again, and its
+		// runner refuses a replacement until it confirms.
+		x.h.forget(name, e)
+	}
 	return apply.Result{Outcome: outcome}, err
 }
 
@@ -221,7 +226,7 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	if err != nil {
 		return apply.Result{}, err
 	}
-	pl, err := x.h.placement(p.Run)
+	pl, err := x.h.placement(x.desired, p)
 	if err != nil {
 		return apply.Result{}, err
 	}
@@ -245,15 +250,17 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err
 }
 
-// placement is where plugins of run r go.
-func (h *Host) placement(r spec.Placement) (runtime.Placement, error) {
-	switch r {
+// placement is where plugin p of desired runs.
+func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {
+	switch p.Run {
 	case spec.Local, spec.Floating: // a floating plugin's leader runs it as a local process
 		return h.locals, nil
 	case spec.Worker:
 		return h.workers, nil
+	case spec.Remote:
+		return h.remotePlacement(desired, p)
 	}
-	return nil, fmt.Errorf("run: %s is not supported by this host yet", r)
+	return nil, fmt.Errorf("placement %q is not supported yet", p.Run)
 }
 
 // entry is one plugin the host runs or tracks.
@@ -335,6 +342,8 @@ func statusOf(s runtime.Status) plan.Status {
 		return plan.Failed
 	case runtime.Standby:
 		return plan.Standby
+	case runtime.StopUnconfirmed:
+		return plan.Unconfirmed
 	}
 	return plan.Stopping // stopping, or stopped and about to be forgotten
 }

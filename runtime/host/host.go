@@ -49,6 +49,7 @@ type Host struct {
 	local   *local.Local
 	locals  runtime.Placement // local, recording the instances it starts
 	workers *worker.Worker
+	remotes remotes
 	hostID  string
 	clock   elect.Clock
 
@@ -141,6 +142,9 @@ func (h *Host) Dir() string { return h.dir }
 
 // close releases what Open took.
 func (h *Host) close() {
+	if err := h.closeRemotes(); err != nil {
+		h.log.Error("stop remote plugins", "err", err)
+	}
 	if err := h.local.Close(); err != nil {
 		h.log.Error("stop plugins", "err", err)
 	}

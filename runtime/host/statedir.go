@@ -25,6 +25,8 @@ const (
 	logDir       = "logs"           // one rotated log per plugin
 	wasmCacheDir = "wasm-cache"     // compiled WebAssembly modules, by content
 	HostLog      = "host.log"       // the output of a host started in the background
+	runnerDir    = "runner"         // the state of the runner embedded in the host
+	runnerSocket = "runner.sock"    // where the embedded runner listens
 )
 
 // maxSocketPath is what a unix socket address holds on Linux, less the
@@ -35,19 +37,28 @@ const maxSocketPath = 103
 // in it, or, when that path is too long for a unix socket, a short path
 // under $XDG_RUNTIME_DIR (or the temporary directory) named by a digest of
 // dir.
-func SocketPath(dir string) (string, error) {
+func SocketPath(dir string) (string, error) { return socketIn(dir, socketFile) }
+
+// socketIn is the path of socket name in dir, or, when that is too long
+// for a unix socket, a short path under $XDG_RUNTIME_DIR (or the temporary
+// directory) named by a digest of both.
+func socketIn(dir, name string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	if p := filepath.Join(abs, socketFile); len(p) <= maxSocketPath {
+	if p := filepath.Join(abs, name); len(p) <= maxSocketPath {
 		return p, nil
 	}
 	base := os.Getenv("XDG_RUNTIME_DIR")
 	if base == "" {
 		base = os.TempDir()
 	}
-	sum := sha256.Sum256([]byte(abs))
+	key := abs
+	if name != socketFile {
+		key = filepath.Join(abs, name)
+	}
+	sum := sha256.Sum256([]byte(key))
 	return filepath.Join(base, "graft-"+hex.EncodeToString(sum[:8])+".sock"), nil
 }
 
