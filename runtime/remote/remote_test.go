@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/faultproxy"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/placementtest"
 	"github.com/graftland/graft/runtime/runner"
@@ -208,8 +209,8 @@ func (s *syncBuffer) String() string {
 // generation.
 func TestConnectionLoss(t *testing.T) {
 	addr := testRunner(t)
-	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
-	r := newRemote(t, px.addr(), nil)
+	px := faultproxy.New(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	out := placementtest.NewRecorder()
 	req := runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out}
@@ -219,7 +220,7 @@ func TestConnectionLoss(t *testing.T) {
 	pid := h.PID()
 
 	cut := time.Now()
-	px.blackhole()
+	px.Dark()
 	select {
 	case <-h.Done():
 	case <-time.After(lease + 5*time.Second):
@@ -244,7 +245,7 @@ func TestConnectionLoss(t *testing.T) {
 	assert.Less(t, stopped, lease+grace+2*time.Second)
 
 	// The network is back: the next start replaces it, generation 2.
-	px.restore()
+	px.Light()
 	h2, err := r.Start(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Identity{ID: "shop.api", Generation: 2}, h2.Identity())
@@ -256,8 +257,8 @@ func TestConnectionLoss(t *testing.T) {
 // fails with a RemoteError, without retrying.
 func TestInFlightCallFails(t *testing.T) {
 	addr := testRunner(t)
-	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
-	r := newRemote(t, px.addr(), nil)
+	px := faultproxy.New(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	// Open the session first, so only the start is in flight.
 	warm, err := r.Start(context.Background(), runtime.Request{Plugin: helper("warm", "cooperative"), Project: "shop", Output: placementtest.NewRecorder()})
@@ -273,7 +274,7 @@ func TestInFlightCallFails(t *testing.T) {
 		errs <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
-	px.blackhole()
+	px.Dark()
 	select {
 	case err := <-errs:
 		var re *RemoteError
@@ -291,14 +292,14 @@ func TestInFlightCallFails(t *testing.T) {
 // lease plus margin, with the cause in the CleanupError.
 func TestStopUnconfirmed(t *testing.T) {
 	addr := testRunner(t)
-	px := newProxy(t, strings.TrimPrefix(addr, "tcp://"))
-	r := newRemote(t, px.addr(), nil)
+	px := faultproxy.New(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	out := placementtest.NewRecorder()
 	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
-	px.blackhole()
+	px.Dark()
 	began := time.Now()
 	outcome, err := h.Stop(context.Background())
 	took := time.Since(began)
@@ -315,6 +316,6 @@ func TestStopUnconfirmed(t *testing.T) {
 
 	// Back on the network, a new stop asks the runner again; the lease ran
 	// out meanwhile and the runner stopped it.
-	px.restore()
+	px.Light()
 	require.Eventually(t, func() bool { return gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
 }
