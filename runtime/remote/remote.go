@@ -275,6 +275,14 @@ func (h *handle) Exit() runtime.Exit {
 	return h.exit
 }
 
+// output writes a line of the process's output to its log.
+func (h *handle) output(line string) {
+	h.tail.add(line)
+	if out := h.req.Output; out != nil {
+		out.Write([]byte(line + "\n"))
+	}
+}
+
 // finish records how the process ended. The first end closes done; a
 // later one counts only if it confirms an end that was not confirmed.
 func (h *handle) finish(e runtime.Exit) {

@@ -31,8 +31,11 @@ type session struct {
 
 	mu      sync.Mutex
 	handles map[key]*handle
-	early   map[key]runtime.Exit // exits that came before their start's answer
-	seen    time.Time            // when the stream last delivered a line
+	// What came before the start's answer: a process may write, and
+	// exit, before its start is answered.
+	early    map[key]runtime.Exit
+	earlyOut map[key][]string
+	seen     time.Time // when the stream last delivered a line
 }
 
 type key struct {
@@ -55,7 +58,7 @@ func openSession(ctx context.Context, r *Remote) (*session, error) {
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{
 		r: r, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
-		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]runtime.Exit{}, seen: time.Now(),
+		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]runtime.Exit{}, earlyOut: map[key][]string{}, seen: time.Now(),
 	}
 	if s.lease <= 0 {
 		scancel(errors.New("bad lease"))
@@ -89,9 +92,16 @@ func (s *session) track(req runtime.Request, inst string, st runner.Started) *ha
 	k := key{inst, st.Generation}
 	s.mu.Lock()
 	exit, early := s.early[k]
+	lines := s.earlyOut[k]
 	delete(s.early, k)
+	delete(s.earlyOut, k)
 	if !early {
 		s.handles[k] = h
+	}
+	// The early lines are written under the lock, so none that comes later
+	// overtakes them.
+	for _, l := range lines {
+		h.output(l)
 	}
 	s.mu.Unlock()
 	if early {
@@ -152,30 +162,30 @@ func (s *session) watchdog(lines <-chan struct{}) {
 	}
 }
 
+// maxEarly bounds the lines kept for a process whose start is not
+// answered yet.
+const maxEarly = 1000
+
 func (s *session) event(ev runner.Event) {
 	k := key{ev.Instance, ev.Generation}
 	s.mu.Lock()
 	h := s.handles[k]
-	if ev.Type == runner.EventExit && ev.Exit != nil {
+	switch {
+	case ev.Type == runner.EventOutput && h == nil:
+		if len(s.earlyOut[k]) < maxEarly {
+			s.earlyOut[k] = append(s.earlyOut[k], ev.Line)
+		}
+	case ev.Type == runner.EventOutput:
+		h.output(ev.Line)
+	case ev.Type == runner.EventExit && ev.Exit != nil:
 		if h == nil {
 			s.early[k] = *ev.Exit
 		}
 		delete(s.handles, k)
 	}
 	s.mu.Unlock()
-	if h == nil {
-		return
-	}
-	switch ev.Type {
-	case runner.EventOutput:
-		h.tail.add(ev.Line)
-		if out := h.req.Output; out != nil {
-			out.Write([]byte(ev.Line + "\n"))
-		}
-	case runner.EventExit:
-		if ev.Exit != nil {
-			h.finish(*ev.Exit)
-		}
+	if h != nil && ev.Type == runner.EventExit && ev.Exit != nil {
+		h.finish(*ev.Exit)
 	}
 }
 

@@ -1,0 +1,217 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/faultproxy"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime/host"
+)
+
+// These tests run a real `graft runner` and a real `graft host` as
+// processes, and break what lies between them: the host frozen past its
+// lease, the network gone dark.
+const (
+	rLease = 1500 * time.Millisecond
+	rGrace = 300 * time.Millisecond
+)
+
+type remoteRig struct {
+	t      *testing.T
+	dir    string
+	run    string // GRAFT_TEST_RUN: marks every process of the test
+	runner *exec.Cmd
+	exited chan struct{}
+	addr   string // where the runner listens, host:port
+}
+
+// newRemoteRig starts a runner on a loopback port; the test's end stops
+// it, the host, and anything left.
+func newRemoteRig(t *testing.T) *remoteRig {
+	dir := t.TempDir()
+	rig := &remoteRig{t: t, dir: dir, run: dir, addr: freeAddr(t)}
+	rig.runner = exec.Command("graft", "runner", "--listen", "tcp://"+rig.addr, "--state-dir", filepath.Join(dir, "rstate"),
+		"--lease", fmt.Sprintf("%d millis", rLease.Milliseconds()), "--grace", fmt.Sprintf("%d millis", rGrace.Milliseconds()))
+	rig.runner.Env = rig.env()
+	logf, err := os.Create(filepath.Join(dir, "runner.log"))
+	require.NoError(t, err)
+	defer logf.Close()
+	rig.runner.Stdout, rig.runner.Stderr = logf, logf
+	require.NoError(t, rig.runner.Start())
+	rig.exited = make(chan struct{})
+	go func() {
+		rig.runner.Wait()
+		close(rig.exited)
+	}()
+	t.Cleanup(rig.stop)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.Dial("tcp", rig.addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the runner does not listen")
+		time.Sleep(20 * time.Millisecond)
+	}
+	return rig
+}
+
+func (rig *remoteRig) env() []string {
+	return append(os.Environ(), "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+rig.run, "NO_COLOR=1")
+}
+
+// graft runs a graft command in the rig's directory.
+func (rig *remoteRig) graft(args ...string) (string, error) {
+	cmd := exec.Command("graft", args...)
+	cmd.Dir, cmd.Env = rig.dir, rig.env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (rig *remoteRig) stop() {
+	rig.graft("down")
+	if pid := hostPID(filepath.Join(rig.dir, ".graft")); pid > 0 {
+		syscall.Kill(pid, syscall.SIGCONT)
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(rig.t, pid, 10*time.Second)
+	}
+	rig.runner.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-rig.exited:
+	case <-time.After(20 * time.Second):
+		rig.runner.Process.Kill()
+		<-rig.exited
+		rig.t.Error("the runner ignored SIGTERM")
+	}
+	for _, pid := range marked(rig.run) {
+		rig.t.Errorf("process %d left behind", pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if rig.t.Failed() {
+		b, _ := os.ReadFile(filepath.Join(rig.dir, "runner.log"))
+		rig.t.Logf("--- runner ---\n%s", b)
+		b, _ = os.ReadFile(filepath.Join(rig.dir, ".graft", host.HostLog))
+		rig.t.Logf("--- host ---\n%s", b)
+	}
+}
+
+// spec writes plugins.yaml: api on the runner at addr.
+func (rig *remoteRig) spec(addr string) {
+	yaml := fmt.Sprintf(`name: shop
+runners:
+  box: {address: "tcp://%s", connect: {margin: 1 seconds}}
+plugins:
+  api:
+    run: runner
+    runner: box
+    command: [plug, serve, api]
+    retry: {delay: 500 millis, max: 1 seconds}
+`, addr)
+	require.NoError(rig.t, os.WriteFile(filepath.Join(rig.dir, "plugins.yaml"), []byte(yaml), 0o644))
+}
+
+func (rig *remoteRig) api() (plan.Record, error) {
+	c, err := host.NewClient(filepath.Join(rig.dir, ".graft"))
+	if err != nil {
+		return plan.Record{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return plan.Record{}, err
+	}
+	for _, r := range st.Plugins {
+		if r.Name == "api" {
+			return r, nil
+		}
+	}
+	return plan.Record{}, fmt.Errorf("no api")
+}
+
+// TestHostFrozenPastLease freezes the host (SIGSTOP): its renewals stop,
+// and the runner stops the plugin when the lease runs out, interrupt then
+// kill after grace; not before.
+func TestHostFrozenPastLease(t *testing.T) {
+	rig := newRemoteRig(t)
+	rig.spec(rig.addr)
+	out, err := rig.graft("apply")
+	require.NoError(t, err, out)
+	r, err := rig.api()
+	require.NoError(t, err)
+	require.Equal(t, plan.Running, r.Status)
+	require.NotZero(t, r.PID)
+
+	hostPid := hostPID(filepath.Join(rig.dir, ".graft"))
+	require.NotZero(t, hostPid)
+	require.NoError(t, syscall.Kill(hostPid, syscall.SIGSTOP))
+	took := waitGone(t, r.PID, rLease+rGrace+10*time.Second)
+	t.Logf("the runner stopped the plugin %s after the host froze (lease %s, grace %s)", took, rLease, rGrace)
+	// The last renewal came at most a third of the lease before the
+	// freeze.
+	assert.Greater(t, took, rLease*2/3, "stopped before the lease ran out")
+	assert.Less(t, took, rLease+rGrace+2*time.Second)
+	require.NoError(t, syscall.Kill(hostPid, syscall.SIGCONT))
+
+	// Thawed, the host finds its session gone: the plugin failed, and its
+	// retry starts it again with the next generation.
+	require.Eventually(t, func() bool {
+		r, err := rig.api()
+		return err == nil && r.Status == plan.Running && r.Generation == 2
+	}, 15*time.Second, 50*time.Millisecond)
+	b, _ := os.ReadFile(filepath.Join(rig.dir, "runner.log"))
+	assert.Contains(t, string(b), "lease ran out")
+}
+
+// TestNetworkDark cuts the network between host and runner (a proxy that
+// drops everything, closing nothing): the plugin fails with a RemoteError,
+// the runner stops it at the lease's end, and once the network is back
+// the retry replaces it with a larger generation.
+func TestNetworkDark(t *testing.T) {
+	rig := newRemoteRig(t)
+	px := faultproxy.New(t, rig.addr)
+	rig.spec(px.Addr())
+	out, err := rig.graft("apply")
+	require.NoError(t, err, out)
+	r, err := rig.api()
+	require.NoError(t, err)
+	pid := r.PID
+
+	px.Dark()
+	require.Eventually(t, func() bool {
+		r, err := rig.api()
+		return err == nil && r.Status == plan.Failed && strings.Contains(r.LastError, "RemoteError")
+	}, rLease+10*time.Second, 50*time.Millisecond)
+	r, _ = rig.api()
+	t.Logf("failed: %s", r.LastError)
+	waitGone(t, pid, rLease+rGrace+10*time.Second)
+
+	px.Light()
+	require.Eventually(t, func() bool {
+		r, err := rig.api()
+		return err == nil && r.Status == plan.Running && r.Generation == 2
+	}, 20*time.Second, 50*time.Millisecond)
+
+	// A stop the runner cannot answer is unconfirmed, and stays so.
+	px.Dark()
+	out, err = rig.graft("down")
+	assert.Error(t, err)
+	assert.Contains(t, out, "RemoteTerminationUnconfirmed")
+	px.Light()
+}
