@@ -40,3 +40,12 @@ func (m Member) Signal(sig syscall.Signal) error { return nil }
 
 // WaitMembers returns true.
 func WaitMembers(members []Member, stop <-chan struct{}) bool { return true }
+
+// StartTime fails off Linux.
+func StartTime(pid int) (uint64, error) { return 0, ErrUnsupported }
+
+// BootID fails off Linux.
+func BootID() (string, error) { return "", ErrUnsupported }
+
+// Lookup finds nothing off Linux.
+func Lookup(pid int, start uint64) (Member, bool) { return Member{}, false }
