@@ -22,6 +22,10 @@ type Options struct {
 	// Env is the environment every plugin starts from; nil means this
 	// process's own.
 	Env []string
+	// Started, when set, is called with the handle of each plugin as soon
+	// as its process runs, before its ready check: the runner records the
+	// pid of a start by it before the start answers.
+	Started func(runtime.Handle)
 }
 
 func (o Options) withDefaults() Options {

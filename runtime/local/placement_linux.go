@@ -75,6 +75,9 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
 	l.live[p] = true
 	l.mu.Unlock()
+	if l.opt.Started != nil {
+		l.opt.Started(p)
+	}
 
 	if req.Plugin.Ready != nil {
 		probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }

@@ -34,6 +34,9 @@ type process struct {
 	hurryOnce sync.Once
 	copied    chan struct{} // closed when the output pipe is drained
 
+	reapMu sync.Mutex // held while reaping, so Signal never outlives the pid
+	reaped bool
+
 	done    chan struct{} // closed once reaped; then the fields below are set
 	exit    runtime.Exit
 	outcome runtime.Outcome
@@ -113,7 +116,11 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 		requested = true
 		p.outcome, p.err = p.stopInOrder()
 	}
+	<-p.p.Exited() // not under reapMu: a process stuck in the kernel may never exit
+	p.reapMu.Lock()
 	st, err := p.p.Reap()
+	p.reaped = true
+	p.reapMu.Unlock()
 	if err != nil {
 		p.err = errors.Join(p.err, err)
 	}
@@ -206,6 +213,22 @@ func (p *process) cleanLeftovers() {
 		p.signalFamily(syscall.SIGKILL)
 		p.goneWithin(killWait, nil)
 	}
+}
+
+// Signal sends sig to the process's family as its stop does: to its
+// process group and to every member that left it. It lets another stop
+// order than Stop's be built on the handle (the runner's: interrupt, then
+// kill after its grace); a process that exits from such a signal ends as
+// one that exited on its own, and what it leaves running is stopped as
+// after any exit of its own. Once the process is reaped it does nothing:
+// its pid may name another process by then.
+func (p *process) Signal(sig syscall.Signal) error {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	return p.signalFamily(sig)
 }
 
 // signalFamily sends sig to the process group and, one by one, to the
