@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Handler serves the runner's API, /v1 (docs/runner-api.md), every route
+// behind the token when the runner has one.
+func (r *Runner) Handler() http.Handler {
+	return r.authorize(http.HandlerFunc(r.route))
+}
+
+// authorize lets through requests that carry the token, compared in
+// constant time; others get 401, have no effect, and are logged.
+func (r *Runner) authorize(next http.Handler) http.Handler {
+	if r.opt.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + r.opt.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		got := []byte(req.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			r.log.Warn("refused a request with a bad or missing token", "remote", req.RemoteAddr, "method", req.Method, "path", req.URL.Path)
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, apiErr(http.StatusUnauthorized, KindUnauthorized, "the runner refused the request: bad or missing token"))
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// route dispatches on the path's segments, each unescaped, so an instance
+// name in the path is one segment whatever it holds ("a%2Fb", "..") and
+// reaches checkName instead of a router that would clean or split it.
+func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
+	seg, err := segments(req.URL.EscapedPath())
+	if err != nil || len(seg) < 2 || seg[0] != "v1" {
+		writeError(w, apiErr(http.StatusNotFound, KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+		return
+	}
+	method := func(m string, h func()) {
+		if req.Method != m {
+			w.Header().Set("Allow", m)
+			writeError(w, apiErr(http.StatusMethodNotAllowed, KindBadRequest, "%s %s: want %s", req.Method, req.URL.Path, m))
+			return
+		}
+		h()
+	}
+	switch rest := seg[1:]; {
+	case len(rest) == 1 && rest[0] == "status":
+		method(http.MethodGet, func() { writeJSON(w, r.status()) })
+	case len(rest) == 1 && rest[0] == "sessions":
+		method(http.MethodPost, func() {
+			var body OpenSession
+			if !decodeRequest(w, req, &body, checkOpenSession) {
+				return
+			}
+			v, err := r.openSession(&body)
+			answer(w, v, err)
+		})
+	case len(rest) == 2 && rest[0] == "sessions":
+		method(http.MethodDelete, func() {
+			v, err := r.endSession(rest[1])
+			answer(w, v, err)
+		})
+	case len(rest) == 3 && rest[0] == "sessions" && rest[2] == "renew":
+		method(http.MethodPost, func() {
+			v, err := r.renew(rest[1])
+			answer(w, v, err)
+		})
+	case len(rest) == 3 && rest[0] == "sessions" && rest[2] == "events":
+		method(http.MethodGet, func() { r.serveEvents(w, req, rest[1]) })
+	case len(rest) >= 3 && rest[0] == "instances" && (rest[len(rest)-1] == "start" || rest[len(rest)-1] == "stop"):
+		// More than one segment between is a name with a '/' in it.
+		name := strings.Join(rest[1:len(rest)-1], "/")
+		op := rest[len(rest)-1]
+		method(http.MethodPost, func() {
+			if err := checkName(name); err != nil {
+				writeError(w, apiErr(http.StatusBadRequest, KindBadRequest, "%s: %v", op, err))
+				return
+			}
+			if op == "start" {
+				var body Start
+				if decodeRequest(w, req, &body, checkStart) {
+					v, err := r.start(req.Context(), name, &body)
+					answer(w, v, err)
+				}
+				return
+			}
+			var body Stop
+			if decodeRequest(w, req, &body, checkStop) {
+				v, err := r.stop(name, &body)
+				answer(w, v, err)
+			}
+		})
+	default:
+		writeError(w, apiErr(http.StatusNotFound, KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+	}
+}
+
+// segments splits an escaped path into its unescaped segments.
+func segments(escaped string) ([]string, error) {
+	parts := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = u
+	}
+	return parts, nil
+}
+
+// decodeRequest reads a request's JSON body into v, at most MaxBody
+// bytes, refusing unknown fields, and checks it; a body that fails gets
+// 400 and false.
+func decodeRequest[T any](w http.ResponseWriter, req *http.Request, v *T, check func(*T) error) bool {
+	err := decode(http.MaxBytesReader(w, req.Body, MaxBody), v, check)
+	if err != nil {
+		writeError(w, apiErr(http.StatusBadRequest, KindBadRequest, "%s %s: %v", req.Method, req.URL.Path, err))
+		return false
+	}
+	return true
+}
+
+// decode reads exactly one JSON value of type T from body, refusing
+// unknown fields and anything after the value, and checks it.
+func decode[T any](body io.Reader, v *T, check func(*T) error) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errors.New("the body is over 1 MiB")
+		}
+		return badBody(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errors.New("the body is over 1 MiB")
+		}
+		return errors.New("bad body: more after the JSON object")
+	}
+	return check(v)
+}
+
+func badBody(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errors.New("bad body: empty")
+	}
+	return errors.New("bad body: " + err.Error())
+}
+
+// answer writes v, or err's error answer.
+func answer[T any](w http.ResponseWriter, v *T, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = apiErr(http.StatusInternalServerError, KindInternal, "%v", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(e.status)
+	json.NewEncoder(w).Encode(e.body)
+}
+
+// serveEvents streams the session's events until the session ends, the
+// stream is replaced, the client goes away or the runner closes.
+func (r *Runner) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
+	r.mu.Lock()
+	s := r.sessions[id]
+	r.mu.Unlock()
+	st := newStream()
+	if s == nil || !s.connect(st) {
+		writeError(w, noSession(id))
+		return
+	}
+	defer s.disconnect(st)
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if rc.Flush() != nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	ping := time.NewTicker(max(s.lease/3, time.Millisecond))
+	defer ping.Stop()
+	for {
+		evs := st.take()
+		for _, ev := range evs {
+			if enc.Encode(ev) != nil {
+				return
+			}
+		}
+		if len(evs) > 0 && rc.Flush() != nil {
+			return
+		}
+		select {
+		case <-st.wake:
+		case <-ping.C:
+			if enc.Encode(Event{Type: EventPing}) != nil || rc.Flush() != nil {
+				return
+			}
+		case <-st.done:
+			// What was queued before the end still goes out.
+			for _, ev := range st.take() {
+				if enc.Encode(ev) != nil {
+					return
+				}
+			}
+			rc.Flush()
+			return
+		case <-req.Context().Done():
+			return
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,152 @@
+//go:build linux
+
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// daemon is a runner in a process of its own, as graft runner is, for
+// tests that kill it with SIGKILL.
+type daemon struct {
+	*client
+	cmd  *exec.Cmd
+	log  *logBuffer
+	done chan struct{}
+}
+
+// startDaemon starts a runner daemon on dir and waits until it serves.
+func startDaemon(t *testing.T, dir string, grace time.Duration) *daemon {
+	t.Helper()
+	sock := filepath.Join(dir, "r.sock")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), roleEnv+"=runner", "RUNNER_TEST_DIR="+dir, "RUNNER_TEST_SOCK="+sock,
+		"RUNNER_TEST_GRACE="+grace.String(), "GORACE=atexit_sleep_ms=0")
+	d := &daemon{cmd: cmd, log: &logBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = d.log
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	go func() { cmd.Wait(); close(d.done) }()
+	t.Cleanup(d.kill)
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		require.Equal(t, "ready\n", l, "log: %s", d.log)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the runner daemon did not start: %s", d.log)
+	}
+	d.client = unixClient(t, sock)
+	return d
+}
+
+// kill kills the daemon with SIGKILL and waits for it.
+func (d *daemon) kill() {
+	d.cmd.Process.Kill()
+	<-d.done
+	d.hc.CloseIdleConnections()
+}
+
+// TestKill9: a runner killed with SIGKILL, while idle, in the middle of a
+// start (its ready check) or in the middle of a stop (the graceful window
+// of a process that ignores it), and started again: generations never
+// repeat, two generations of an instance never live at once, and a
+// process that escaped the runner's death is stopped before its instance
+// starts again.
+func TestKill9(t *testing.T) {
+	dir := t.TempDir()
+	stopWatch := overlapWatch(t)
+	defer stopWatch()
+	handed := map[string]int64{} // the last generation of each instance
+	take := func(st Started) {
+		t.Helper()
+		require.Greater(t, st.Generation, handed[st.Instance], "generations only grow")
+		handed[st.Instance] = st.Generation
+	}
+
+	d := startDaemon(t, dir, 300*time.Millisecond)
+	sess := d.open(0)
+	ev := d.events(sess)
+
+	// Idle.
+	st := d.start("k.idle", plugin(t, sess, "cooperative"))
+	take(st)
+	ev.ready(t)
+	// Mid-stop: a stubborn process in its graceful window.
+	stub := d.start("k.stop", plugin(t, sess, "stubborn"))
+	take(stub)
+	ev.ready(t)
+	stopAnswered := make(chan error, 1)
+	go func() {
+		_, _, err := d.try("POST", "/v1/instances/k.stop/stop", Stop{Session: sess, Generation: stub.Generation, ShutdownTimeoutMillis: 30000}, nil)
+		stopAnswered <- err
+	}()
+	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "k.stop" && e.Line == "got terminated" })
+	// Mid-start: waiting for a ready check that will not pass soon.
+	addr := freeAddr(t)
+	slow := plugin(t, sess, "listen", "1h", addr)
+	slow.Ready = &Ready{TCP: addr, TimeoutMillis: 60000}
+	startAnswered := make(chan error, 1)
+	go func() {
+		_, _, err := d.try("POST", "/v1/instances/k.start/start", slow, nil)
+		startAnswered <- err
+	}()
+	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "k.start" && strings.HasPrefix(e.Line, "waiting") })
+	var rec record
+	b, err := os.ReadFile(filepath.Join(dir, "records", "k.start.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &rec))
+	assert.NotZero(t, rec.PID, "the pid is recorded before the ready check")
+	handed["k.start"] = rec.Generation
+	// Escaped: a grandchild in a session of its own, which the runner's
+	// death does not reach.
+	esc := d.start("k.escaped", plugin(t, sess, "daemon"))
+	take(esc)
+	evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
+	escaped := atoi(t, strings.TrimPrefix(evs[len(evs)-1].Line, "daemon "))
+
+	d.kill()
+	ev.close()
+	assert.Error(t, <-stopAnswered)
+	assert.Error(t, <-startAnswered)
+	waitGone(t, 5*time.Second, st.PID, stub.PID, rec.PID, esc.PID)
+	require.True(t, alive(escaped), "the escaped grandchild outlived the runner")
+
+	d = startDaemon(t, dir, time.Second)
+	sess = d.open(0)
+	_, status, e := d.tryStart("k.escaped", plugin(t, sess, "cooperative"))
+	assert.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindUnconfirmed, e.Kind)
+	for _, name := range []string{"k.idle", "k.stop", "k.start"} {
+		take(d.start(name, plugin(t, sess, "cooperative")))
+	}
+	require.Eventually(t, func() bool {
+		st, status, _ := d.tryStart("k.escaped", plugin(t, sess, "cooperative"))
+		if status != http.StatusOK {
+			return false
+		}
+		take(st)
+		return true
+	}, 15*time.Second, 20*time.Millisecond)
+	assert.False(t, alive(escaped), "stopped before its instance started again")
+	assert.Contains(t, d.log.String(), "a recorded process may still run")
+	for name, gen := range handed {
+		assert.Equal(t, int64(2), gen, name)
+	}
+	d.kill()
+}

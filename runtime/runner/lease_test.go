@@ -1,0 +1,126 @@
+//go:build linux
+
+package runner
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+)
+
+// The lease tests' durations: short, with generous slack for a loaded
+// machine running -race.
+const (
+	testLease = 400 * time.Millisecond
+	testGrace = 200 * time.Millisecond
+	slack     = 1500 * time.Millisecond
+)
+
+// goneAt polls until pid is gone and returns when it was first seen gone.
+func goneAt(t *testing.T, pid int, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		require.True(t, time.Now().Before(deadline), "pid %d still alive after %s", pid, within)
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Now()
+}
+
+// TestLeaseRunsOut: a session nobody renews ends when its lease runs out,
+// not before: its processes are interrupted, and killed after grace, and
+// the session is forgotten.
+func TestLeaseRunsOut(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	sess := h.open(testLease)
+	ev := h.events(sess)
+	coop := h.start("lease.coop", plugin(t, sess, "cooperative"))
+	stub := h.start("lease.stubborn", plugin(t, sess, "stubborn"))
+	ev.ready(t)
+	ev.ready(t)
+	// The lease runs from the last renewal.
+	require.Equal(t, http.StatusOK, h.renew(sess))
+	renewed := time.Now()
+
+	coopGone := goneAt(t, coop.PID, testLease+testGrace+slack)
+	stubGone := goneAt(t, stub.PID, testLease+testGrace+slack)
+	assert.GreaterOrEqual(t, coopGone.Sub(renewed), testLease, "not before the lease ran out")
+	assert.GreaterOrEqual(t, stubGone.Sub(renewed), testLease+testGrace, "killed grace after the interrupt")
+	assert.Less(t, stubGone.Sub(renewed), testLease+testGrace+slack)
+
+	assert.Equal(t, http.StatusNotFound, h.renew(sess))
+	_, status, e := h.tryStart("lease.coop", plugin(t, sess, "cooperative"))
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoSession, e.Kind)
+	require.Eventually(t, func() bool { return strings.Contains(h.log.String(), "lease ran out") }, time.Second, 5*time.Millisecond)
+	log := h.log.String()
+	assert.Contains(t, log, "level=WARN msg=\"lease ran out\" holder=TestLeaseRunsOut session="+sess)
+	assert.Contains(t, log, "processes=\"[lease.coop lease.stubborn]\"")
+	assert.Eventually(t, func() bool { return len(h.status().Instances) == 0 }, time.Second, 5*time.Millisecond)
+}
+
+// TestRenewalsKeepItAlive: a session renewed every third of its lease
+// outlives several leases; DELETE then stops its processes at once.
+func TestRenewalsKeepItAlive(t *testing.T) {
+	h := newHarness(t, Options{Grace: testGrace})
+	sess := h.open(testLease)
+	ev := h.events(sess)
+	st := h.start("renewed", plugin(t, sess, "cooperative"))
+	ev.ready(t)
+	for end := time.Now().Add(3 * testLease); time.Now().Before(end); {
+		time.Sleep(testLease / 3)
+		require.Equal(t, http.StatusOK, h.renew(sess))
+		require.True(t, alive(st.PID))
+	}
+	pings := 0
+	for len(ev.c) > 0 {
+		if e := <-ev.c; e.Type == EventPing {
+			pings++
+		}
+	}
+	assert.GreaterOrEqual(t, pings, 4, "a ping every third of the lease")
+
+	began := time.Now()
+	var closed Closed
+	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Less(t, time.Since(began), time.Second)
+	assert.Equal(t, []Stopped{{Instance: "renewed", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
+	assert.False(t, alive(st.PID), "stopped before the answer")
+	assert.Equal(t, http.StatusNotFound, h.renew(sess))
+	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoSession, e.Kind)
+}
+
+// TestSessionRequests: leases are checked; the status lists sessions.
+func TestSessionRequests(t *testing.T) {
+	h := newHarness(t, Options{Lease: 7 * time.Second, Grace: testGrace, Version: "graft v9"})
+	var s Session
+	status, e := h.call("POST", "/v1/sessions", OpenSession{Holder: "me"}, &s)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, int64(7000), s.LeaseMillis, "the runner's lease")
+	assert.Equal(t, int64(200), s.GraceMillis)
+	assert.Equal(t, "graft v9", s.Runner)
+	assert.Len(t, s.BootID, 36)
+	for _, lease := range []int64{-1, 1 << 62} {
+		status, e = h.call("POST", "/v1/sessions", OpenSession{LeaseMillis: lease}, nil)
+		assert.Equal(t, http.StatusBadRequest, status, "lease %d", lease)
+		assert.Equal(t, KindBadRequest, e.Kind)
+	}
+	var renewed Renewed
+	status, _ = h.call("POST", "/v1/sessions/"+s.Session+"/renew", nil, &renewed)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, int64(7000), renewed.LeaseMillis)
+	st := h.status()
+	assert.Equal(t, "graft v9", st.Runner)
+	require.Len(t, st.Sessions, 1)
+	assert.Equal(t, "me", st.Sessions[0].Holder)
+	assert.WithinDuration(t, time.Now().Add(7*time.Second), st.Sessions[0].Expires, time.Second)
+}

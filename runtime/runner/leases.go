@@ -1,0 +1,216 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// maxLease is the longest lease a session may ask for: one that a
+// time.Duration still holds in nanoseconds.
+const maxLease = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
+
+// openSession opens a session for holder with lease (0: the runner's).
+func (r *Runner) openSession(req *OpenSession) (*Session, error) {
+	lease := time.Duration(req.LeaseMillis) * time.Millisecond
+	if req.LeaseMillis == 0 {
+		lease = r.opt.Lease
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{
+		id:     uuid.NewString(),
+		holder: req.Holder,
+		lease:  lease,
+		procs:  map[*process]bool{},
+		exits:  map[string][]ended{},
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel()
+		return nil, errClosing
+	}
+	s.expires = time.Now().Add(lease)
+	s.timer = time.AfterFunc(lease, func() { r.expire(s) })
+	r.sessions[s.id] = s
+	r.mu.Unlock()
+	r.log.Info("session opened", "session", s.id, "holder", s.holder, "lease", lease)
+	return &Session{
+		Session:     s.id,
+		LeaseMillis: lease.Milliseconds(),
+		GraceMillis: r.opt.Grace.Milliseconds(),
+		Runner:      r.opt.Version,
+		BootID:      r.bootID,
+	}, nil
+}
+
+// renew runs the session's lease again from now.
+func (r *Runner) renew(id string) (*Renewed, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[id]
+	if s == nil {
+		return nil, noSession(id)
+	}
+	s.expires = time.Now().Add(s.lease)
+	s.timer.Reset(s.lease)
+	return &Renewed{LeaseMillis: s.lease.Milliseconds()}, nil
+}
+
+// expire ends a session whose lease ran out: its processes are
+// interrupted, and killed after grace.
+func (r *Runner) expire(s *session) {
+	r.mu.Lock()
+	if r.closed || s.ended {
+		r.mu.Unlock()
+		return
+	}
+	if left := time.Until(s.expires); left > 0 {
+		// Renewed while the timer fired.
+		s.timer.Reset(left)
+		r.mu.Unlock()
+		return
+	}
+	procs := r.detach(s)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	var names []string
+	for _, p := range procs {
+		names = append(names, p.name)
+	}
+	sort.Strings(names)
+	r.log.Warn("lease ran out", "holder", s.holder, "session", s.id, "lease", s.lease, "processes", names)
+	for _, st := range r.stopAll(procs) {
+		r.log.Info("stopped: its lease ran out", "instance", st.Instance, "generation", st.Generation,
+			"session", s.id, "outcome", string(st.Outcome))
+	}
+}
+
+// endSession ends a session at its holder's request, as if its lease ran
+// out, and reports how its processes ended.
+func (r *Runner) endSession(id string) (*Closed, error) {
+	r.mu.Lock()
+	s := r.sessions[id]
+	if s == nil {
+		r.mu.Unlock()
+		return nil, noSession(id)
+	}
+	procs := r.detach(s)
+	r.mu.Unlock()
+	stopped := r.stopAll(procs)
+	r.log.Info("session ended", "session", s.id, "holder", s.holder, "stopped", len(stopped))
+	return &Closed{Stopped: stopped}, nil
+}
+
+// detach ends s: it is forgotten, its stream ends, starts under it stop.
+// It returns its processes, for the caller to stop. r.mu is held.
+func (r *Runner) detach(s *session) []*process {
+	s.ended = true
+	s.timer.Stop()
+	delete(r.sessions, s.id)
+	s.cancel()
+	s.close()
+	var procs []*process
+	for p := range s.procs {
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// stop carries out a stop request; see docs/runner-api.md.
+func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, errClosing
+	}
+	s := r.sessions[req.Session]
+	if s == nil {
+		r.mu.Unlock()
+		return nil, noSession(req.Session)
+	}
+	inst := r.instances[name]
+	var p *process
+	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation && inst.cur.session == s {
+		p = inst.cur
+	}
+	if p == nil {
+		exit, ok := s.exitOf(name, req.Generation)
+		r.mu.Unlock()
+		if !ok {
+			return nil, apiErr(404, KindNoInstance, "stop %s: generation %d of %s does not run under session %s", name, req.Generation, name, s.id)
+		}
+		return &StopResult{Instance: name, Generation: req.Generation, Outcome: exit.Outcome, Exit: exit}, nil
+	}
+	if p.unconfirmed {
+		r.mu.Unlock()
+		return nil, unconfirmed("stop", name, p.gen)
+	}
+	if inst.busy {
+		r.mu.Unlock()
+		return nil, apiErr(409, KindBusy, "stop %s: another start or stop of %s is under way", name, name)
+	}
+	inst.busy = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		inst.busy = false
+		r.mu.Unlock()
+	}()
+	exit, ok := r.stopProcess(p, stopRequest, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
+	if !ok {
+		return nil, unconfirmed("stop", name, p.gen)
+	}
+	r.log.Info("stopped", "instance", name, "generation", p.gen, "pid", p.pid, "session", s.id, "outcome", string(exit.Outcome))
+	return &StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
+}
+
+// status is the runner's state for GET /v1/status.
+func (r *Runner) status() *Status {
+	st := &Status{
+		Runner:      r.opt.Version,
+		PID:         os.Getpid(),
+		Since:       r.since,
+		LeaseMillis: r.opt.Lease.Milliseconds(),
+		GraceMillis: r.opt.Grace.Milliseconds(),
+		Sessions:    []SessionStatus{},
+		Instances:   []InstanceStatus{},
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		st.Sessions = append(st.Sessions, SessionStatus{Session: s.id, Holder: s.holder, Expires: s.expires})
+	}
+	add := func(p *process, status string) {
+		st.Instances = append(st.Instances, InstanceStatus{Instance: p.name, Generation: p.gen, PID: p.pid,
+			Session: p.session.id, Status: status, StartedAt: p.startedAt})
+	}
+	for _, inst := range r.instances {
+		switch p := inst.cur; {
+		case p != nil && p.unconfirmed:
+			add(p, StatusUnconfirmed)
+		case p != nil && p.stopping:
+			add(p, StatusStopping)
+		case p != nil:
+			add(p, StatusRunning)
+		case inst.recovered != nil:
+			rec := inst.recovered
+			st.Instances = append(st.Instances, InstanceStatus{Instance: rec.Instance, Generation: rec.Generation,
+				PID: rec.PID, Status: StatusUnconfirmed, StartedAt: rec.StartedAt})
+		}
+	}
+	for _, p := range r.starting {
+		if p.pid != 0 {
+			add(p, StatusRunning)
+		}
+	}
+	sort.Slice(st.Sessions, func(i, j int) bool { return st.Sessions[i].Session < st.Sessions[j].Session })
+	sort.Slice(st.Instances, func(i, j int) bool { return st.Instances[i].Instance < st.Instances[j].Instance })
+	return st
+}

@@ -1,0 +1,207 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graftland/graft/internal/atomicfile"
+)
+
+// The files of a state dir (docs/runner-api.md, "The state dir").
+const (
+	lockFile       = "runner.lock" // held (flock) by the one runner; holds its pid
+	generationsDir = "generations" // <escaped instance>: its last generation
+	recordsDir     = "records"     // <escaped instance>.json: its process that may run
+)
+
+// StateError is a write to the state dir that failed: nothing was started
+// and the generation it was for is never handed out.
+type StateError struct {
+	Op  string
+	Err error
+}
+
+func (e *StateError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
+
+// record is what the state dir keeps of a process that may be running,
+// from before its start until its exit is confirmed: enough for the next
+// runner to find it, and to know it from a process that reused its pid.
+type record struct {
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+	// Invocation is GRAFT_INVOCATION_ID in its environment (and so in its
+	// descendants').
+	Invocation string `json:"invocation"`
+	// PID and StartTime (clock ticks since boot) are set once it runs.
+	PID       int    `json:"pid,omitempty"`
+	StartTime uint64 `json:"startTime,omitempty"`
+	BootID    string `json:"bootID"`
+	// StartedAt is when it started, for the status.
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// state is the runner's state dir: the generation of every instance ever
+// started and the records of the processes that may run.
+type state struct {
+	dir string
+
+	mu sync.Mutex
+	// last holds, by instance, the highest generation known: on disk or
+	// ever attempted. A number is taken before its write, so a write that
+	// failed part way never gets its number handed out later.
+	last map[string]int64
+}
+
+func openState(dir string) (*state, error) {
+	for _, d := range []string{generationsDir, recordsDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("make the state dir: %w", err)
+		}
+		removeTemporary(filepath.Join(dir, d))
+	}
+	return &state{dir: dir, last: map[string]int64{}}, nil
+}
+
+// removeTemporary removes what atomicfile.Write left of writes that a
+// crash cut short: escaped names never start with a '.', its temporary
+// files always do.
+func removeTemporary(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+func (s *state) generationPath(name string) string {
+	return filepath.Join(s.dir, generationsDir, escape(name))
+}
+
+func (s *state) recordPath(name string) string {
+	return filepath.Join(s.dir, recordsDir, escape(name)+".json")
+}
+
+// next takes the next generation of instance name and writes it, synced
+// with its directory, before returning it. Callers never ask for one
+// instance from two goroutines at once.
+func (s *state) next(name string) (int64, error) {
+	s.mu.Lock()
+	last, known := s.last[name]
+	s.mu.Unlock()
+	if !known {
+		n, err := s.readGeneration(name)
+		if err != nil {
+			return 0, &StateError{Op: "read the generation of " + name, Err: err}
+		}
+		last = n
+	}
+	gen := last + 1
+	s.mu.Lock()
+	s.last[name] = max(s.last[name], gen) // taken now, whatever the write does
+	s.mu.Unlock()
+	if err := writeGeneration(s.generationPath(name), gen); err != nil {
+		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: err}
+	}
+	return gen, nil
+}
+
+// writeGeneration writes a generation durably. It is a variable so a test
+// can fill the disk: a full file system cannot be had here without
+// privileges the tests do not assume (a loop device or tmpfs mount).
+var writeGeneration = func(path string, gen int64) error {
+	return atomicfile.Write(path, []byte(strconv.FormatInt(gen, 10)+"\n"), 0o600)
+}
+
+// atLeast makes the next generation of name larger than gen: a record may
+// name a generation the file does not hold, were the file ever lost.
+func (s *state) atLeast(name string, gen int64) error {
+	s.mu.Lock()
+	last, known := s.last[name]
+	s.mu.Unlock()
+	if !known {
+		n, err := s.readGeneration(name)
+		if err != nil {
+			return err
+		}
+		last = n
+	}
+	s.mu.Lock()
+	s.last[name] = max(s.last[name], last, gen)
+	s.mu.Unlock()
+	return nil
+}
+
+// readGeneration reads the last generation of name; 0 when it never ran.
+func (s *state) readGeneration(name string) (int64, error) {
+	b, err := os.ReadFile(s.generationPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s: not a generation: %q", s.generationPath(name), b)
+	}
+	return n, nil
+}
+
+func (s *state) writeRecord(rec record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(s.recordPath(rec.Instance), append(b, '\n'), 0o600); err != nil {
+		return &StateError{Op: fmt.Sprintf("record generation %d of %s", rec.Generation, rec.Instance), Err: err}
+	}
+	return nil
+}
+
+// removeRecord forgets the process of name once its exit is confirmed. The
+// removal is not synced: a record that comes back after a crash names a
+// process the next runner finds gone.
+func (s *state) removeRecord(name string) error {
+	err := os.Remove(s.recordPath(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// records reads every record. A file that cannot be read as one is
+// returned by name in bad.
+func (s *state) records() (recs []record, bad []string, err error) {
+	dir := filepath.Join(s.dir, recordsDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range ents {
+		path := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(path)
+		var rec record
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err == nil && (checkName(rec.Instance) != nil || s.recordPath(rec.Instance) != path || rec.Invocation == "") {
+			err = errors.New("not a record of this runner")
+		}
+		if err != nil {
+			bad = append(bad, path)
+			continue
+		}
+		recs = append(recs, rec)
+	}
+	return recs, bad, nil
+}

@@ -1,0 +1,221 @@
+//go:build linux
+
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/graftland/graft/runtime/proc"
+)
+
+// readOnly makes dir refuse new files until the test ends: with the
+// immutable attribute as root (who writes through any mode), with mode
+// 0555 otherwise.
+func readOnly(t *testing.T, dir string) (restore func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(dir, 0o555))
+		restore = func() { os.Chmod(dir, 0o700) }
+		t.Cleanup(restore)
+		return restore
+	}
+	const immutable = 0x10 // FS_IMMUTABLE_FL
+	setFlags := func(set bool) error {
+		f, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err != nil {
+			return err
+		}
+		if set {
+			flags |= immutable
+		} else {
+			flags &^= immutable
+		}
+		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+	}
+	if err := setFlags(true); err != nil {
+		t.Skipf("cannot make %s immutable here: %v", dir, err)
+	}
+	restore = func() { setFlags(false) }
+	t.Cleanup(restore)
+	return restore
+}
+
+// TestReadOnlyStateDir: a generation that cannot be written refuses the
+// start and starts nothing; once the state dir is writable again the
+// next generation is above every one handed out or tried, in this runner
+// and the next.
+func TestReadOnlyStateDir(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	first := h.start("ro", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(1), first.Generation)
+
+	restore := readOnly(t, filepath.Join(h.dir, "generations"))
+	for _, name := range []string{"ro", "ro.new"} {
+		_, status, e := h.tryStart(name, plugin(t, sess, "cooperative"))
+		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
+		assert.Equal(t, KindState, e.Kind)
+		assert.Contains(t, e.Error, "nothing was started")
+	}
+	// The replaced process is gone, and nothing took its place.
+	assert.False(t, alive(first.PID))
+	assert.Empty(t, marked(t))
+	assert.Empty(t, h.status().Instances)
+	ents, err := os.ReadDir(filepath.Join(h.dir, "records"))
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+	assert.Contains(t, h.log.String(), "start refused: the state dir cannot be written")
+
+	restore()
+	assert.Equal(t, int64(3), h.start("ro", plugin(t, sess, "cooperative")).Generation)
+	assert.Equal(t, int64(2), h.start("ro.new", plugin(t, sess, "cooperative")).Generation)
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	assert.Equal(t, int64(4), h.start("ro", plugin(t, sess, "cooperative")).Generation)
+}
+
+// TestWriteFailsPartWay: a write that fails after the file was replaced
+// (its directory's sync, say) refuses the start; the number it tried is
+// never handed out, in this runner or the next.
+func TestWriteFailsPartWay(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	require.Equal(t, int64(1), h.start("part", plugin(t, sess, "cooperative")).Generation)
+
+	real := writeGeneration
+	t.Cleanup(func() { writeGeneration = real })
+	writeGeneration = func(path string, gen int64) error {
+		real(path, gen)
+		return &os.PathError{Op: "sync", Path: filepath.Dir(path), Err: syscall.EIO}
+	}
+	_, status, e := h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status)
+	assert.Equal(t, KindState, e.Kind)
+	assert.Contains(t, e.Error, "write generation 2 of part")
+	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status, "generation 3 fails too")
+	writeGeneration = real
+
+	assert.Equal(t, int64(4), h.start("part", plugin(t, sess, "cooperative")).Generation)
+	// After a failure and a restart, the number on disk is the one tried.
+	writeGeneration = func(path string, gen int64) error {
+		real(path, gen)
+		return errors.New("sync: input/output error")
+	}
+	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status)
+	writeGeneration = real
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	assert.Equal(t, int64(6), h.start("part", plugin(t, sess, "cooperative")).Generation)
+}
+
+// TestRecovery: at Open, a recorded process that still runs (found by
+// pid and start time, or by its invocation id) is stopped before its
+// instance starts again, which answers 409 unconfirmed meanwhile; a
+// record whose pid now names another process never gets it signalled.
+func TestRecovery(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openState(dir)
+	require.NoError(t, err)
+	boot, err := proc.BootID()
+	require.NoError(t, err)
+
+	// Invocation ids are looked for machine-wide: each test run has its own.
+	invA, invB, invC := uuid.NewString(), uuid.NewString(), uuid.NewString()
+
+	// A stubborn leftover of generation 7, in a session of its own.
+	left := exec.Command(os.Args[0])
+	left.Env = append(os.Environ(), roleEnv+"=stubborn", EnvInvocation+"="+invA, markEnv+"="+mark(t), "GRAFT_INSTANCE_ID=rec.a", "GRAFT_GENERATION=7")
+	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, w, err := os.Pipe()
+	require.NoError(t, err)
+	left.Stdout = w
+	require.NoError(t, left.Start())
+	w.Close()
+	defer out.Close()
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "ready", "its handlers are set: it ignores SIGTERM")
+	go io.Copy(io.Discard, lines) // until it exits
+	leftDone := make(chan struct{})
+	go func() { left.Wait(); close(leftDone) }()
+	t.Cleanup(func() { left.Process.Kill(); <-leftDone })
+	start, err := proc.StartTime(left.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rec.a", Generation: 7, Invocation: invA, PID: left.Process.Pid, StartTime: start, BootID: boot}))
+
+	// A process the record's pid names now, with another start time.
+	other := exec.Command("sleep", "30")
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	otherStart, err := proc.StartTime(other.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rec.b", Generation: 2, Invocation: invB, PID: other.Process.Pid, StartTime: otherStart - 1, BootID: boot}))
+	// A start cut short before it spawned; and a file no runner wrote.
+	require.NoError(t, st.writeRecord(record{Instance: "rec.c", Generation: 1, Invocation: invC, BootID: boot}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "records", "junk.json"), []byte("{"), 0o600))
+
+	began := time.Now()
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: 500 * time.Millisecond}, dir)
+	sess := h.open(0)
+	_, status, e := h.tryStart("rec.a", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindUnconfirmed, e.Kind)
+	assert.Contains(t, e.Error, "generation 7 of rec.a may still be running")
+	s := h.status()
+	require.Len(t, s.Instances, 1)
+	assert.Equal(t, InstanceStatus{Instance: "rec.a", Generation: 7, PID: left.Process.Pid, Status: StatusUnconfirmed, StartedAt: s.Instances[0].StartedAt}, s.Instances[0])
+
+	select {
+	case <-leftDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leftover was not stopped")
+	}
+	assert.GreaterOrEqual(t, time.Since(began), 500*time.Millisecond, "SIGTERM, then SIGKILL after grace")
+	assert.Equal(t, "signal: killed", left.ProcessState.String())
+	require.Eventually(t, func() bool { return len(h.status().Instances) == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, int64(8), h.start("rec.a", plugin(t, sess, "cooperative")).Generation)
+	assert.Equal(t, int64(3), h.start("rec.b", plugin(t, sess, "cooperative")).Generation)
+	assert.True(t, alive(other.Process.Pid), "a pid of another start time is never signalled")
+
+	var names []string
+	ents, err := os.ReadDir(filepath.Join(dir, "records"))
+	require.NoError(t, err)
+	for _, e := range ents {
+		var rec record
+		b, err := os.ReadFile(filepath.Join(dir, "records", e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &rec))
+		assert.NotZero(t, rec.PID)
+		assert.NotZero(t, rec.StartTime)
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
+	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
+}
