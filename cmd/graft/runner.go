@@ -1,12 +1,142 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/runtime/proc"
+	"github.com/graftland/graft/runtime/runner"
+	"github.com/graftland/graft/spec"
+)
 
 // RunnerCmd is `graft runner`: the daemon that runs remote plugins for
 // hosts on other machines.
-type RunnerCmd struct{}
+type RunnerCmd struct {
+	Listen    string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (beyond loopback only with --token-file) or a unix socket (made mode 0600)."`
+	Lease     string `default:"15 seconds" placeholder:"DURATION" help:"A session's lease when its host asks for none, such as \"15 seconds\"."`
+	Grace     string `default:"5 seconds" placeholder:"DURATION" help:"From interrupting a process (SIGTERM) to killing it (SIGKILL), such as \"5 seconds\"."`
+	TLSCert   string `name:"tls-cert" placeholder:"FILE" help:"Serve TLS with this certificate (PEM); needs --tls-key."`
+	TLSKey    string `name:"tls-key" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
+	ClientCA  string `name:"client-ca" placeholder:"FILE" help:"Require client certificates signed by these CAs (PEM); needs --tls-cert."`
+	LogFormat string `enum:"text,json" default:"text" help:"Format of the runner's log on stderr: text or json."`
+}
 
-// Run serves until SIGTERM or SIGINT.
+// Run serves until SIGTERM or SIGINT, then stops every process (interrupt,
+// then kill after grace) and exits 0.
 func (c *RunnerCmd) Run(g *Globals) error {
-	return errors.New("graft runner: not built yet")
+	if g.StateDir == "" {
+		return errors.New("graft runner needs a state dir: --state-dir DIR (or GRAFT_STATE_DIR)")
+	}
+	lease, err := positiveDuration("--lease", c.Lease)
+	if err != nil {
+		return err
+	}
+	grace, err := positiveDuration("--grace", c.Grace)
+	if err != nil {
+		return err
+	}
+	var token string
+	if g.TokenFile != "" {
+		if token, err = host.ReadToken(g.TokenFile); err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+	}
+	network, _, err := runner.ParseListen(c.Listen, token)
+	if err != nil {
+		return err
+	}
+	var tlsConf *tls.Config
+	switch {
+	case c.TLSCert == "" && c.TLSKey == "" && c.ClientCA == "":
+	case network != "tcp":
+		return errors.New("--tls-cert, --tls-key and --client-ca are for a tcp:// --listen")
+	case c.TLSCert == "" || c.TLSKey == "":
+		return errors.New("TLS needs both --tls-cert and --tls-key")
+	default:
+		if tlsConf, err = runner.TLSConfig(c.TLSCert, c.TLSKey, c.ClientCA); err != nil {
+			return err
+		}
+	}
+
+	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
+	if c.LogFormat == "json" {
+		handler = slog.NewJSONHandler(g.stderr, nil)
+	}
+	log := slog.New(handler)
+	// A child subreaper adopts what plugins double-fork, so the runner can
+	// stop it, and reaps it, so nothing stays a zombie.
+	reaper, err := proc.StartReaper()
+	if err != nil {
+		return fmt.Errorf("graft runner: %w", err)
+	}
+	defer reaper.Stop()
+	r, err := runner.Open(g.StateDir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: log, Version: graftVersion()})
+	if err != nil {
+		return err
+	}
+	ln, err := runner.Listen(c.Listen, token)
+	if err != nil {
+		r.Close()
+		return err
+	}
+	if network == "unix" {
+		defer os.Remove(strings.TrimPrefix(c.Listen, "unix://"))
+	}
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig:         tlsConf,
+		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	served := make(chan error, 1)
+	go func() {
+		if tlsConf != nil {
+			served <- srv.ServeTLS(ln, "", "")
+		} else {
+			served <- srv.Serve(ln)
+		}
+	}()
+	log.Info("runner listening", "listen", c.Listen, "tls", tlsConf != nil, "client-certificates", c.ClientCA != "", "token", token != "")
+	select {
+	case <-ctx.Done():
+		err = nil
+		log.Info("stopping every process")
+	case err = <-served:
+		log.Error("serve", "err", err)
+	}
+	// Close first: it ends the event streams, which Shutdown would wait for.
+	if cerr := r.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	return err
+}
+
+// positiveDuration reads a flag's duration, Effect style ("15 seconds",
+// "500 millis"): finite and positive.
+func positiveDuration(flag, s string) (time.Duration, error) {
+	d, err := spec.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	if d.Infinite() || d.Std() <= 0 {
+		return 0, fmt.Errorf("%s %q: must be finite and positive", flag, s)
+	}
+	return d.Std(), nil
 }
