@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/graftland/graft/internal/atomicfile"
@@ -78,16 +76,6 @@ func (e *HeldError) Error() string {
 // Hint tells the operator what to do about it.
 func (e *HeldError) Hint() string {
 	return "graft status --state-dir " + e.Dir + " (to see it), or graft down (to stop it)"
-}
-
-// readPID reads the pid a host wrote in its lock file.
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
 // applied is the last applied spec, as stored in the state dir.
