@@ -54,9 +54,10 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}()
 	select {
 	case <-listening:
+		reapply := h.BeginReapply() // before ready: no apply gets ahead of it
 		c.ready()
 		go func() {
-			if err := h.Reapply(ctx); err != nil {
+			if err := reapply(ctx); err != nil {
 				log.Error("apply the last applied spec", "err", err)
 			}
 		}()

@@ -53,6 +53,11 @@ func (h *Host) apply(ctx context.Context, req ApplyRequest, events func(Message)
 		return nil, err
 	}
 	defer h.unlockApply()
+	return h.applyLocked(ctx, req, events, save)
+}
+
+// applyLocked is apply, with the apply lock held.
+func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
 	if events == nil {
 		events = func(Message) {}
 	}
@@ -102,7 +107,7 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 	held := h.holder
 	h.mu.Unlock()
 	wait := time.Duration(req.LockWait) * time.Millisecond
-	if held.who == "the host's start-up" {
+	if held.who == startupHolder {
 		wait = 24 * time.Hour // part of starting the host: wait for it
 	}
 	if wait <= 0 {

@@ -163,17 +163,36 @@ func (h *Host) close() {
 // Reapply brings about the last applied spec, as a host does when it
 // starts: a host restarted by systemd, or after a crash, brings its
 // plugins back.
-func (h *Host) Reapply(ctx context.Context) error {
+func (h *Host) Reapply(ctx context.Context) error { return h.BeginReapply()(ctx) }
+
+// BeginReapply takes the apply lock for Reapply now, so that no apply
+// gets ahead of it (those that come meanwhile wait for it), and returns
+// the apply to run. A host calls it before it says it is ready.
+func (h *Host) BeginReapply() func(ctx context.Context) error {
 	h.mu.Lock()
 	a := h.spec
 	h.mu.Unlock()
 	if a == nil {
-		return nil
+		return func(context.Context) error { return nil }
 	}
-	h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
-	_, err := h.Apply(ctx, ApplyRequest{Source: a.Source, Holder: "the host's start-up"}, nil)
-	return err
+	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
+	locked := h.lockApply(context.Background(), req) == nil
+	return func(ctx context.Context) error {
+		if !locked {
+			if err := h.lockApply(ctx, req); err != nil {
+				return err
+			}
+		}
+		defer h.unlockApply()
+		h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
+		_, err := h.applyLocked(ctx, req, nil, true)
+		return err
+	}
 }
+
+// startupHolder holds the apply lock while a host brings back its last
+// applied spec; applies that find it wait.
+const startupHolder = "the host's start-up"
 
 // StopAll stops every plugin in order, consumers first, as an apply of an
 // empty spec, and keeps the last applied spec: the host's own shutdown.
