@@ -169,30 +169,38 @@ func TestParentDeathSignalPitfall(t *testing.T) {
 	// Hold this goroutine's thread, so the one below runs on another.
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
+	// A goroutine that lands on the main thread keeps it locked until
+	// the test ends, so that the next try runs on another thread.
+	release := make(chan struct{})
+	defer close(release)
 	for range 20 {
-		started := make(chan *exec.Cmd)
+		type result struct {
+			cmd *exec.Cmd
+			err error
+		}
+		started := make(chan result)
 		go func() {
 			goruntime.LockOSThread()
 			if unix.Gettid() == os.Getpid() {
-				// The main thread is never ended, only parked: try
-				// again on another.
+				// The main thread is never ended, only parked.
+				started <- result{}
+				<-release
 				goruntime.UnlockOSThread()
-				started <- nil
 				return
 			}
 			// Never unlocked: this thread ends with the goroutine.
 			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), helperEnv+"=stubborn", "GORACE=atexit_sleep_ms=0")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-			if cmd.Start() != nil {
-				cmd = nil
-			}
-			started <- cmd
+			err := cmd.Start()
+			started <- result{cmd, err}
 		}()
-		cmd := <-started
-		if cmd == nil {
+		r := <-started
+		require.NoError(t, r.err)
+		if r.cmd == nil {
 			continue
 		}
+		cmd := r.cmd
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		eventuallyGone(t, 2*time.Second, cmd.Process.Pid)
 		return
