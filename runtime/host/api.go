@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/spec"
 )
 
@@ -39,7 +40,7 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 	// A socket left by a host that died: this host holds the lock, so no
 	// other host is listening there.
 	os.Remove(path)
-	ln, err := listenPrivate(path)
+	ln, err := privsock.Listen(path)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}

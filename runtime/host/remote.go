@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/runtime/runner"
@@ -144,7 +145,7 @@ func (h *Host) embeddedRunner() (*embedded, error) {
 		return nil, err
 	}
 	os.Remove(path) // left by a host that died; this one holds the state dir's lock
-	ln, err := listenPrivate(path)
+	ln, err := privsock.Listen(path)
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)

@@ -1,9 +1,15 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/graftland/graft/internal/privsock"
 )
 
 // ParseListen reads a runner's listen address, tcp://HOST:PORT or
@@ -51,4 +57,22 @@ func Listen(addr, token string) (net.Listener, error) {
 		return listenUnix(address)
 	}
 	return net.Listen(network, address)
+}
+
+// listenUnix listens on a unix socket of mode 0600 at path, in place of a
+// socket left there by a runner that died; one that still answers, or a
+// file that is not a socket, is left alone and refused.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen on %s: something answers there already", path)
+		}
+		os.Remove(path)
+	} else if err == nil {
+		return nil, fmt.Errorf("listen on %s: a file that is not a socket is there", path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return privsock.Listen(path)
 }

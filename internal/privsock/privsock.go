@@ -1,0 +1,2 @@
+// Package privsock listens on unix sockets that only their owner may use.
+package privsock

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package runner
-
-import "net"
-
-func listenUnix(path string) (net.Listener, error) { return net.Listen("unix", path) }
