@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/runtime/proc"
 )
@@ -151,6 +152,14 @@ func daemonMain() {
 	}
 	defer reaper.Stop()
 	grace, _ := time.ParseDuration(os.Getenv("RUNNER_TEST_GRACE"))
+	if size := os.Getenv("RUNNER_TEST_TMPFS"); size != "" {
+		// A state dir on a small file system of its own, in this
+		// process's own mount namespace.
+		if err := unix.Mount("tmpfs", os.Getenv("RUNNER_TEST_DIR"), "tmpfs", 0, "size="+size); err != nil {
+			fmt.Println("mount:", err)
+			os.Exit(1)
+		}
+	}
 	r, err := Open(os.Getenv("RUNNER_TEST_DIR"), Options{Grace: grace, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		fmt.Println("open:", err)

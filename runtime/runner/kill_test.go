@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,15 +30,28 @@ type daemon struct {
 // startDaemon starts a runner daemon on dir and waits until it serves.
 func startDaemon(t *testing.T, dir string, grace time.Duration) *daemon {
 	t.Helper()
-	sock := filepath.Join(dir, "r.sock")
+	d, line := launchDaemon(t, dir, filepath.Join(dir, "r.sock"), grace, nil)
+	require.Equal(t, "ready\n", line, "log: %s", d.log)
+	return d
+}
+
+// launchDaemon starts a runner daemon on dir serving on sock, with extra
+// environment and process attributes, and returns it with the first line
+// it printed: "ready" once it serves, else why it could not.
+func launchDaemon(t *testing.T, dir, sock string, grace time.Duration, attr *syscall.SysProcAttr, env ...string) (*daemon, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), roleEnv+"=runner", "RUNNER_TEST_DIR="+dir, "RUNNER_TEST_SOCK="+sock,
 		"RUNNER_TEST_GRACE="+grace.String(), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = attr
 	d := &daemon{cmd: cmd, log: &logBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = d.log
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		return nil, "start: " + err.Error()
+	}
 	go func() { cmd.Wait(); close(d.done) }()
 	t.Cleanup(d.kill)
 	line := make(chan string, 1)
@@ -47,12 +61,12 @@ func startDaemon(t *testing.T, dir string, grace time.Duration) *daemon {
 	}()
 	select {
 	case l := <-line:
-		require.Equal(t, "ready\n", l, "log: %s", d.log)
+		d.client = unixClient(t, sock)
+		return d, l
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the runner daemon did not start: %s", d.log)
+		return nil, ""
 	}
-	d.client = unixClient(t, sock)
-	return d
 }
 
 // kill kills the daemon with SIGKILL and waits for it.

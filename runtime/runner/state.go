@@ -116,8 +116,8 @@ func (s *state) next(name string) (int64, error) {
 }
 
 // writeGeneration writes a generation durably. It is a variable so a test
-// can fill the disk: a full file system cannot be had here without
-// privileges the tests do not assume (a loop device or tmpfs mount).
+// can fail it after the file was replaced (an error of the directory's
+// sync), which a real disk does not do on demand.
 var writeGeneration = func(path string, gen int64) error {
 	return atomicfile.Write(path, []byte(strconv.FormatInt(gen, 10)+"\n"), 0o600)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -218,4 +219,69 @@ func TestRecovery(t *testing.T) {
 	}
 	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
 	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
+}
+
+// TestFullStateDir: a state dir on a file system with no space left
+// refuses starts and starts nothing; once there is space again the next
+// generation is above every one handed out or tried. The runner daemon
+// runs in a mount namespace of its own, with its state dir on a small
+// tmpfs, so the disk is full for real; the test reaches that file system
+// through /proc/PID/root.
+func TestFullStateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small file system needs root")
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	d, line := launchDaemon(t, dir, sock, 200*time.Millisecond,
+		&syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, "RUNNER_TEST_TMPFS=256k")
+	if line != "ready\n" {
+		t.Skipf("no tmpfs in a mount namespace of its own here: %s", line)
+	}
+	state := filepath.Join("/proc", strconv.Itoa(d.cmd.Process.Pid), "root", dir)
+	sess := d.open(0)
+	first := d.start("full", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(1), first.Generation)
+
+	// Fill the file system to its last byte.
+	filler, err := os.Create(filepath.Join(state, "filler"))
+	require.NoError(t, err)
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	for _, n := range []int{512, 64, 1} {
+		for {
+			if _, err := filler.Write(chunk[:n]); err != nil {
+				break
+			}
+		}
+	}
+	require.NoError(t, filler.Close())
+
+	// A new instance needs space the file system does not have. (A
+	// replacement may not: the record and generation files it replaces
+	// free as much as it writes.)
+	for range 2 {
+		_, status, e := d.tryStart("full.new", plugin(t, sess, "cooperative"))
+		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
+		assert.Equal(t, KindState, e.Kind)
+		assert.Contains(t, e.Error, "no space left on device")
+		assert.Contains(t, e.Error, "nothing was started")
+	}
+	assert.Contains(t, d.log.String(), "start refused: the state dir cannot be written")
+	ps := marked(t)
+	require.Len(t, ps, 1, "nothing started but the first")
+	assert.Equal(t, first.PID, ps[0].pid)
+	ents, err := os.ReadDir(filepath.Join(state, "records"))
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	assert.Equal(t, "full.json", ents[0].Name())
+
+	require.NoError(t, os.Remove(filepath.Join(state, "filler")))
+	assert.Equal(t, int64(3), d.start("full.new", plugin(t, sess, "cooperative")).Generation, "above the two it tried")
+	assert.Equal(t, int64(2), d.start("full", plugin(t, sess, "cooperative")).Generation)
 }
