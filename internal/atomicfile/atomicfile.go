@@ -32,7 +32,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: unwrapPath(err)}
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
 func write(f *os.File, data []byte, perm os.FileMode) error {
@@ -45,8 +45,9 @@ func write(f *os.File, data []byte, perm os.FileMode) error {
 	return f.Sync()
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes the entries of dir durable: a rename in it, or a
+// directory just made there.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

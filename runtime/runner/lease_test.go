@@ -124,3 +124,36 @@ func TestSessionRequests(t *testing.T) {
 	assert.Equal(t, "me", st.Sessions[0].Holder)
 	assert.WithinDuration(t, time.Now().Add(7*time.Second), st.Sessions[0].Expires, time.Second)
 }
+
+// TestEndSessionDuringStart: a session ended while a start under it waits
+// for its process to be ready answers once that process is gone too, and
+// lists it; the start fails with no-session.
+func TestEndSessionDuringStart(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	sess := h.open(0)
+	ev := h.events(sess)
+	addr := freeAddr(t)
+	slow := plugin(t, sess, "listen", "1h", addr)
+	slow.Ready = &Ready{TCP: addr, TimeoutMillis: 60000}
+	type answer struct {
+		status int
+		e      ErrorBody
+	}
+	started := make(chan answer, 1)
+	go func() {
+		_, status, e := h.tryStart("end.slow", slow)
+		started <- answer{status, e}
+	}()
+	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "end.slow" && strings.HasPrefix(e.Line, "waiting") })
+	ps := marked(t)
+	require.Len(t, ps, 1)
+
+	var closed Closed
+	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.False(t, alive(ps[0].pid), "gone before the session's end answers")
+	assert.Equal(t, []Stopped{{Instance: "end.slow", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
+	a := <-started
+	assert.Equal(t, http.StatusNotFound, a.status)
+	assert.Equal(t, KindNoSession, a.e.Kind)
+}

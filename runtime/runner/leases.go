@@ -104,6 +104,11 @@ func (r *Runner) endSession(id string) (*Closed, error) {
 	procs := r.detach(s)
 	r.mu.Unlock()
 	stopped := r.stopAll(procs)
+	// Starts under way stop what they started, now that it ended.
+	s.starts.Wait()
+	r.mu.Lock()
+	stopped = append(stopped, s.late...)
+	r.mu.Unlock()
 	r.log.Info("session ended", "session", s.id, "holder", s.holder, "stopped", len(stopped))
 	return &Closed{Stopped: stopped}, nil
 }

@@ -87,11 +87,13 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	inst.busy = true
 	old := inst.cur
 	r.wg.Add(1) // Close waits for the start: it may be about to spawn
+	s.starts.Add(1)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		inst.busy = false
 		r.mu.Unlock()
+		s.starts.Done()
 		r.wg.Done()
 	}()
 
@@ -100,6 +102,12 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 		if _, ok := r.stopProcess(old, stopReplace, defaultShutdown); !ok {
 			return nil, unconfirmed("start", name, old.gen)
 		}
+	}
+	// The replaced process took a while to stop: its caller, its session
+	// or the runner may be gone meanwhile. Then nothing starts, and no
+	// generation is taken.
+	if err := r.cutShort(ctx, s); err != nil {
+		return nil, err
 	}
 	gen, err := r.state.next(name)
 	if err != nil {
@@ -138,7 +146,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	stop2 := context.AfterFunc(r.ctx, cancel)
 	defer stop2()
 	var h runtime.Handle
-	err = sctx.Err() // cut short while it replaced a process: start nothing
+	err = r.cutShort(ctx, s)
 	if err == nil {
 		h, err = r.local.Start(sctx, runtime.Request{
 			Plugin:   pluginOf(req),
@@ -150,11 +158,15 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	}
 	r.mu.Lock()
 	delete(r.starting, id)
+	if err != nil && s.ended && p.pid != 0 {
+		// It ran, and local killed it when the session ended.
+		s.late = append(s.late, Stopped{Instance: name, Generation: gen, Outcome: runtime.Killed})
+	}
 	r.mu.Unlock()
 	if err != nil {
 		// Nothing of it runs: local stops what it started before it
 		// fails a start.
-		if rerr := r.state.removeRecord(name); rerr != nil {
+		if rerr := r.state.removeRecord(name, gen); rerr != nil {
 			r.log.Warn("remove a record", "instance", name, "generation", gen, "err", rerr)
 		}
 		return nil, r.startFailed(name, gen, s, err)
@@ -170,11 +182,21 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 
 	r.mu.Lock()
 	if closed := r.closed; s.ended || closed {
-		// Its session ended, or the runner closes, as it got ready.
-		r.mu.Unlock()
+		// Its session ended, or the runner closes, as it got ready. It
+		// is the instance's until its exit is confirmed, so that no
+		// replacement starts before, however long that takes.
+		inst.cur = p
 		r.wg.Add(1)
 		go r.watch(p)
-		r.stopProcess(p, stopForced, 0)
+		r.mu.Unlock()
+		exit, ok := r.stopProcess(p, stopForced, 0)
+		st := Stopped{Instance: name, Generation: gen, Outcome: exit.Outcome}
+		if !ok {
+			st.Outcome = runtime.Unconfirmed
+		}
+		r.mu.Lock()
+		s.late = append(s.late, st)
+		r.mu.Unlock()
 		if closed {
 			return nil, errClosing
 		}
@@ -214,10 +236,27 @@ func (r *Runner) spawned(h runtime.Handle) {
 	}
 }
 
+// cutShort says why a start must not go on: the runner closes, its
+// session ended, or its caller went away; nil when none of these.
+func (r *Runner) cutShort(ctx context.Context, s *session) error {
+	switch {
+	case r.ctx.Err() != nil:
+		return errClosing
+	case s.ctx.Err() != nil:
+		return noSession(s.id)
+	case ctx.Err() != nil:
+		return apiErr(500, KindInternal, "start cut short, its caller gone: nothing was started")
+	}
+	return nil
+}
+
 // startFailed turns local's error into the answer to a start.
 func (r *Runner) startFailed(name string, gen int64, s *session, err error) error {
 	var se *runtime.StartError
+	var ae *apiError
 	switch {
+	case errors.As(err, &ae):
+		return ae
 	case errors.As(err, &se):
 		exit := se.Exit
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", exit.String())
@@ -276,7 +315,7 @@ func (r *Runner) watch(p *process) {
 		}
 	}
 	exit := p.h.Exit()
-	if err := r.state.removeRecord(p.name); err != nil {
+	if err := r.state.removeRecord(p.name, p.gen); err != nil {
 		r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", err)
 	}
 	r.mu.Lock()

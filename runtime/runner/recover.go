@@ -35,7 +35,7 @@ func (r *Runner) recoverRecords() error {
 		log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
 		if len(members) == 0 {
 			log.Info("a recorded process is gone")
-			if err := r.state.removeRecord(rec.Instance); err != nil {
+			if err := r.state.removeRecord(rec.Instance, rec.Generation); err != nil {
 				log.Warn("remove a record", "err", err)
 			}
 			continue
@@ -102,7 +102,7 @@ func (r *Runner) recover(rec record, members []proc.Member) {
 			return
 		}
 	}
-	if err := r.state.removeRecord(rec.Instance); err != nil {
+	if err := r.state.removeRecord(rec.Instance, rec.Generation); err != nil {
 		log.Warn("remove a record", "err", err)
 	}
 	r.mu.Lock()

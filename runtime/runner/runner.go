@@ -228,8 +228,17 @@ func (r *Runner) Close() error {
 	}
 	close(r.quit)
 	r.wg.Wait()
-	if err := r.local.Close(); err != nil {
-		errs = multierror.Append(errs, err)
+	// local waits for every exit, without end: a process stuck in the
+	// kernel would hold the runner forever. It was given up on above.
+	closed := make(chan error, 1)
+	go func() { closed <- r.local.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	case <-time.After(killWait):
+		errs = multierror.Append(errs, errors.New("processes still running after SIGKILL were left behind"))
 	}
 	if err := r.lock.Close(); err != nil {
 		errs = multierror.Append(errs, err)

@@ -19,7 +19,12 @@ type session struct {
 	timer   *time.Timer // runs out the lease: Runner.expire
 	ended   bool        // the lease ran out or the session was ended
 	procs   map[*process]bool
-	exits   map[string][]ended // recent exits, by instance, for stops that come late
+	// starts counts the starts under way under the session, and late
+	// lists the processes they stopped because it ended meanwhile: its
+	// end answers once they are done.
+	starts sync.WaitGroup
+	late   []Stopped
+	exits  map[string][]ended // recent exits, by instance, for stops that come late
 
 	// ctx ends with the session: starts under it still under way stop.
 	ctx    context.Context

@@ -68,6 +68,13 @@ func openState(dir string) (*state, error) {
 		}
 		removeTemporary(filepath.Join(dir, d))
 	}
+	// The directories just made, if they were, are durable before any
+	// generation is written in them.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := atomicfile.SyncDir(d); err != nil {
+			return nil, fmt.Errorf("sync the state dir: %w", err)
+		}
+	}
 	return &state{dir: dir, last: map[string]int64{}}, nil
 }
 
@@ -168,11 +175,24 @@ func (s *state) writeRecord(rec record) error {
 	return nil
 }
 
-// removeRecord forgets the process of name once its exit is confirmed. The
-// removal is not synced: a record that comes back after a crash names a
-// process the next runner finds gone.
-func (s *state) removeRecord(name string) error {
-	err := os.Remove(s.recordPath(name))
+// removeRecord forgets generation gen of name once its exit is confirmed,
+// and leaves a record of another generation alone. The removal is not
+// synced: a record that comes back after a crash names a process the next
+// runner finds gone.
+func (s *state) removeRecord(name string, gen int64) error {
+	path := s.recordPath(name)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var rec record
+	if json.Unmarshal(b, &rec) == nil && rec.Generation != gen {
+		return nil
+	}
+	err = os.Remove(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

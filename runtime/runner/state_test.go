@@ -285,3 +285,20 @@ func TestFullStateDir(t *testing.T) {
 	assert.Equal(t, int64(3), d.start("full.new", plugin(t, sess, "cooperative")).Generation, "above the two it tried")
 	assert.Equal(t, int64(2), d.start("full", plugin(t, sess, "cooperative")).Generation)
 }
+
+// TestRemoveRecordOfItsGeneration: the end of one generation never
+// removes the record of another.
+func TestRemoveRecordOfItsGeneration(t *testing.T) {
+	st, err := openState(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rm", Generation: 2, Invocation: "inv"}))
+	require.NoError(t, st.removeRecord("rm", 1))
+	recs, _, err := st.records()
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.NoError(t, st.removeRecord("rm", 2))
+	recs, _, err = st.records()
+	require.NoError(t, err)
+	assert.Empty(t, recs)
+	require.NoError(t, st.removeRecord("rm", 2), "a record already gone")
+}
