@@ -31,6 +31,10 @@ type ErrorBody struct {
 	Kind  string `json:"kind"`
 	// Exit is how the process ended, on start-failed.
 	Exit *runtime.Exit `json:"exit,omitempty"`
+	// Generation is the generation a failed start took, when it took
+	// one: the output events of that generation are all its process
+	// wrote.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // OpenSession is the body of POST /v1/sessions.

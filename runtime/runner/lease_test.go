@@ -157,3 +157,52 @@ func TestEndSessionDuringStart(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, a.status)
 	assert.Equal(t, KindNoSession, a.e.Kind)
 }
+
+// TestStopThroughANewSession: a host that lost its session asks, through
+// a new one, for the stop of what it started under the old: a process
+// still running is stopped; one its lease's end is stopping is joined;
+// one gone answers its exit, remembered or not; a generation never
+// started is not found.
+func TestStopThroughANewSession(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	old := h.open(testLease)
+	ev := h.events(old)
+	coop := h.start("again.coop", plugin(t, old, "cooperative"))
+	stub := h.start("again.stub", plugin(t, old, "stubborn"))
+	ev.ready(t)
+	ev.ready(t)
+	opened := time.Now()
+	sess := h.open(0)
+
+	res, status, e := h.stop(sess, "again.coop", coop.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, runtime.Exited, res.Outcome)
+	assert.False(t, alive(coop.PID))
+
+	// The old lease runs out: the stubborn one is interrupted, and killed
+	// after grace. A stop meanwhile waits for that.
+	time.Sleep(time.Until(opened.Add(testLease + testGrace/2)))
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, runtime.Killed, res.Outcome)
+	assert.False(t, alive(stub.PID))
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, runtime.Killed, res.Outcome, "remembered")
+
+	_, status, e = h.stop(sess, "again.stub", stub.Generation+1, time.Second)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoInstance, e.Kind)
+
+	// A runner started again knows the generation ended, not how.
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace}, dir)
+	sess = h.open(0)
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, runtime.Exited, res.Outcome)
+	assert.Equal(t, -1, res.Exit.Code)
+	_, status, _ = h.stop(sess, "again.never", 1, time.Second)
+	assert.Equal(t, http.StatusNotFound, status)
+}

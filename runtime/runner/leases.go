@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/graftland/graft/runtime"
 )
 
 // maxLease is the longest lease a session may ask for: one that a
@@ -25,7 +27,6 @@ func (r *Runner) openSession(req *OpenSession) (*Session, error) {
 		holder: req.Holder,
 		lease:  lease,
 		procs:  map[*process]bool{},
-		exits:  map[string][]ended{},
 		ctx:    ctx,
 		cancel: cancel,
 	}
@@ -140,18 +141,17 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 		r.mu.Unlock()
 		return nil, noSession(req.Session)
 	}
-	inst := r.instances[name]
-	var p *process
-	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation && inst.cur.session == s {
-		p = inst.cur
+	// The process may be another session's: its host lost that session
+	// (its lease ran out, or is running out) and asks again through a new
+	// one.
+	inst := r.instance(name)
+	p := inst.cur
+	if p != nil && p.gen != req.Generation {
+		p = nil
 	}
 	if p == nil {
-		exit, ok := s.exitOf(name, req.Generation)
-		r.mu.Unlock()
-		if !ok {
-			return nil, apiErr(404, KindNoInstance, "stop %s: generation %d of %s does not run under session %s", name, req.Generation, name, s.id)
-		}
-		return &StopResult{Instance: name, Generation: req.Generation, Outcome: exit.Outcome, Exit: exit}, nil
+		defer r.mu.Unlock()
+		return r.stopped(inst, req.Generation)
 	}
 	if p.unconfirmed {
 		r.mu.Unlock()
@@ -168,12 +168,40 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 		inst.busy = false
 		r.mu.Unlock()
 	}()
-	exit, ok := r.stopProcess(p, stopRequest, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
+	mode := stopRequest
+	if p.session != s {
+		mode = stopReplace // its exit goes to its own session's stream too
+	}
+	exit, ok := r.stopProcess(p, mode, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
 	if !ok {
 		return nil, unconfirmed("stop", name, p.gen)
 	}
 	r.log.Info("stopped", "instance", name, "generation", p.gen, "pid", p.pid, "session", s.id, "outcome", string(exit.Outcome))
 	return &StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
+}
+
+// stopped answers a stop of generation gen of inst, which does not run:
+// its exit if it is remembered; unconfirmed while a previous runner's
+// process may still live; gone if the generation was handed out (a
+// runner tracks every process it starts until it is confirmed gone);
+// no-instance if it never was. r.mu is held.
+func (r *Runner) stopped(inst *instance, gen int64) (*StopResult, error) {
+	name := inst.name
+	if exit, ok := inst.exitOf(gen); ok {
+		return &StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
+	}
+	if rec := inst.recovered; rec != nil && rec.Generation == gen {
+		return nil, unconfirmed("stop", name, gen)
+	}
+	last, err := r.state.handedOut(name)
+	if err != nil {
+		return nil, apiErr(500, KindState, "stop %s: %v", name, err)
+	}
+	if gen < 1 || gen > last {
+		return nil, apiErr(404, KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
+	}
+	exit := runtime.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: runtime.Exited, At: time.Now()}
+	return &StopResult{Instance: name, Generation: gen, Outcome: runtime.Exited, Exit: exit}, nil
 }
 
 // status is the runner's state for GET /v1/status.

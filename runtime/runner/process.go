@@ -252,6 +252,12 @@ func (r *Runner) cutShort(ctx context.Context, s *session) error {
 
 // startFailed turns local's error into the answer to a start.
 func (r *Runner) startFailed(name string, gen int64, s *session, err error) error {
+	e := *r.startFailure(name, gen, s, err) // a copy: errClosing is shared
+	e.body.Generation = gen
+	return &e
+}
+
+func (r *Runner) startFailure(name string, gen int64, s *session, err error) *apiError {
 	var se *runtime.StartError
 	var ae *apiError
 	switch {
@@ -326,11 +332,12 @@ func (r *Runner) watch(p *process) {
 	}
 	p.exit = exit
 	s := p.session
-	if inst := r.instances[p.name]; inst != nil && inst.cur == p {
+	inst := r.instance(p.name)
+	if inst.cur == p {
 		inst.cur = nil
 	}
+	inst.remember(p.gen, exit)
 	delete(s.procs, p)
-	s.remember(p.name, p.gen, exit)
 	if !s.ended && (!p.requested || p.notify) {
 		s.send(Event{Type: EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
 	}

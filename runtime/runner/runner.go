@@ -100,6 +100,33 @@ type instance struct {
 	// recovered is a process a previous runner recorded that may still
 	// live, until it is confirmed gone.
 	recovered *record
+	// exits are its last processes' exits, for stops that come late.
+	exits []ended
+}
+
+// ended is a process of an instance that is gone, and how.
+type ended struct {
+	gen  int64
+	exit runtime.Exit
+}
+
+// keptExits bounds the exits remembered per instance.
+const keptExits = 4
+
+func (inst *instance) remember(gen int64, exit runtime.Exit) {
+	inst.exits = append(inst.exits, ended{gen, exit})
+	if len(inst.exits) > keptExits {
+		inst.exits = inst.exits[len(inst.exits)-keptExits:]
+	}
+}
+
+func (inst *instance) exitOf(gen int64) (runtime.Exit, bool) {
+	for _, e := range inst.exits {
+		if e.gen == gen {
+			return e.exit, true
+		}
+	}
+	return runtime.Exit{}, false
 }
 
 // killWait bounds the wait for a process to go after SIGKILL, which only

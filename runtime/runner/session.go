@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/graftland/graft/runtime"
 )
 
 // session is one holder's lease on the processes it starts. The runner's
@@ -24,7 +22,6 @@ type session struct {
 	// end answers once they are done.
 	starts sync.WaitGroup
 	late   []Stopped
-	exits  map[string][]ended // recent exits, by instance, for stops that come late
 
 	// ctx ends with the session: starts under it still under way stop.
 	ctx    context.Context
@@ -33,32 +30,6 @@ type session struct {
 	mu     sync.Mutex
 	stream *stream // the event stream connected; nil when none
 	closed bool    // no stream connects any more
-}
-
-// ended is a process of the session that is gone, and how.
-type ended struct {
-	gen  int64
-	exit runtime.Exit
-}
-
-// keptExits bounds the exits a session remembers per instance.
-const keptExits = 4
-
-func (s *session) remember(name string, gen int64, exit runtime.Exit) {
-	l := append(s.exits[name], ended{gen, exit})
-	if len(l) > keptExits {
-		l = l[len(l)-keptExits:]
-	}
-	s.exits[name] = l
-}
-
-func (s *session) exitOf(name string, gen int64) (runtime.Exit, bool) {
-	for _, e := range s.exits[name] {
-		if e.gen == gen {
-			return e.exit, true
-		}
-	}
-	return runtime.Exit{}, false
 }
 
 // send queues ev on the session's stream; without one it is dropped.

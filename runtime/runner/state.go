@@ -148,6 +148,17 @@ func (s *state) atLeast(name string, gen int64) error {
 	return nil
 }
 
+// handedOut is the last generation of name taken: none above it ever ran.
+func (s *state) handedOut(name string) (int64, error) {
+	s.mu.Lock()
+	last, known := s.last[name]
+	s.mu.Unlock()
+	if known {
+		return last, nil
+	}
+	return s.readGeneration(name)
+}
+
 // readGeneration reads the last generation of name; 0 when it never ran.
 func (s *state) readGeneration(name string) (int64, error) {
 	b, err := os.ReadFile(s.generationPath(name))
