@@ -208,10 +208,40 @@ func TestNetworkDark(t *testing.T) {
 		return err == nil && r.Status == plan.Running && r.Generation == 2
 	}, 20*time.Second, 50*time.Millisecond)
 
-	// A stop the runner cannot answer is unconfirmed, and stays so.
+	// A replacement whose stop the runner cannot answer: the stop is
+	// unconfirmed, nothing starts, and the plugin shows "unconfirmed".
+	px.Dark()
+	f, err := os.OpenFile(filepath.Join(rig.dir, "plugins.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("    env: {V: \"2\"}\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	out, err = rig.graft("apply")
+	require.Error(t, err)
+	assert.Contains(t, out, "RemoteTerminationUnconfirmed")
+	r, err = rig.api()
+	require.NoError(t, err)
+	assert.Equal(t, plan.Unconfirmed, r.Status)
+	assert.Equal(t, int64(2), r.Generation)
+
+	// Back on the network, the next apply asks again: the runner, which
+	// stopped generation 2 when its lease ran out, confirms it, and the
+	// replacement starts.
+	px.Light()
+	out, err = rig.graft("apply")
+	require.NoError(t, err, out)
+	r, err = rig.api()
+	require.NoError(t, err)
+	assert.Equal(t, plan.Running, r.Status)
+	assert.Equal(t, int64(3), r.Generation)
+
+	// A down whose stop the runner cannot answer fails, and the host
+	// ends all the same, as asked: the runner stops what it ran once the
+	// host's lease runs out.
 	px.Dark()
 	out, err = rig.graft("down")
 	assert.Error(t, err)
 	assert.Contains(t, out, "RemoteTerminationUnconfirmed")
+	waitGone(t, r.PID, rLease+rGrace+10*time.Second)
 	px.Light()
 }

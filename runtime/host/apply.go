@@ -81,6 +81,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 		h.mu.Unlock()
 	}
 	events(Message{Type: MsgPlan, Plan: p})
+	h.refreshRemotes(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
 	err = apply.Run(ctx, p, executor{h: h, desired: desired}, apply.Options{

@@ -1,8 +1,10 @@
 package host
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,12 +23,21 @@ import (
 )
 
 // remotes are the host's placements of runner plugins: one per runner
-// setting (address, token, lease, margin), and the runner embedded in the
-// host, started at its first use.
+// name and address, and the runner embedded in the host, started at its
+// first use.
 type remotes struct {
 	mu       sync.Mutex
-	byKey    map[string]*remote.Remote
+	byKey    map[string]*hostRemote
 	embedded *embedded
+}
+
+// hostRemote is a runner's placement and the settings it was given last:
+// an apply that changes them (a new token, a renewed certificate, another
+// lease) updates it in place, so that the plugins on the runner, and
+// their retries, use them from their next session on.
+type hostRemote struct {
+	r        *remote.Remote
+	settings string
 }
 
 // embedded is a runner inside the host, serving on a unix socket in its
@@ -68,12 +79,13 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (runtime.Plac
 		}
 		cfg.Token = tok
 	}
+	var tlsSum string
 	if rs.TLS != nil {
-		t, err := runnerTLS(desired.Dir, rs.TLS)
+		t, sum, err := runnerTLS(desired.Dir, rs.TLS)
 		if err != nil {
 			return nil, fmt.Errorf("runner %s: tls: %w", name, err)
 		}
-		cfg.TLS = t
+		cfg.TLS, tlsSum = t, sum
 	}
 	h.remotes.mu.Lock()
 	defer h.remotes.mu.Unlock()
@@ -84,49 +96,93 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (runtime.Plac
 		}
 		cfg.Address, cfg.SameMachine = "unix://"+e.path, true
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%+v", name, cfg.Address, cfg.Token, cfg.Lease, cfg.Margin, rs.TLS)
-	if r := h.remotes.byKey[key]; r != nil {
-		return r, nil
+	key := name + "\x00" + cfg.Address
+	settings := fmt.Sprintf("%s\x00%s\x00%s\x00%s", cfg.Token, cfg.Lease, cfg.Margin, tlsSum)
+	if hr := h.remotes.byKey[key]; hr != nil {
+		if hr.settings != settings {
+			if err := hr.r.Update(cfg); err != nil {
+				return nil, fmt.Errorf("runner %s: %w", name, err)
+			}
+			hr.settings = settings
+		}
+		return hr.r, nil
 	}
 	r, err := remote.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runner %s: %w", name, err)
 	}
 	if h.remotes.byKey == nil {
-		h.remotes.byKey = map[string]*remote.Remote{}
+		h.remotes.byKey = map[string]*hostRemote{}
 	}
-	h.remotes.byKey[key] = r
+	h.remotes.byKey[key] = &hostRemote{r: r, settings: settings}
 	return r, nil
+}
+
+// refreshRemotes gives the placements of desired's runners their
+// settings as they are now (a token file rewritten, a certificate
+// renewed), plugins with no step in the plan included: their retries and
+// stops use them from their next session on. A setting that cannot be read
+// is logged here, and fails the steps that need it.
+func (h *Host) refreshRemotes(desired *spec.Spec) {
+	seen := map[string]bool{}
+	for _, p := range desired.Plugins {
+		if p.Run != spec.Remote || seen[p.Runner] {
+			continue
+		}
+		seen[p.Runner] = true
+		if _, err := h.remotePlacement(desired, p); err != nil {
+			h.log.Warn("runner settings", "runner", p.Runner, "err", err)
+		}
+	}
 }
 
 // runnerTLS is the TLS config of a runner's connections; its files are
 // relative to dir.
-func runnerTLS(dir string, t *spec.RunnerTLS) (*tls.Config, error) {
+func runnerTLS(dir string, t *spec.RunnerTLS) (*tls.Config, string, error) {
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p
 		}
 		return filepath.Join(dir, p)
 	}
+	// sum tells one setting from another: the files' contents, not only
+	// their names, so that a renewed certificate is taken at the next
+	// apply.
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%q\n", t.ServerName)
+	read := func(p string) ([]byte, error) {
+		b, err := os.ReadFile(abs(p))
+		fmt.Fprintf(sum, "%d\n", len(b))
+		sum.Write(b)
+		return b, err
+	}
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CA != "" {
-		pem, err := os.ReadFile(abs(t.CA))
+		pem, err := read(t.CA)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate in it", t.CA)
+			return nil, "", fmt.Errorf("%s: no PEM certificate in it", t.CA)
 		}
 	}
 	if t.Cert != "" {
-		cert, err := tls.LoadX509KeyPair(abs(t.Cert), abs(t.Key))
+		certPEM, err := read(t.Cert)
 		if err != nil {
-			return nil, err
+			return nil, "", err
+		}
+		keyPEM, err := read(t.Key)
+		if err != nil {
+			return nil, "", err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s and %s: %w", t.Cert, t.Key, err)
 		}
 		c.Certificates = []tls.Certificate{cert}
 	}
-	return c, nil
+	return c, hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 // embeddedRunner starts the embedded runner if it does not run yet.
@@ -168,8 +224,8 @@ func (h *Host) closeRemotes() error {
 	h.remotes.mu.Lock()
 	defer h.remotes.mu.Unlock()
 	var errs *multierror.Error
-	for _, r := range h.remotes.byKey {
-		if err := r.Close(); err != nil {
+	for _, hr := range h.remotes.byKey {
+		if err := hr.r.Close(); err != nil {
 			errs = multierror.Append(errs, err)
 		}
 	}

@@ -8,7 +8,10 @@
 // fails, the event stream breaks or goes quiet for a lease): each handle
 // ends with a *RemoteError as its exit's error, and the next start opens a
 // new session, whose start of the same instance makes the runner replace
-// the old process, after confirming its exit, with a larger generation.
+// the old process, after confirming its exit, with a larger generation. A
+// stop of a handle whose session was lost goes through the new session
+// too: the runner answers for any process it started, whichever session
+// started it.
 package remote
 
 import (
@@ -61,14 +64,14 @@ type Config struct {
 
 // Remote is the placement of the plugins of one runner.
 type Remote struct {
-	cfg Config
-	c   *client
 	log *slog.Logger
 
 	mu     sync.Mutex
+	cfg    Config  // Update changes it: the next session uses it
+	c      *client // the client of cfg
 	sess   *session
 	closed bool
-	wg     sync.WaitGroup // background stops of starts abandoned by their caller
+	wg     sync.WaitGroup // background stops of starts answered after their caller gave up
 }
 
 // New returns the placement of the runner cfg describes. It connects at
@@ -91,6 +94,33 @@ func New(cfg Config) (*Remote, error) {
 		return nil, err
 	}
 	return &Remote{cfg: cfg, c: c, log: cfg.Logger}, nil
+}
+
+// Update takes a new token, TLS config, lease and margin for the runner
+// (its name and address stay). The session under way keeps its own; the
+// next one, and every start and stop made through it, uses the new ones:
+// stops of what the old session started included, since a runner stops a
+// process of a lost session through a new one.
+func (r *Remote) Update(cfg Config) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cfg
+	if cfg.Token == old.Token && cfg.TLS == old.TLS && cfg.Lease == old.Lease && (cfg.Margin == old.Margin || cfg.Margin <= 0) {
+		return nil
+	}
+	c, err := newClient(old.Name, old.Address, cfg.Token, cfg.TLS)
+	if err != nil {
+		return err
+	}
+	if s := r.sess; s == nil || s.c != r.c {
+		r.c.close()
+	}
+	r.c = c
+	r.cfg.Token, r.cfg.TLS, r.cfg.Lease = cfg.Token, cfg.TLS, cfg.Lease
+	if cfg.Margin > 0 {
+		r.cfg.Margin = cfg.Margin
+	}
+	return nil
 }
 
 // Start starts the plugin on the runner and returns once it runs (and is
@@ -120,45 +150,54 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		StopSignal: p.StopSignal,
 		Ready:      ready(p.Ready),
 	}
-	// The call runs on the session's context: a caller that gives up does
-	// not leave a process the host knows nothing of; it is stopped as soon
-	// as its start answers.
-	answer := make(chan startResult, 1)
-	go func() {
-		var res startResult
-		res.err = r.c.call(s.ctx, op, "POST", "/v1/instances/"+url.PathEscape(inst)+"/start", body, &res.started)
-		answer <- res
-	}()
-	var res startResult
-	select {
-	case res = <-answer:
-	case <-ctx.Done():
-		r.abandon(s, req, inst, answer)
+	// The call ends with its caller or the session. The runner stops a
+	// start whose caller went away, and its process with it.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	defer stop()
+	var started runner.Started
+	err = s.c.call(cctx, op, "POST", "/v1/instances/"+url.PathEscape(inst)+"/start", body, &started)
+	if ctx.Err() != nil {
+		if err == nil {
+			// Answered as its caller gave up: stop it now.
+			r.abandon(s.track(req, inst, started))
+		}
 		return nil, ctx.Err()
 	}
-	if res.err != nil {
-		return nil, r.startError(p.Name, res.err)
+	if err != nil {
+		var api *APIError
+		if errors.As(err, &api) && api.Generation > 0 {
+			s.forget(key{inst, api.Generation})
+		}
+		return nil, r.startError(p.Name, err)
 	}
-	return s.track(req, inst, res.started), nil
+	h := s.track(req, inst, started)
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		// Close may have listed the session's processes before this one:
+		// it is stopped here.
+		h.Stop(context.Background())
+		return nil, errors.New("remote: placement closed")
+	}
+	return h, nil
 }
 
-// startResult is the runner's answer to a start.
-type startResult struct {
-	started runner.Started
-	err     error
-}
-
-// abandon stops, in the background, what a start its caller gave up on
-// started.
-func (r *Remote) abandon(s *session, req runtime.Request, inst string, answer <-chan startResult) {
+// abandon stops h: in the background, which Close waits for; once Close
+// began, at once.
+func (r *Remote) abandon(h *handle) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		h.Stop(context.Background())
+		return
+	}
 	r.wg.Add(1)
+	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		res := <-answer
-		if res.err != nil {
-			return
-		}
-		h := s.track(req, inst, res.started)
 		h.Stop(context.Background())
 	}()
 }
@@ -214,7 +253,7 @@ func (r *Remote) session(ctx context.Context) (*session, error) {
 	if r.closed {
 		return nil, errors.New("remote: placement closed")
 	}
-	s, err := openSession(ctx, r)
+	s, err := openSession(ctx, r, r.cfg, r.c)
 	if err != nil {
 		return nil, err
 	}
@@ -234,19 +273,32 @@ func (r *Remote) Close() error {
 	if s != nil {
 		errs = s.close()
 	}
+	r.mu.Lock()
 	r.c.close()
+	r.mu.Unlock()
 	return errs.ErrorOrNil()
+}
+
+// dropClient drops the idle connections of a session's client that an
+// Update replaced.
+func (r *Remote) dropClient(c *client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c != r.c {
+		c.close()
+	}
 }
 
 // waitConfirm bounds the wait for a stop's confirmation: the graceful
 // stop, then the lease plus margin.
-func (r *Remote) waitConfirm(lease time.Duration) time.Duration {
-	return r.cfg.ShutdownTimeout + lease + r.cfg.Margin
+func waitConfirm(cfg Config, lease time.Duration) time.Duration {
+	return cfg.ShutdownTimeout + lease + cfg.Margin
 }
 
 // handle is one process on the runner: one generation of an instance.
 type handle struct {
 	r        *Remote
+	s        *session // the session that started it
 	req      runtime.Request
 	instance string
 	gen      int64
@@ -344,11 +396,11 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	if d, ok := ctx.Deadline(); ok {
 		shutdown = max(min(shutdown, time.Until(d)), time.Millisecond)
 	}
-	res, lease, err := h.askStop(op, shutdown)
+	res, waited, err := h.askStop(op, shutdown)
 	if err != nil {
 		cause := &runtime.RemoteTerminationUnconfirmed{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
 		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Plugin.Name, "remote.instance", h.instance,
-			"remote.generation", h.gen, "waited", r.waitConfirm(lease), "err", err)
+			"remote.generation", h.gen, "bound", waited, "err", err)
 		h.finish(runtime.Exit{Code: -1, Error: cause.Error(), Requested: true, Outcome: runtime.Unconfirmed})
 		return runtime.Unconfirmed, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)}
 	}
@@ -360,6 +412,7 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	exit := res.Exit
 	exit.Requested, exit.Outcome = true, res.Outcome
 	h.finish(exit)
+	h.s.untrack(h)
 	if res.Outcome == runtime.Killed {
 		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Killed,
 			Causes: multierror.Append(nil, &ForcedError{Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
@@ -382,18 +435,34 @@ func (e *ForcedError) Error() string {
 }
 
 // askStop sends the stop through the live session (a new one if the
-// process's was lost) and waits for the answer, or for the bound.
+// process's was lost) and waits for the answer, or for the bound, which
+// it returns.
 func (h *handle) askStop(op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
 	r := h.r
 	var res runner.StopResult
-	s, err := r.session(context.Background())
-	if err != nil {
-		return res, r.cfg.Lease, err
+	// The bound starts now: opening a session, when the last was lost,
+	// is part of it.
+	r.mu.Lock()
+	cfg, lease := r.cfg, r.cfg.Lease
+	if s := r.sess; s != nil && s.ctx.Err() == nil {
+		cfg, lease = s.cfg, s.lease
+	} else if lease <= 0 {
+		lease = runner.DefaultLease
 	}
-	ctx, cancel := context.WithTimeoutCause(s.ctx, r.waitConfirm(s.lease),
-		fmt.Errorf("no confirmation within %s (shutdown timeout + lease + margin)", r.waitConfirm(s.lease)))
+	r.mu.Unlock()
+	wait := waitConfirm(cfg, lease)
+	bctx, cancel := context.WithTimeoutCause(context.Background(), wait,
+		fmt.Errorf("no confirmation within %s (shutdown timeout + lease + margin)", wait))
 	defer cancel()
+	s, err := r.session(bctx)
+	if err != nil {
+		return res, wait, err
+	}
+	ctx, cancelCall := context.WithCancelCause(bctx)
+	defer cancelCall(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancelCall(context.Cause(s.ctx)) })
+	defer stop()
 	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1)}
-	err = r.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/stop", body, &res)
-	return res, s.lease, err
+	err = s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/stop", body, &res)
+	return res, wait, err
 }

@@ -5,6 +5,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -314,8 +315,136 @@ func TestStopUnconfirmed(t *testing.T) {
 	assert.Less(t, took, shutdown+lease+margin+2*time.Second)
 	assert.Equal(t, runtime.Unconfirmed, h.Exit().Outcome)
 
-	// Back on the network, a new stop asks the runner again; the lease ran
-	// out meanwhile and the runner stopped it.
+	// Back on the network, a new stop asks the runner again, through a new
+	// session; the lease ran out meanwhile and the runner stopped it, with
+	// SIGTERM at once: Killed.
 	px.Light()
 	require.Eventually(t, func() bool { return gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
+	outcome, err = h.Stop(context.Background())
+	assert.Equal(t, runtime.Killed, outcome)
+	var forced *ForcedError
+	assert.ErrorAs(t, err, &forced)
+	assert.False(t, errors.As(err, &unconfirmed), "confirmed now: %v", err)
+	assert.Equal(t, runtime.Killed, h.Exit().Outcome)
+	outcome, err = h.Stop(context.Background())
+	assert.Equal(t, runtime.Killed, outcome, "the same answer again")
+	assert.NoError(t, err)
+}
+
+// TestStartCancelled: a start whose caller gives up while its plugin is
+// not ready yet returns at once; the runner stops what it started, and
+// nothing is left for Close to wait for.
+func TestStartCancelled(t *testing.T) {
+	addr := testRunner(t)
+	r := newRemote(t, addr, nil)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	port := ln.Addr().String()
+	ln.Close()
+	p := helper("slow", "slowready", "1h", port)
+	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(time.Minute)}
+	out := placementtest.NewRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := r.Start(ctx, runtime.Request{Plugin: p, Project: "shop", Output: out})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(began), 2*time.Second)
+
+	require.Eventually(t, func() bool { return len(runnerStatus(t, addr).Instances) == 0 }, 3*time.Second, 10*time.Millisecond,
+		"the runner stops it")
+	began = time.Now()
+	require.NoError(t, r.Close())
+	assert.Less(t, time.Since(began), 2*time.Second)
+}
+
+// runnerStatus asks the runner at addr for its status.
+func runnerStatus(t *testing.T, addr string) runner.Status {
+	t.Helper()
+	resp, err := http.Get("http://" + strings.TrimPrefix(addr, "tcp://") + "/v1/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st runner.Status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
+}
+
+// TestStoppedHandlesAreForgotten: a session keeps no handle of a process
+// whose stop was confirmed, nor what a failed start wrote.
+func TestStoppedHandlesAreForgotten(t *testing.T) {
+	addr := testRunner(t)
+	r := newRemote(t, addr, nil)
+	defer r.Close()
+	for range 3 {
+		out := placementtest.NewRecorder()
+		h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+		require.NoError(t, err)
+		require.True(t, out.WaitFor("ready", 10*time.Second))
+		_, err = h.Stop(context.Background())
+		require.NoError(t, err)
+
+		p := helper("bad", "exit", "3", "it fails")
+		p.Ready = &spec.Ready{TCP: "127.0.0.1:1", Timeout: spec.FromStd(5 * time.Second)}
+		_, err = r.Start(context.Background(), runtime.Request{Plugin: p, Project: "shop", Output: placementtest.NewRecorder()})
+		var se *runtime.StartError
+		require.ErrorAs(t, err, &se)
+	}
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Empty(t, s.handles)
+	assert.Empty(t, s.earlyOut)
+	assert.Empty(t, s.early)
+}
+
+// TestUpdate: a runner started again with another token; the placement
+// takes the new token, stops what the old session started through a new
+// session, and starts the next generation.
+func TestUpdate(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	serve := func(token string) (stop func()) {
+		r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
+		require.NoError(t, err)
+		srv := &http.Server{Handler: r.Handler()}
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			srv.Serve(ln)
+		}()
+		return func() {
+			assert.NoError(t, r.Close())
+			srv.Close()
+			<-served
+		}
+	}
+	stop := serve("old-token")
+	r, err := New(Config{Address: "tcp://" + addr, Token: "old-token", ShutdownTimeout: shutdown, Margin: margin, Logger: testLogger(t), Holder: t.Name()})
+	require.NoError(t, err)
+	defer r.Close()
+	out := placementtest.NewRecorder()
+	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+
+	stop() // the runner stops its processes as it goes
+	ln, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	stop = serve("new-token")
+	defer stop()
+	<-h.Done()
+	require.NoError(t, r.Update(Config{Token: "new-token"}))
+
+	outcome, err := h.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome, "it ended before: the runner confirms it")
+	out = placementtest.NewRecorder()
+	h, err = r.Start(context.Background(), runtime.Request{Plugin: helper("api", "identity"), Project: "shop", Output: out})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), h.Identity().Generation)
+	require.True(t, out.WaitFor("generation=2", 10*time.Second))
+	require.NoError(t, r.Close(), "before the runner's end")
 }

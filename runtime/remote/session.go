@@ -21,6 +21,8 @@ import (
 // its renewals every third of the lease, and its event stream.
 type session struct {
 	r     *Remote
+	c     *client
+	cfg   Config // the Remote's when it opened
 	id    string
 	lease time.Duration
 
@@ -47,28 +49,28 @@ type key struct {
 const openTimeout = 15 * time.Second
 
 // openSession opens a session and its event stream, and starts renewing.
-func openSession(ctx context.Context, r *Remote) (*session, error) {
+func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	var opened runner.Session
-	req := runner.OpenSession{Holder: r.cfg.Holder, LeaseMillis: r.cfg.Lease.Milliseconds()}
-	if err := r.c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
+	req := runner.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
+	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
 		return nil, err
 	}
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{
-		r: r, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
+		r: r, c: c, cfg: cfg, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
 		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]runtime.Exit{}, earlyOut: map[key][]string{}, seen: time.Now(),
 	}
 	if s.lease <= 0 {
 		scancel(errors.New("bad lease"))
-		return nil, &RemoteError{Runner: r.c.name, Op: "open a session", Err: fmt.Errorf("the runner gave a lease of %dms", opened.LeaseMillis)}
+		return nil, &RemoteError{Runner: c.name, Op: "open a session", Err: fmt.Errorf("the runner gave a lease of %dms", opened.LeaseMillis)}
 	}
 	// The stream is open before anything starts, so no exit is missed. It
 	// lives as long as the session; its answer must come within the
 	// opening's bound.
 	slow := time.AfterFunc(time.Until(deadline(ctx)), func() { scancel(errors.New("no answer to the event stream's request")) })
-	resp, err := r.c.send(sctx, "follow the session's events", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.id)+"/events", nil)
+	resp, err := c.send(sctx, "follow the session's events", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.id)+"/events", nil)
 	slow.Stop()
 	if err != nil {
 		scancel(err)
@@ -77,7 +79,7 @@ func openSession(ctx context.Context, r *Remote) (*session, error) {
 	s.wg.Add(2)
 	go s.follow(resp)
 	go s.renew()
-	r.log.Debug("session opened", "runner", r.cfg.Name, "session", s.id, "lease", s.lease)
+	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
 	return s, nil
 }
 
@@ -88,7 +90,7 @@ func deadline(ctx context.Context) time.Time {
 
 // track makes the handle of a process the session started.
 func (s *session) track(req runtime.Request, inst string, st runner.Started) *handle {
-	h := &handle{r: s.r, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{})}
+	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{})}
 	k := key{inst, st.Generation}
 	s.mu.Lock()
 	exit, early := s.early[k]
@@ -111,6 +113,24 @@ func (s *session) track(req runtime.Request, inst string, st runner.Started) *ha
 		h.finish(s.lostExit())
 	}
 	return h
+}
+
+// untrack forgets h once its stop is confirmed: no event of it is due.
+func (s *session) untrack(h *handle) {
+	k := key{h.instance, h.gen}
+	s.mu.Lock()
+	if s.handles[k] == h {
+		delete(s.handles, k)
+	}
+	s.mu.Unlock()
+}
+
+// forget drops what came for k before a start's answer that failed.
+func (s *session) forget(k key) {
+	s.mu.Lock()
+	delete(s.early, k)
+	delete(s.earlyOut, k)
+	s.mu.Unlock()
 }
 
 // follow reads the event stream: output to the plugins' logs, exits to
@@ -163,8 +183,24 @@ func (s *session) watchdog(lines <-chan struct{}) {
 }
 
 // maxEarly bounds the lines kept for a process whose start is not
-// answered yet.
-const maxEarly = 1000
+// answered yet, and maxEarlyKeys the processes kept so: a start whose
+// answer never came (its caller gave up) leaves its own behind.
+const (
+	maxEarly     = 1000
+	maxEarlyKeys = 64
+)
+
+// roomFor makes room in m for k, dropping another key when m is full.
+// s.mu is held.
+func roomFor[V any](m map[key]V, k key) {
+	if _, ok := m[k]; ok || len(m) < maxEarlyKeys {
+		return
+	}
+	for other := range m {
+		delete(m, other)
+		return
+	}
+}
 
 func (s *session) event(ev runner.Event) {
 	k := key{ev.Instance, ev.Generation}
@@ -172,6 +208,7 @@ func (s *session) event(ev runner.Event) {
 	h := s.handles[k]
 	switch {
 	case ev.Type == runner.EventOutput && h == nil:
+		roomFor(s.earlyOut, k)
 		if len(s.earlyOut[k]) < maxEarly {
 			s.earlyOut[k] = append(s.earlyOut[k], ev.Line)
 		}
@@ -179,6 +216,7 @@ func (s *session) event(ev runner.Event) {
 		h.output(ev.Line)
 	case ev.Type == runner.EventExit && ev.Exit != nil:
 		if h == nil {
+			roomFor(s.early, k)
 			s.early[k] = *ev.Exit
 		}
 		delete(s.handles, k)
@@ -204,7 +242,7 @@ func (s *session) renew() {
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, every)
 		var renewed runner.Renewed
-		err := s.r.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
+		err := s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
 		cancel()
 		if err != nil {
 			s.lose("renew the session", err)
@@ -221,9 +259,9 @@ func (s *session) lose(op string, err error) {
 	}
 	var remote *RemoteError
 	if !errors.As(err, &remote) {
-		err = &RemoteError{Runner: s.r.c.name, Op: op, Err: err}
+		err = &RemoteError{Runner: s.c.name, Op: op, Err: err}
 	}
-	s.r.log.Warn("session with the runner lost", "runner", s.r.cfg.Name, "session", s.id, "err", err)
+	s.r.log.Warn("session with the runner lost", "runner", s.cfg.Name, "session", s.id, "err", err)
 	s.cancel(err)
 	s.mu.Lock()
 	handles := s.handles
@@ -233,6 +271,9 @@ func (s *session) lose(op string, err error) {
 	for _, h := range handles {
 		h.finish(exit)
 	}
+	// Connections kept for reuse may have died with the session (a
+	// network gone dark): the next session dials afresh.
+	s.c.close()
 }
 
 // lostExit is the end of a process whose session was lost.
@@ -266,14 +307,15 @@ func (s *session) close() *multierror.Error {
 	if s.ctx.Err() == nil {
 		// Closed first, so the end of the event stream is not a loss.
 		s.cancel(errors.New("session closed"))
-		ctx, cancel := context.WithTimeout(context.Background(), s.r.waitConfirm(s.lease))
+		ctx, cancel := context.WithTimeout(context.Background(), waitConfirm(s.cfg, s.lease))
 		var closed runner.Closed
-		if err := s.r.c.call(ctx, "end the session", http.MethodDelete, "/v1/sessions/"+url.PathEscape(s.id), nil, &closed); err != nil {
+		if err := s.c.call(ctx, "end the session", http.MethodDelete, "/v1/sessions/"+url.PathEscape(s.id), nil, &closed); err != nil {
 			errs = multierror.Append(errs, err)
 		}
 		cancel()
 	}
 	s.wg.Wait()
+	s.r.dropClient(s.c)
 	return errs
 }
 
