@@ -101,9 +101,16 @@ const (
 // test's life, and returns its address.
 func testRunner(t *testing.T) string {
 	t.Helper()
-	r, err := runner.Open(t.TempDir(), runner.Options{Lease: lease, Grace: grace, Logger: testLogger(t)})
-	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(serveRunner(t, t.TempDir(), ln, ""))
+	return "tcp://" + ln.Addr().String()
+}
+
+// serveRunner serves a runner on dir, with token, on ln until stop.
+func serveRunner(t *testing.T, dir string, ln net.Listener, token string) (stop func()) {
+	t.Helper()
+	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
 	require.NoError(t, err)
 	srv := &http.Server{Handler: r.Handler()}
 	served := make(chan struct{})
@@ -111,12 +118,11 @@ func testRunner(t *testing.T) string {
 		defer close(served)
 		srv.Serve(ln)
 	}()
-	t.Cleanup(func() {
+	return func() {
 		assert.NoError(t, r.Close())
 		srv.Close()
 		<-served
-	})
-	return "tcp://" + ln.Addr().String()
+	}
 }
 
 // testLogger logs to the test, and keeps what it logged.
@@ -406,22 +412,7 @@ func TestUpdate(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
-	serve := func(token string) (stop func()) {
-		r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
-		require.NoError(t, err)
-		srv := &http.Server{Handler: r.Handler()}
-		served := make(chan struct{})
-		go func() {
-			defer close(served)
-			srv.Serve(ln)
-		}()
-		return func() {
-			assert.NoError(t, r.Close())
-			srv.Close()
-			<-served
-		}
-	}
-	stop := serve("old-token")
+	stop := serveRunner(t, dir, ln, "old-token")
 	r, err := New(Config{Address: "tcp://" + addr, Token: "old-token", ShutdownTimeout: shutdown, Margin: margin, Logger: testLogger(t), Holder: t.Name()})
 	require.NoError(t, err)
 	defer r.Close()
@@ -433,7 +424,7 @@ func TestUpdate(t *testing.T) {
 	stop() // the runner stops its processes as it goes
 	ln, err = net.Listen("tcp", addr)
 	require.NoError(t, err)
-	stop = serve("new-token")
+	stop = serveRunner(t, dir, ln, "new-token")
 	defer stop()
 	<-h.Done()
 	require.NoError(t, r.Update(Config{Token: "new-token"}))
