@@ -144,14 +144,14 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 	// The process may be another session's: its host lost that session
 	// (its lease ran out, or is running out) and asks again through a new
 	// one.
-	inst := r.instance(name)
-	p := inst.cur
-	if p != nil && p.gen != req.Generation {
-		p = nil
+	inst := r.instances[name]
+	var p *process
+	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation {
+		p = inst.cur
 	}
 	if p == nil {
 		defer r.mu.Unlock()
-		return r.stopped(inst, req.Generation)
+		return r.stopped(name, inst, req.Generation)
 	}
 	if p.unconfirmed {
 		r.mu.Unlock()
@@ -184,14 +184,16 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 // its exit if it is remembered; unconfirmed while a previous runner's
 // process may still live; gone if the generation was handed out (a
 // runner tracks every process it starts until it is confirmed gone);
-// no-instance if it never was. r.mu is held.
-func (r *Runner) stopped(inst *instance, gen int64) (*StopResult, error) {
-	name := inst.name
-	if exit, ok := inst.exitOf(gen); ok {
-		return &StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
-	}
-	if rec := inst.recovered; rec != nil && rec.Generation == gen {
-		return nil, unconfirmed("stop", name, gen)
+// no-instance if it never was. inst is nil when this runner has not seen
+// name since it started. r.mu is held.
+func (r *Runner) stopped(name string, inst *instance, gen int64) (*StopResult, error) {
+	if inst != nil {
+		if exit, ok := inst.exitOf(gen); ok {
+			return &StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
+		}
+		if rec := inst.recovered; rec != nil && rec.Generation == gen {
+			return nil, unconfirmed("stop", name, gen)
+		}
 	}
 	last, err := r.state.handedOut(name)
 	if err != nil {
