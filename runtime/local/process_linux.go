@@ -231,6 +231,18 @@ func (p *process) Signal(sig syscall.Signal) error {
 	return p.signalFamily(sig)
 }
 
+// StartTime is the process's start time in clock ticks after boot (as
+// proc.StartTime reads it), read under the reaping lock: its pid cannot
+// name another process yet.
+func (p *process) StartTime() (uint64, error) {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	if p.reaped {
+		return 0, errors.New("its process has been reaped")
+	}
+	return proc.StartTime(p.p.Pid)
+}
+
 // signalFamily sends sig to the process group and, one by one, to the
 // family members that left it (found through /proc).
 func (p *process) signalFamily(sig syscall.Signal) error {

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/runtime/proc"
 	"github.com/graftland/graft/spec"
 )
 
@@ -52,6 +51,12 @@ type process struct {
 // runtime.Handle: a signal to the whole family.
 type signaller interface {
 	Signal(syscall.Signal) error
+}
+
+// startTimer is local's handle too: the start time of its process, read
+// before it can be reaped, so never a stranger's that took its pid.
+type startTimer interface {
+	StartTime() (uint64, error)
 }
 
 // defaultShutdown bounds the graceful part of a stop that asks for no
@@ -225,7 +230,11 @@ func (r *Runner) spawned(h runtime.Handle) {
 	p.pid, p.startedAt = h.PID(), time.Now()
 	r.mu.Unlock()
 	rec := record{Instance: p.name, Generation: p.gen, Invocation: p.inv, BootID: r.bootID, PID: p.pid, StartedAt: p.startedAt}
-	start, err := proc.StartTime(p.pid)
+	st, ok := h.(startTimer)
+	if !ok {
+		return // never with local
+	}
+	start, err := st.StartTime()
 	if err == nil {
 		rec.StartTime = start
 		err = r.state.writeRecord(rec)
