@@ -92,6 +92,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 		},
 	})
 	h.closeUnusedLogs()
+	h.pruneRemotes()
 	return p, err
 }
 
@@ -237,7 +238,7 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 		return apply.Result{}, err
 	}
 	req := runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}
-	e := &entry{record: plan.Applied(x.desired, name)}
+	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
 	// finds the entry to restart (leaderChanged).
@@ -271,9 +272,10 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement,
 
 // entry is one plugin the host runs or tracks.
 type entry struct {
-	record plan.Record // what its spec decides (plan.Applied)
-	unit   unit
-	env    map[string]string // what the host added to its environment
+	record    plan.Record // what its spec decides (plan.Applied)
+	unit      unit
+	placement runtime.Placement // where it runs
+	env       map[string]string // what the host added to its environment
 }
 
 // unit keeps one plugin running: a runtime.Supervisor, or a floater that

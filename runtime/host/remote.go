@@ -29,6 +29,7 @@ type remotes struct {
 	mu       sync.Mutex
 	byKey    map[string]*hostRemote
 	embedded *embedded
+	apply    uint64 // counts refreshRemotes, to tell the runners an apply named
 }
 
 // hostRemote is a runner's placement and the settings it was given last:
@@ -38,6 +39,7 @@ type remotes struct {
 type hostRemote struct {
 	r        *remote.Remote
 	settings string
+	apply    uint64 // the last apply that named it
 }
 
 // embedded is a runner inside the host, serving on a unix socket in its
@@ -99,6 +101,7 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (runtime.Plac
 	key := name + "\x00" + cfg.Address
 	settings := fmt.Sprintf("%s\x00%s\x00%s\x00%s", cfg.Token, cfg.Lease, cfg.Margin, tlsSum)
 	if hr := h.remotes.byKey[key]; hr != nil {
+		hr.apply = h.remotes.apply
 		if hr.settings != settings {
 			if err := hr.r.Update(cfg); err != nil {
 				return nil, fmt.Errorf("runner %s: %w", name, err)
@@ -114,7 +117,7 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (runtime.Plac
 	if h.remotes.byKey == nil {
 		h.remotes.byKey = map[string]*hostRemote{}
 	}
-	h.remotes.byKey[key] = &hostRemote{r: r, settings: settings}
+	h.remotes.byKey[key] = &hostRemote{r: r, settings: settings, apply: h.remotes.apply}
 	return r, nil
 }
 
@@ -124,6 +127,9 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (runtime.Plac
 // stops use them from their next session on. A setting that cannot be read
 // is logged here, and fails the steps that need it.
 func (h *Host) refreshRemotes(desired *spec.Spec) {
+	h.remotes.mu.Lock()
+	h.remotes.apply++
+	h.remotes.mu.Unlock()
 	seen := map[string]bool{}
 	for _, p := range desired.Plugins {
 		if p.Run != spec.Remote || seen[p.Runner] {
@@ -132,6 +138,32 @@ func (h *Host) refreshRemotes(desired *spec.Spec) {
 		seen[p.Runner] = true
 		if _, err := h.remotePlacement(desired, p); err != nil {
 			h.log.Warn("runner settings", "runner", p.Runner, "err", err)
+		}
+	}
+}
+
+// pruneRemotes ends the sessions with runners that the last apply did not
+// name (their address changed, say) and that no plugin the host tracks
+// runs on: one whose stop is unconfirmed keeps its runner's, to ask again.
+func (h *Host) pruneRemotes() {
+	used := map[runtime.Placement]bool{}
+	h.mu.Lock()
+	for _, e := range h.plugins {
+		used[e.placement] = true
+	}
+	h.mu.Unlock()
+	h.remotes.mu.Lock()
+	var unused []*remote.Remote
+	for key, hr := range h.remotes.byKey {
+		if hr.apply != h.remotes.apply && !used[hr.r] {
+			unused = append(unused, hr.r)
+			delete(h.remotes.byKey, key)
+		}
+	}
+	h.remotes.mu.Unlock()
+	for _, r := range unused {
+		if err := r.Close(); err != nil {
+			h.log.Warn("end the session with a runner no longer named", "err", err)
 		}
 	}
 }
