@@ -195,6 +195,9 @@ func (r *Runner) stopped(name string, inst *instance, gen int64) (*StopResult, e
 			return nil, unconfirmed("stop", name, gen)
 		}
 	}
+	if _, ok := r.starting[runtime.Identity{ID: name, Generation: gen}]; ok {
+		return nil, apiErr(409, KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
+	}
 	last, err := r.state.handedOut(name)
 	if err != nil {
 		return nil, apiErr(500, KindState, "stop %s: %v", name, err)
