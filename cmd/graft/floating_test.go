@@ -570,6 +570,10 @@ func TestFloatingStaleLockAndSkewedClocks(t *testing.T) {
 
 	// Leadership moves between skewed hosts as between any: kill the
 	// leader, a skewed one (or the other) takes over after ttl, not before.
+	// First the others settle into following, as in TestFloatingFailover:
+	// one still contending or bootstrapping would find the dead leader's
+	// address silent and take over at once.
+	time.Sleep(time.Second + fRenew)
 	f.host(l.Holder).kill()
 	killed := time.Now()
 	l2, seen := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)
