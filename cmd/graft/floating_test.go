@@ -20,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/runtime/host"
@@ -594,7 +594,7 @@ func TestFloatingReadOnlyLeaseDir(t *testing.T) {
 
 	// The directory turns read-only: the leader's next renewal fails, and
 	// it stops its relay (the follower cannot take over either).
-	restore := readOnly(t, f.elect)
+	restore := fsfault.ReadOnly(t, f.elect)
 	took := waitGone(t, r.PID, fRenew+fSlack+5*time.Second)
 	t.Logf("relay stopped %s after the lease dir turned read-only (renew = %s)", took, fRenew)
 	assert.Less(t, took, fRenew+fSlack)
@@ -605,41 +605,6 @@ func TestFloatingReadOnlyLeaseDir(t *testing.T) {
 	restore()
 	l2, _ := f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
 	assert.Greater(t, l2.Epoch, l.Epoch)
-}
-
-// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h, which x/sys/unix lacks.
-const fsImmutableFL = 0x00000010
-
-// readOnly makes dir refuse writes, even to root (which ignores its mode):
-// the immutable attribute, or, where the file system lacks it, the mode.
-func readOnly(t *testing.T, dir string) func() {
-	var restore func()
-	if os.Geteuid() != 0 {
-		require.NoError(t, os.Chmod(dir, 0o555))
-		restore = func() { os.Chmod(dir, 0o755) }
-	} else {
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-		require.NoError(t, err)
-		defer unix.Close(fd)
-		flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-		require.NoError(t, err, "read the attributes of %s", dir)
-		require.NoError(t, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags|fsImmutableFL)),
-			"set the immutable attribute of %s (the file system must support it)", dir)
-		restore = func() {
-			fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer unix.Close(fd)
-			if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags&^fsImmutableFL)); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	var once sync.Once
-	t.Cleanup(func() { once.Do(restore) })
-	return func() { once.Do(restore) }
 }
 
 // TestFloatingSoak kills and freezes hosts at random for a number of

@@ -31,9 +31,6 @@ const wait = 30 * time.Second // generous: the race detector and a busy machine 
 // (generation 1) writes, freezes, is replaced by writer B (generation 2),
 // and wakes up; the ledger rejects A from then on.
 func TestFencing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the example's programs")
-	}
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./ledger", "./writer")
 	out, err := build.CombinedOutput()

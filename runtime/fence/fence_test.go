@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/graftland/graft/internal/fsfault"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -121,19 +123,13 @@ func TestFailedWrite(t *testing.T) {
 		l := open(t, path)
 		require.NoError(t, l.Admit("k", 1))
 
-		require.NoError(t, os.Chmod(dir, 0o500))
-		t.Cleanup(func() { os.Chmod(dir, 0o700) })
-		if f, err := os.CreateTemp(dir, "probe"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			t.Skip("a read-only directory does not stop this user (root?): the removed directory tests the failure")
-		}
+		restore := fsfault.ReadOnly(t, dir)
 		err := l.Admit("k", 5)
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, ErrStale)
 		assert.Equal(t, int64(1), l.Highest("k"))
 
-		require.NoError(t, os.Chmod(dir, 0o700))
+		restore()
 		require.NoError(t, l.Admit("k", 3), "5 was not admitted")
 	})
 

@@ -49,9 +49,7 @@ func launchDaemon(t *testing.T, dir, sock string, grace time.Duration, attr *sys
 	cmd.Stderr = d.log
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	if err := cmd.Start(); err != nil {
-		return nil, "start: " + err.Error()
-	}
+	require.NoError(t, cmd.Start(), "start a runner daemon")
 	go func() { cmd.Wait(); close(d.done) }()
 	t.Cleanup(d.kill)
 	line := make(chan string, 1)

@@ -19,47 +19,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/runtime/proc"
 )
-
-// readOnly makes dir refuse new files until the test ends: with the
-// immutable attribute as root (who writes through any mode), with mode
-// 0555 otherwise.
-func readOnly(t *testing.T, dir string) (restore func()) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		require.NoError(t, os.Chmod(dir, 0o555))
-		restore = func() { os.Chmod(dir, 0o700) }
-		t.Cleanup(restore)
-		return restore
-	}
-	const immutable = 0x10 // FS_IMMUTABLE_FL
-	setFlags := func(set bool) error {
-		f, err := os.Open(dir)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
-		if err != nil {
-			return err
-		}
-		if set {
-			flags |= immutable
-		} else {
-			flags &^= immutable
-		}
-		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
-	}
-	if err := setFlags(true); err != nil {
-		t.Skipf("cannot make %s immutable here: %v", dir, err)
-	}
-	restore = func() { setFlags(false) }
-	t.Cleanup(restore)
-	return restore
-}
 
 // TestReadOnlyStateDir: a generation that cannot be written refuses the
 // start and starts nothing; once the state dir is writable again the
@@ -71,7 +34,7 @@ func TestReadOnlyStateDir(t *testing.T) {
 	first := h.start("ro", plugin(t, sess, "cooperative"))
 	require.Equal(t, int64(1), first.Generation)
 
-	restore := readOnly(t, filepath.Join(h.dir, "generations"))
+	restore := fsfault.ReadOnly(t, filepath.Join(h.dir, "generations"))
 	for _, name := range []string{"ro", "ro.new"} {
 		_, status, e := h.tryStart(name, plugin(t, sess, "cooperative"))
 		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
@@ -226,18 +189,21 @@ func TestRecovery(t *testing.T) {
 // generation is above every one handed out or tried. The runner daemon
 // runs in a mount namespace of its own, with its state dir on a small
 // tmpfs, so the disk is full for real; the test reaches that file system
-// through /proc/PID/root.
+// through /proc/PID/root. Root makes the namespace; another user makes a
+// user namespace first, in which it may mount.
 func TestFullStateDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small file system needs root")
-	}
 	dir := t.TempDir()
 	sock := filepath.Join(t.TempDir(), "r.sock")
-	d, line := launchDaemon(t, dir, sock, 200*time.Millisecond,
-		&syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}, "RUNNER_TEST_TMPFS=256k")
-	if line != "ready\n" {
-		t.Skipf("no tmpfs in a mount namespace of its own here: %s", line)
+	attr := &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if uid, gid := os.Geteuid(), os.Getegid(); uid != 0 {
+		attr = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		}
 	}
+	d, line := launchDaemon(t, dir, sock, 200*time.Millisecond, attr, "RUNNER_TEST_TMPFS=256k")
+	require.Equal(t, "ready\n", line, "a runner daemon on a tmpfs in a mount namespace of its own: %s", d.log)
 	state := filepath.Join("/proc", strconv.Itoa(d.cmd.Process.Pid), "root", dir)
 	sess := d.open(0)
 	first := d.start("full", plugin(t, sess, "cooperative"))
