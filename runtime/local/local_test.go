@@ -111,25 +111,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestCooperativeStopIsFast: a plugin that exits on SIGTERM is seen to
-// exit at once, not on a tick: well under 100 ms from Stop to confirmed.
-func TestCooperativeStopIsFast(t *testing.T) {
-	l := newLocal(t, runtime.DefaultTiming())
-	for range 5 {
-		out := placementtest.NewRecorder()
-		h := startHelper(t, l, helper("coop", "cooperative"), out)
-		require.True(t, out.WaitFor("ready", 10*time.Second))
-		began := time.Now()
-		outcome, err := h.Stop(context.Background())
-		took := time.Since(began)
-		require.NoError(t, err)
-		assert.Equal(t, runtime.Exited, outcome)
-		assert.Less(t, took, 100*time.Millisecond)
-		assert.Contains(t, h.Exit().Tail, "got terminated, bye")
-		t.Logf("stopped in %s", took)
-	}
-}
-
 // TestStubbornKilledAfterFixedWindows proves the seed's windows with the
 // real durations: SIGTERM ignored, the 5 s graceful stop, 1 s to exit,
 // SIGTERM to the group, SIGKILL 1 s later: Killed at 7 s, ±50 ms.

@@ -76,25 +76,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestCooperativeStopIsFast: a module that returns at the end of stdin
-// stops Exited in well under 100 ms.
-func TestCooperativeStopIsFast(t *testing.T) {
-	w := newWorker(t, runtime.DefaultTiming())
-	for range 5 {
-		out := placementtest.NewRecorder()
-		h := start(t, w, plug("coop", "cooperative"), out)
-		require.True(t, out.WaitFor("ready", 10*time.Second))
-		began := time.Now()
-		outcome, err := h.Stop(context.Background())
-		took := time.Since(began)
-		require.NoError(t, err)
-		assert.Equal(t, runtime.Exited, outcome)
-		assert.Less(t, took, 100*time.Millisecond)
-		assert.Contains(t, h.Exit().Tail, "bye")
-		t.Logf("stopped in %s", took)
-	}
-}
-
 // TestBusyLoopIsClosed proves the seed's worker windows with the real
 // durations: the end of stdin ignored, a busy loop, the 5 s graceful stop,
 // 1 s to exit, then the module closed: Killed at 6 s, ±50 ms, with
