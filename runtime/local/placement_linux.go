@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/google/uuid"
-	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/instance"
@@ -170,23 +169,7 @@ func (l *Local) Close() error {
 		}
 	}
 	l.mu.Unlock()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs *multierror.Error
-	)
-	for _, p := range live {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := p.Stop(context.Background()); err != nil {
-				mu.Lock()
-				errs = multierror.Append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	err := runtime.StopAll(context.Background(), live)
 	l.spawner.Close()
-	return errs.ErrorOrNil()
+	return err
 }

@@ -289,21 +289,7 @@ func (s *session) close() *multierror.Error {
 		live = append(live, h)
 	}
 	s.mu.Unlock()
-	var (
-		errs   *multierror.Error
-		errsMu sync.Mutex
-		wg     sync.WaitGroup
-	)
-	for _, h := range live {
-		wg.Go(func() {
-			if _, err := h.Stop(context.Background()); err != nil {
-				errsMu.Lock()
-				errs = multierror.Append(errs, err)
-				errsMu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	errs := multierror.Append(nil, runtime.StopAll(context.Background(), live))
 	if s.ctx.Err() == nil {
 		// Closed first, so the end of the event stream is not a loss.
 		s.cancel(errors.New("session closed"))

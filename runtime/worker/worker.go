@@ -210,21 +210,7 @@ func (w *Worker) Close() error {
 		}
 	}
 	w.mu.Unlock()
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs *multierror.Error
-	)
-	for _, m := range live {
-		wg.Go(func() {
-			if _, err := m.Stop(context.Background()); err != nil {
-				mu.Lock()
-				errs = multierror.Append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	errs := multierror.Append(nil, runtime.StopAll(context.Background(), live))
 	w.mu.Lock()
 	for _, rt := range w.runtimes {
 		if err := rt.Close(context.Background()); err != nil {
