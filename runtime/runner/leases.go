@@ -129,17 +129,25 @@ func (r *Runner) detach(s *session) []*process {
 	return procs
 }
 
+// liveSession is the session id names, for a start or a stop: none while
+// the runner closes, or once the session ended. r.mu is held.
+func (r *Runner) liveSession(id string) (*session, error) {
+	if r.closed {
+		return nil, errClosing
+	}
+	if s := r.sessions[id]; s != nil {
+		return s, nil
+	}
+	return nil, noSession(id)
+}
+
 // stop carries out a stop request; see docs/runner-api.md.
 func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 	r.mu.Lock()
-	if r.closed {
+	s, err := r.liveSession(req.Session)
+	if err != nil {
 		r.mu.Unlock()
-		return nil, errClosing
-	}
-	s := r.sessions[req.Session]
-	if s == nil {
-		r.mu.Unlock()
-		return nil, noSession(req.Session)
+		return nil, err
 	}
 	// The process may be another session's: its host lost that session
 	// (its lease ran out, or is running out) and asks again through a new

@@ -66,14 +66,10 @@ const defaultShutdown = spec.ShutdownTimeout
 // start carries out a start request; see docs/runner-api.md.
 func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, error) {
 	r.mu.Lock()
-	if r.closed {
+	s, err := r.liveSession(req.Session)
+	if err != nil {
 		r.mu.Unlock()
-		return nil, errClosing
-	}
-	s := r.sessions[req.Session]
-	if s == nil {
-		r.mu.Unlock()
-		return nil, noSession(req.Session)
+		return nil, err
 	}
 	inst := r.instance(name)
 	switch {
