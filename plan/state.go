@@ -60,8 +60,8 @@ type Record struct {
 	Since      time.Time      `json:"since,omitzero"`
 	Restarts   int            `json:"restarts"`
 	LastError  string         `json:"lastError,omitempty"`
-	// Role is a floating plugin's part in its election: leader or
-	// follower.
+	// Role is a floating plugin's part in its election: leader,
+	// follower or candidate.
 	Role string `json:"role,omitempty"`
 	// Address is where a floating plugin's leader serves.
 	Address string `json:"address,omitempty"`

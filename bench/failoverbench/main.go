@@ -82,7 +82,7 @@ func main() {
 	l := waitLeader(0)
 	var killed, stopped []time.Duration
 	for range *kills {
-		settle()
+		settle(hs, l.Holder)
 		leader := byID[l.Holder]
 		t0 := time.Now()
 		leader.cmd.Process.Kill()
@@ -92,7 +92,7 @@ func main() {
 		leader.start()
 	}
 	for range *stops {
-		settle()
+		settle(hs, l.Holder)
 		leader := byID[l.Holder]
 		t0 := time.Now()
 		leader.cmd.Process.Signal(syscall.SIGTERM)
@@ -106,10 +106,41 @@ func main() {
 	report("graceful stop of the leader's host", stopped, *poll, "poll")
 }
 
-// settle lets every host pass its herd backoff and follow, as in steady
-// state: a host still bootstrapping would take over a dead leader at once.
-// A random part lands the kill anywhere between two renewals.
-func settle() { time.Sleep(time.Second + *renew + rand.N(*renew)) }
+// settle waits until every host but the leader follows it, as in steady
+// state: a candidate (bootstrapping, contending, backing off) would take
+// over a dead leader at once. Then a random part of a renewal lands the
+// kill anywhere between two renewals.
+func settle(hs []*bhost, leader string) {
+	deadline := time.Now().Add(*ttl*3 + 10*time.Second)
+	for _, h := range hs {
+		for h.id != leader && h.role() != "follower" {
+			if time.Now().After(deadline) {
+				log.Fatalf("failoverbench: %s does not follow %s", h.id, leader)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	time.Sleep(rand.N(*renew))
+}
+
+// role is the host's part in the relay's election, as its status says.
+func (h *bhost) role() string {
+	c, err := host.NewClient(filepath.Join(h.dir, ".graft"))
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		return ""
+	}
+	for _, r := range st.Plugins {
+		if r.Name == "relay" {
+			return r.Role
+		}
+	}
+	return ""
+}
 
 func report(what string, ds []time.Duration, bound time.Duration, boundName string) {
 	slices.Sort(ds)

@@ -407,6 +407,25 @@ func contains(s []string, v string) bool {
 	return false
 }
 
+// settle waits until every host that answers, but leader, follows it. A
+// host still bootstrapping, contending or backing off (a candidate) would
+// find a dead leader's address silent and take over at once, not after
+// ttl: the tests of failover wait for this before they kill a leader.
+func (f *fleet) settle(leader string, d time.Duration) {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool {
+		for _, h := range f.hosts {
+			if h.id == leader || !h.running() || h.isFrozen() {
+				continue
+			}
+			if r, err := h.relay(); err != nil || r.Role != "follower" {
+				return false
+			}
+		}
+		return true
+	}, d, 10*time.Millisecond, "every host follows %s", leader)
+}
+
 // leaders lists the hosts, among those that answer, that say they lead.
 func (f *fleet) leaders() []string {
 	var ids []string
@@ -450,6 +469,7 @@ func TestFloatingFailover(t *testing.T) {
 	l, _ := f.leaderAfter(0, 10*time.Second)
 	assert.Equal(t, int64(1), l.Epoch)
 	assert.Equal(t, []string{l.Holder}, f.leaders())
+	f.settle(l.Holder, 5*time.Second)
 	for _, h := range f.hosts {
 		r, err := h.relay()
 		require.NoError(t, err)
@@ -473,10 +493,7 @@ func TestFloatingFailover(t *testing.T) {
 
 	// kill -9 the leader's host: another leads within ttl + poll, with
 	// epoch 2, and the clients of the others restart with its address.
-	// First every host lets its herd backoff (at most 0.9 s) pass and
-	// follows: a host still bootstrapping would find the dead leader's
-	// address silent and take over at once, faster than ttl.
-	time.Sleep(time.Second + fRenew)
+	// Every host follows by now (settle, above).
 	old := f.host(l.Holder)
 	old.kill()
 	killed := time.Now()
@@ -570,10 +587,7 @@ func TestFloatingStaleLockAndSkewedClocks(t *testing.T) {
 
 	// Leadership moves between skewed hosts as between any: kill the
 	// leader, a skewed one (or the other) takes over after ttl, not before.
-	// First the others settle into following, as in TestFloatingFailover:
-	// one still contending or bootstrapping would find the dead leader's
-	// address silent and take over at once.
-	time.Sleep(time.Second + fRenew)
+	f.settle(l.Holder, 5*time.Second)
 	f.host(l.Holder).kill()
 	killed := time.Now()
 	l2, seen := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)

@@ -55,9 +55,17 @@ func (e *Election) ended(ctx context.Context, lastErr error) error {
 	return context.Cause(ctx)
 }
 
+// Following reports whether a campaign follows a healthy leader: it is
+// neither bootstrapping, contending, nor waiting out its herd backoff.
+// Only a follower waits a whole ttl before it takes over from a leader
+// that died.
+func (e *Election) Following() bool { return e.following.Load() }
+
 // follow polls the lease every poll until its leader is dead (seed §3.4).
 // A new epoch is simply followed: Observe is what reports it to the host.
 func (e *Election) follow(ctx context.Context) error {
+	e.following.Store(true)
+	defer e.following.Store(false)
 	for {
 		if err := sleep(ctx, e.cfg.Clock, e.cfg.Poll); err != nil {
 			return err

@@ -75,6 +75,13 @@ func TestColdStart(t *testing.T) {
 	}
 	c.clk.waitTimers(t, 9)
 	assert.Len(t, results, 0, "exactly one leads")
+	following := 0
+	for _, e := range hosts {
+		if e.Following() {
+			following++
+		}
+	}
+	assert.Equal(t, 4, following, "the rest follow")
 	l, _ = c.lease()
 	assert.Equal(t, int64(1), l.Epoch)
 	assert.Equal(t, leader, l.Holder)

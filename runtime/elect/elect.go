@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,6 +85,8 @@ type Election struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	following atomic.Bool // a campaign follows a healthy leader
 
 	// readMu orders looks, so the freshness tracker sees reads in the order
 	// they happened.

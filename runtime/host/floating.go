@@ -220,14 +220,18 @@ func (f *floater) State() runtime.State {
 	return st
 }
 
-// role is "leader" or "follower", and the leader's address.
+// role is "leader", "follower" (of a healthy leader), or "candidate"
+// (bootstrapping, contending or backing off), and the leader's address.
 func (f *floater) role() (string, string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.leading {
+	switch {
+	case f.leading:
 		return "leader", f.leader.Address
+	case f.el != nil && f.el.Following():
+		return "follower", f.leader.Address
 	}
-	return "follower", f.leader.Address
+	return "candidate", f.leader.Address
 }
 
 // lease reads the election's lease: who leads, where, which epoch, and how

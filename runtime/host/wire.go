@@ -82,7 +82,7 @@ type LeaderInfo struct {
 	// without renewing it.
 	AgeMillis int64 `json:"ageMillis"`
 	TTLMillis int64 `json:"ttlMillis"`
-	// Role is this host's part: leader or follower.
+	// Role is this host's part: leader, follower or candidate.
 	Role string `json:"role"`
 	// HostID is this host's id in the election.
 	HostID string `json:"hostID"`
