@@ -171,7 +171,6 @@ func TestStopThroughANewSession(t *testing.T) {
 	stub := h.start("again.stub", plugin(t, old, "stubborn"))
 	ev.ready(t)
 	ev.ready(t)
-	opened := time.Now()
 	sess := h.open(0)
 
 	res, status, e := h.stop(sess, "again.coop", coop.Generation, time.Second)
@@ -181,7 +180,14 @@ func TestStopThroughANewSession(t *testing.T) {
 
 	// The old lease runs out: the stubborn one is interrupted, and killed
 	// after grace. A stop meanwhile waits for that.
-	time.Sleep(time.Until(opened.Add(testLease + testGrace/2)))
+	require.Eventually(t, func() bool {
+		for _, in := range h.status().Instances {
+			if in.Instance == "again.stub" && in.Status == StatusStopping {
+				return true
+			}
+		}
+		return false
+	}, testLease+slack, 2*time.Millisecond, "the end of the old lease stops it")
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Equal(t, runtime.Killed, res.Outcome)
