@@ -340,6 +340,13 @@ func (r *Recorder) Tail() []string {
 	return strings.Split(s, "\n")
 }
 
+// String returns everything written.
+func (r *Recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
 // WaitFor waits up to timeout for a line containing s to be written.
 func (r *Recorder) WaitFor(s string, timeout time.Duration) bool {
 	deadline := time.After(timeout)

@@ -3,7 +3,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -178,8 +176,8 @@ func TestConformance(t *testing.T) {
 // terminated" at info, with remote.termination, remote.instance and
 // remote.generation.
 func TestTerminatedIsLogged(t *testing.T) {
-	var buf syncBuffer
-	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	buf := placementtest.NewRecorder()
+	log := slog.New(slog.NewJSONHandler(buf, nil))
 	r := newRemote(t, testRunner(t), log)
 	defer r.Close()
 	out := placementtest.NewRecorder()
@@ -190,23 +188,6 @@ func TestTerminatedIsLogged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Exited, outcome)
 	assert.Contains(t, buf.String(), `"level":"INFO","msg":"Remote execution terminated","plugin":"api","remote.termination":"Exited","remote.instance":"shop.api","remote.generation":1`)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestConnectionLoss cuts the network between host and runner without

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/runtime/placementtest"
 	"github.com/graftland/graft/runtime/proc"
 )
 
@@ -200,30 +200,12 @@ func mark(t *testing.T) string {
 	return strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + strconv.Itoa(os.Getpid())
 }
 
-// logBuffer collects a runner's log for a test to read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a runner of the test process on a loopback server.
 type harness struct {
 	*client
 	r   *Runner
 	dir string
-	log *logBuffer
+	log *placementtest.Recorder // the runner's log
 	srv *httptest.Server
 }
 
@@ -232,7 +214,7 @@ var short = Options{Lease: 2 * time.Second, Grace: 200 * time.Millisecond}
 // newHarness opens a runner on a fresh state dir (or dir) and serves it.
 func newHarness(t *testing.T, opt Options, dir ...string) *harness {
 	t.Helper()
-	h := &harness{log: &logBuffer{}}
+	h := &harness{log: placementtest.NewRecorder()}
 	h.dir = t.TempDir()
 	if len(dir) > 0 {
 		h.dir = dir[0]

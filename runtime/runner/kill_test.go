@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime/placementtest"
 )
 
 // daemon is a runner in a process of its own, as graft runner is, for
@@ -23,7 +25,7 @@ import (
 type daemon struct {
 	*client
 	cmd  *exec.Cmd
-	log  *logBuffer
+	log  *placementtest.Recorder
 	done chan struct{}
 }
 
@@ -45,7 +47,7 @@ func launchDaemon(t *testing.T, dir, sock string, grace time.Duration, attr *sys
 		"RUNNER_TEST_GRACE="+grace.String(), "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = attr
-	d := &daemon{cmd: cmd, log: &logBuffer{}, done: make(chan struct{})}
+	d := &daemon{cmd: cmd, log: placementtest.NewRecorder(), done: make(chan struct{})}
 	cmd.Stderr = d.log
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

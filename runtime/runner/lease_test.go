@@ -58,7 +58,7 @@ func TestLeaseRunsOut(t *testing.T) {
 	_, status, e := h.tryStart("lease.coop", plugin(t, sess, "cooperative"))
 	assert.Equal(t, http.StatusNotFound, status)
 	assert.Equal(t, KindNoSession, e.Kind)
-	require.Eventually(t, func() bool { return strings.Contains(h.log.String(), "lease ran out") }, time.Second, 5*time.Millisecond)
+	require.True(t, h.log.WaitFor("lease ran out", time.Second))
 	log := h.log.String()
 	assert.Contains(t, log, "level=WARN msg=\"lease ran out\" holder=TestLeaseRunsOut session="+sess)
 	assert.Contains(t, log, "processes=\"[lease.coop lease.stubborn]\"")
