@@ -51,7 +51,7 @@ func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe
 	p := &process{
 		name:   req.Plugin.Name,
 		id:     id,
-		signal: signalNamed(req.Plugin.StopSignal),
+		signal: proc.SignalNamed(req.Plugin.StopSignal),
 		p:      pp,
 		out:    req.Output,
 		timing: timing,
@@ -138,7 +138,7 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 		At:        time.Now(),
 	}
 	if st.Signal != 0 {
-		p.exit.Signal = signalName(st.Signal)
+		p.exit.Signal = proc.SignalName(st.Signal)
 	}
 	gone(p)
 	close(p.done)
@@ -256,7 +256,7 @@ func (p *process) signalFamily(sig syscall.Signal) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("send %s: %w", signalName(sig), err)
+		return fmt.Errorf("send %s: %w", proc.SignalName(sig), err)
 	}
 	return nil
 }
@@ -307,7 +307,7 @@ func (p *process) goneWithin(timeout time.Duration, hurry <-chan struct{}) bool 
 
 func describeStatus(st proc.Status) string {
 	if st.Signal != 0 {
-		return "signal: " + signalName(st.Signal)
+		return "signal: " + proc.SignalName(st.Signal)
 	}
 	return fmt.Sprintf("exit status %d", st.Code)
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/graftland/graft/runtime/proc"
 )
 
 // The checks of request bodies, after decoding: what they refuse is a
@@ -46,7 +48,7 @@ func checkStart(s *Start) error {
 			return err
 		}
 	}
-	if s.StopSignal != "" && !knownSignal(s.StopSignal) {
+	if s.StopSignal != "" && !proc.KnownSignal(s.StopSignal) {
 		return fmt.Errorf("stopSignal %q: not a signal (want a name such as SIGTERM)", s.StopSignal)
 	}
 	if rd := s.Ready; rd != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/proc"
 	"github.com/graftland/graft/spec"
 )
 
@@ -120,7 +121,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 		gen:        gen,
 		inv:        uuid.NewString(),
 		session:    s,
-		stopSignal: signalNamed(req.StopSignal),
+		stopSignal: proc.SignalNamed(req.StopSignal),
 		hurry:      make(chan struct{}),
 		gaveUp:     make(chan struct{}),
 		done:       make(chan struct{}),
@@ -297,7 +298,7 @@ func pluginOf(req *Start) *spec.Plugin {
 		Command:    req.Command,
 		Env:        req.Env,
 		Dir:        req.Dir,
-		StopSignal: signalName(signalNamed(req.StopSignal)),
+		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
 	}
 	if rd := req.Ready; rd != nil {
 		timeout := spec.DefaultReadyTimeout
@@ -417,7 +418,7 @@ func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) 
 	log := r.log.With("instance", p.name, "generation", p.gen, "pid", p.pid, "session", p.session.id)
 	send := func(sig syscall.Signal) {
 		if err := p.signal(sig); err != nil {
-			log.Warn("signal", "signal", signalName(sig), "err", err)
+			log.Warn("signal", "signal", proc.SignalName(sig), "err", err)
 		}
 	}
 	if graceful {
