@@ -35,6 +35,12 @@ type Result struct {
 	// Identity is what a start's plugin sees.
 	Identity runtime.Identity `json:"identity"`
 	PID      int              `json:"pid,omitempty"`
+	// Cleanup is set on a stop that had to force the plugin and whose end
+	// was confirmed (Killed, or Exited with a cause): such a stop is a
+	// completed stop, so the step succeeded, and its causes say what it
+	// had to do (a *runtime.LocalTerminationTimeout, a
+	// *runtime.RemoteForced). See docs/stopping.md.
+	Cleanup *runtime.CleanupError `json:"cleanup,omitempty"`
 }
 
 // Phase is where a step stands in an Event.
@@ -98,10 +104,14 @@ var ErrCancelled = errors.New("apply cancelled: steps not begun were skipped")
 
 // Run carries out p's steps through ex. A step begins once every step it
 // waits on has succeeded; a failed step skips the steps that wait on it,
-// directly or not, and the others go on. Cancelling ctx begins no further
-// step, lets the steps under way finish, and skips the rest. Run returns
-// every failure, aggregated (each a *StepError), and ErrCancelled if ctx
-// ended first; nil when every step succeeded.
+// directly or not, and the others go on. A stop succeeds once the
+// plugin's end is confirmed, forced or not: one that returns a
+// *runtime.CleanupError with outcome Exited or Killed succeeds, with that
+// error in its Result.Cleanup; only an unconfirmed stop fails
+// (docs/stopping.md). Cancelling ctx begins no further step, lets the
+// steps under way finish, and skips the rest. Run returns every failure,
+// aggregated (each a *StepError), and ErrCancelled if ctx ended first;
+// nil when every step succeeded.
 func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
 	if opt.Parallelism <= 0 {
 		opt.Parallelism = DefaultParallelism
@@ -224,6 +234,10 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 		res, err = r.ex.Start(ctx, s.Plugin)
 	default:
 		err = fmt.Errorf("unknown op %q", s.Op)
+	}
+	if ce, ok := err.(*runtime.CleanupError); ok && s.Op == plan.OpStop && ce.Confirmed() {
+		// Forced, but gone: a completed stop, reported as a warning.
+		res.Outcome, res.Cleanup, err = ce.Outcome, ce, nil
 	}
 	e := Event{Step: s, Phase: Succeeded, Result: res, Took: time.Since(began)}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-multierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,7 +25,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type script struct {
 	delay time.Duration
 	fail  map[string]bool
-	gate  chan struct{} // when set, every step waits for it
+	errs  map[string]error // what a step returns instead of succeeding
+	gate  chan struct{}    // when set, every step waits for it
 
 	mu      sync.Mutex
 	ended   map[string]time.Time
@@ -60,6 +62,9 @@ func (s *script) step(ctx context.Context, id string) (Result, error) {
 	s.ended[id] = time.Now()
 	if s.fail[id] {
 		return Result{}, fmt.Errorf("%s broke", id)
+	}
+	if err := s.errs[id]; err != nil {
+		return Result{}, err
 	}
 	return Result{Outcome: runtime.Exited, Identity: runtime.Identity{ID: id, Generation: 1}}, nil
 }
@@ -180,4 +185,52 @@ func TestCancel(t *testing.T) {
 	assert.ErrorIs(t, err, ErrCancelled)
 	assert.Len(t, ex.ended, 2, "the two steps under way finished")
 	assert.Equal(t, len(p.Steps)-2, skipped)
+}
+
+func cleanup(outcome runtime.Outcome, cause error) *runtime.CleanupError {
+	return &runtime.CleanupError{Plugin: "store", Outcome: outcome, Causes: multierror.Append(nil, cause)}
+}
+
+// TestForcedStopCompletes: a stop that had to force its plugin, whose end
+// was confirmed, succeeds; what waits on it goes on; the event carries
+// the cleanup error, whose causes errors.As finds.
+func TestForcedStopCompletes(t *testing.T) {
+	for _, outcome := range []runtime.Outcome{runtime.Killed, runtime.Exited} {
+		t.Run(string(outcome), func(t *testing.T) {
+			p := chainPlan(t)
+			ex := newScript(time.Millisecond)
+			ex.errs = map[string]error{"stop:store": cleanup(outcome, &runtime.LocalTerminationTimeout{Plugin: "store", Window: time.Second})}
+			var stop Event
+			err := Run(context.Background(), p, ex, Options{Events: func(e Event) {
+				if e.Step.ID == "stop:store" && e.Phase != Began {
+					stop = e
+				}
+			}})
+			require.NoError(t, err)
+			for _, s := range p.Steps {
+				assert.Contains(t, ex.ended, s.ID, "every step ran")
+			}
+			assert.Equal(t, Succeeded, stop.Phase)
+			assert.Empty(t, stop.Error)
+			assert.Equal(t, outcome, stop.Result.Outcome)
+			var ltt *runtime.LocalTerminationTimeout
+			require.ErrorAs(t, stop.Result.Cleanup, &ltt)
+			assert.Equal(t, time.Second, ltt.Window)
+		})
+	}
+}
+
+// TestUnconfirmedStopFails: only a stop whose end no one confirmed fails
+// its step, and skips what waits on it.
+func TestUnconfirmedStopFails(t *testing.T) {
+	p := chainPlan(t)
+	ex := newScript(time.Millisecond)
+	ex.errs = map[string]error{"stop:store": cleanup(runtime.Unconfirmed, &runtime.RemoteTerminationUnconfirmed{Plugin: "store", Runner: "edge", Cause: errors.New("no answer")})}
+	err := Run(context.Background(), p, ex, Options{})
+	var unconfirmed *runtime.RemoteTerminationUnconfirmed
+	require.ErrorAs(t, err, &unconfirmed)
+	assert.Equal(t, "edge", unconfirmed.Runner)
+	assert.NotContains(t, ex.ended, "start:store")
+	assert.NotContains(t, ex.ended, "stop:db")
+	assert.Contains(t, ex.ended, "start:x")
 }

@@ -46,8 +46,11 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 	for i, name := range d.names {
 		if r, ok := d.running[name]; ok && desired.Plugins[name] == nil {
 			reason := "not in " + filepath.Base(desired.File)
-			if r.Status == Failed {
+			switch r.Status {
+			case Failed:
 				reason += " (failed: nothing runs)"
+			case Unconfirmed:
+				reason += " (" + unconfirmedReason(r) + ")"
 			}
 			d.changes[i] = Change{Plugin: name, Action: Stop, Reason: reason, Run: r.Run, Status: r.Status}
 		}
@@ -143,11 +146,23 @@ func (d *differ) classify(i int) {
 		}
 	case changed:
 		c.Action, c.Reason = Replace, describeChange(r, p, c.Fields)
+		if r.Status == Unconfirmed {
+			c.Reason += "; " + unconfirmedReason(r)
+		}
 	case r.Status == Unconfirmed:
-		c.Action, c.Reason = Replace, "unconfirmed: it may still be running; its exit must be confirmed before it starts again"
+		c.Action, c.Reason = Replace, unconfirmedReason(r)+"; its exit must be confirmed before it starts again"
 	case slices.Contains(d.replace, name):
 		c.Action, c.Reason = Replace, "restart requested"
 	}
+}
+
+// unconfirmedReason says what is known of a plugin whose end no one
+// confirmed: never that nothing runs.
+func unconfirmedReason(r *Record) string {
+	if r.Run == spec.Remote {
+		return "unconfirmed: it may still run on " + r.Where()
+	}
+	return "unconfirmed: it may still be running"
 }
 
 // restart turns kept plugin i into a restart when a plugin it uses is

@@ -73,6 +73,37 @@ type Record struct {
 	// Fields holds spec.FieldDigests of the applied plugin, so a plan can
 	// name the fields a new spec changes.
 	Fields map[string]string `json:"fields,omitempty"`
+	// Runner is the runner a runner plugin runs on, as the spec names it;
+	// empty for the runner embedded in the host.
+	Runner string `json:"runner,omitempty"`
+	// LastStop is how the plugin's last stop ended, when it has been
+	// stopped (a restart, a replacement).
+	LastStop *LastStop `json:"lastStop,omitempty"`
+}
+
+// LastStop is how a stop ended: its outcome (Exited, Killed or
+// RemoteTerminationUnconfirmed) and, when it had to force the plugin or
+// could not confirm its end, the causes (docs/stopping.md).
+type LastStop struct {
+	Outcome string      `json:"outcome"`
+	Causes  []StopCause `json:"causes,omitempty"`
+	At      time.Time   `json:"at"`
+}
+
+// StopCause is one cause of a forced or unconfirmed stop.
+type StopCause struct {
+	// Kind names its type, such as LocalTerminationTimeout; empty for
+	// another error.
+	Kind    string `json:"kind,omitempty"`
+	Message string `json:"message"`
+}
+
+// Where names the runner a runner plugin runs on, for messages.
+func (r *Record) Where() string {
+	if r.Runner == "" {
+		return "the embedded runner"
+	}
+	return "runner " + r.Runner
 }
 
 // Applied returns the record of plugin name of s as the host writes it when
@@ -86,6 +117,7 @@ func Applied(s *spec.Spec, name string) Record {
 		Hash:     s.Hash(name),
 		Uses:     slices.Sorted(slices.Values(p.Uses)),
 		Fields:   spec.FieldDigests(s.Fields(name)),
+		Runner:   p.Runner,
 	}
 }
 

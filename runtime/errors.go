@@ -34,6 +34,12 @@ type CleanupError struct {
 	Causes  *multierror.Error
 }
 
+// Confirmed reports whether the plugin is known to be gone: the stop was
+// forced, but its end was confirmed (Exited or Killed). Such a stop is a
+// completed stop, and what it reports is a warning; only an unconfirmed
+// one (RemoteTerminationUnconfirmed) fails (docs/stopping.md).
+func (e *CleanupError) Confirmed() bool { return e.Outcome != Unconfirmed }
+
 func (e *CleanupError) Error() string {
 	var causes []string
 	for _, c := range e.Causes.WrappedErrors() {
@@ -50,10 +56,10 @@ func (e *CleanupError) Unwrap() []error { return e.Causes.WrappedErrors() }
 // terminated, even when the termination then worked. It usually means a
 // timer, socket or other handle stayed open after the finalizers ran.
 type LocalTerminationTimeout struct {
-	Plugin   string
-	Instance string
+	Plugin   string `json:"plugin"`
+	Instance string `json:"instance"`
 	// Window is the exit window that was missed (1 second).
-	Window time.Duration
+	Window time.Duration `json:"window"`
 }
 
 func (e *LocalTerminationTimeout) Error() string {
@@ -67,12 +73,13 @@ func (e *LocalTerminationTimeout) Error() string {
 // running; waiting proves nothing. The runner refuses a replacement of the
 // instance until it has confirmed the exit.
 type RemoteTerminationUnconfirmed struct {
-	Plugin     string
-	Instance   string
-	Generation int64
-	Runner     string
-	// Cause is why it could not be confirmed.
-	Cause error
+	Plugin     string `json:"plugin"`
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+	Runner     string `json:"runner"`
+	// Cause is why it could not be confirmed. Across the host's API it
+	// is known by its message only.
+	Cause error `json:"-"`
 }
 
 func (e *RemoteTerminationUnconfirmed) Error() string {
@@ -82,16 +89,36 @@ func (e *RemoteTerminationUnconfirmed) Error() string {
 
 func (e *RemoteTerminationUnconfirmed) Unwrap() error { return e.Cause }
 
+// Hint tells the operator what to do about it.
+func (e *RemoteTerminationUnconfirmed) Hint() string {
+	return fmt.Sprintf("check runner %s: once it answers, graft apply (or graft down) asks it again and confirms the stop", e.Runner)
+}
+
+// RemoteForced reports a remote process that was not gone within its
+// graceful stop: the runner interrupted it and, grace later, killed it.
+// The kill was confirmed; some of its finalizers may not have finished.
+type RemoteForced struct {
+	Plugin     string `json:"plugin"`
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+	Runner     string `json:"runner"`
+}
+
+func (e *RemoteForced) Error() string {
+	return fmt.Sprintf("%s (instance %s, generation %d) was not gone within its graceful stop; runner %s interrupted it, then killed it after grace",
+		e.Plugin, e.Instance, e.Generation, e.Runner)
+}
+
 // StartError is a start that failed after the plugin ran: it exited before
 // it was ready, or was not ready in time. It carries the exit and the last
 // lines of output, which usually say why.
 type StartError struct {
-	Plugin string
+	Plugin string `json:"plugin"`
 	// Reason is what went wrong, such as "exited before it was ready" or
 	// "not ready after 30 seconds: dial tcp 127.0.0.1:8080: connection
 	// refused".
-	Reason string
-	Exit   Exit
+	Reason string `json:"reason"`
+	Exit   Exit   `json:"exit"`
 }
 
 func (e *StartError) Error() string {
@@ -106,3 +133,6 @@ func (e *StartError) Error() string {
 	}
 	return b.String()
 }
+
+// Hint tells the operator what to do about it.
+func (e *StartError) Hint() string { return "see its output: graft logs " + e.Plugin }

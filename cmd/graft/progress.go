@@ -25,6 +25,7 @@ type progress struct {
 	began   time.Time
 	running map[string]time.Time
 	done    int
+	forced  int // stops that succeeded but had to force their plugin
 	failed  int
 	skipped int
 	total   int
@@ -111,6 +112,15 @@ func (p *progress) event(e apply.Event) {
 				detail += fmt.Sprintf(", pid %d", e.Result.PID)
 			}
 		}
+		if c := e.Result.Cleanup; c != nil {
+			// Forced, but gone: the step succeeded; say what it took.
+			p.forced++
+			fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "⚠"), op, roundTook(e.Took), detail)
+			for _, cause := range c.Causes.WrappedErrors() {
+				fmt.Fprintf(p.w, "      %s\n", cause)
+			}
+			return
+		}
 		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("32", "✓"), op, roundTook(e.Took), detail)
 	case apply.Failed:
 		delete(p.running, e.Step.ID)
@@ -130,6 +140,9 @@ func (p *progress) Summary(err error) {
 	took := roundTook(time.Since(p.began))
 	switch {
 	case p.total == 0 && err == nil:
+	case err == nil && p.forced > 0:
+		fmt.Fprintf(p.w, "\nApply complete: %d steps in %s; %d %s had to be forced (see above).\n", p.done, took, p.forced,
+			map[bool]string{true: "stop", false: "stops"}[p.forced == 1])
 	case err == nil:
 		fmt.Fprintf(p.w, "\nApply complete: %d steps in %s.\n", p.done, took)
 	default:

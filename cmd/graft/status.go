@@ -52,7 +52,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	fmt.Fprintln(g.stdout)
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tLAST ERROR")
+	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tLAST STOP\tLAST ERROR")
 	for _, r := range st.Plugins {
 		run := string(r.Run)
 		if r.Role != "" {
@@ -65,10 +65,23 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		if r.Status == plan.Running && !r.Since.IsZero() {
 			uptime = since(r.Since)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", r.Name, run, r.Status, shortID(r.Instance),
-			r.Generation, pid, uptime, r.Restarts, firstLine(r.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.Name, run, r.Status, shortID(r.Instance),
+			r.Generation, pid, uptime, r.Restarts, lastStop(r.LastStop), firstLine(r.LastError))
 	}
 	return tw.Flush()
+}
+
+// lastStop is the outcome of a plugin's last stop, with the kind of its
+// first cause when it had to force the plugin or could not confirm its end
+// (every cause, in full, is in --json).
+func lastStop(l *plan.LastStop) string {
+	switch {
+	case l == nil:
+		return "-"
+	case len(l.Causes) > 0 && l.Causes[0].Kind != "":
+		return l.Outcome + " (" + l.Causes[0].Kind + ")"
+	}
+	return l.Outcome
 }
 
 // shortID shortens a UUID to its first 8 characters; instance names stay.

@@ -142,12 +142,13 @@ func (h *Host) stream(w http.ResponseWriter, run func(events func(Message)) erro
 	}
 	err := run(send)
 	if !began {
-		writeError(w, statusFor(err), bodyFor(err))
+		writeError(w, statusFor(err), errorBody(err))
 		return
 	}
 	done := Message{Type: MsgDone}
 	for _, e := range unwrapAll(err) {
 		done.Errors = append(done.Errors, e.Error())
+		done.Failures = append(done.Failures, errorBody(e))
 	}
 	send(done)
 }
@@ -174,27 +175,6 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
-}
-
-func bodyFor(err error) ErrorBody {
-	var (
-		locked  *LockedError
-		stale   *StaleError
-		nothing *NothingAppliedError
-		bad     spec.Errors
-	)
-	b := ErrorBody{Error: err.Error()}
-	switch {
-	case errors.As(err, &nothing):
-		b.Kind = KindNoSpec
-	case errors.As(err, &locked):
-		b.Kind, b.Hint = KindLocked, locked.Hint()
-	case errors.As(err, &stale):
-		b.Kind, b.Hint = KindStale, stale.Hint()
-	case errors.As(err, &bad):
-		b.Kind = KindSpec
-	}
-	return b
 }
 
 // unwrapAll lists the errors an error aggregates (go-multierror's, or

@@ -17,8 +17,8 @@ import (
 
 // LockedError is a refused apply: another holds the apply lock.
 type LockedError struct {
-	Holder string
-	Since  time.Time
+	Holder string    `json:"holder"`
+	Since  time.Time `json:"since"`
 }
 
 func (e *LockedError) Error() string {
@@ -30,7 +30,9 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Hint() string { return "wait for it, or pass --lock-timeout to wait here" }
 
 // StaleError is a saved plan made against a state that has changed.
-type StaleError struct{ Reason string }
+type StaleError struct {
+	Reason string `json:"reason"`
+}
 
 func (e *StaleError) Error() string { return "stale plan: " + e.Reason }
 
@@ -93,6 +95,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 	})
 	h.closeUnusedLogs()
 	h.pruneRemotes()
+	h.pruneLastStops()
 	return p, err
 }
 
@@ -188,6 +191,10 @@ func (h *Host) logEvent(e apply.Event) {
 	case apply.Began:
 		h.log.Info("step began", attrs...)
 	case apply.Succeeded:
+		if c := e.Result.Cleanup; c != nil {
+			h.log.Warn("step done, forced", append(attrs, "outcome", e.Result.Outcome, "took", e.Took, "cause", c.Causes.Error())...)
+			return
+		}
 		if e.Step.Op == plan.OpStop {
 			attrs = append(attrs, "outcome", e.Result.Outcome)
 		} else {
@@ -205,28 +212,46 @@ type executor struct {
 	desired *spec.Spec
 }
 
-// Stop stops the plugin and forgets it.
+// Stop stops the plugin and forgets it, once its end is confirmed. A stop
+// that had to force the plugin still succeeds (apply.Run reports its
+// *runtime.CleanupError as a warning); an unconfirmed one keeps the entry,
+// status unconfirmed ("may still be running"): the next apply stops it
+// again, and its runner refuses a replacement until it confirms.
 func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 	e := x.h.entry(name)
 	if e == nil {
 		return apply.Result{Outcome: runtime.Exited}, nil
 	}
-	outcome, err := e.unit.Stop(ctx)
-	if outcome != runtime.Unconfirmed {
-		// An unconfirmed stop keeps the entry, status unconfirmed ("may
-		// still be running"): the next apply stops it again, and its
-		// runner refuses a replacement until it confirms.
-		x.h.forget(name, e)
-	}
+	outcome, err := x.h.stop(ctx, name, e)
 	return apply.Result{Outcome: outcome}, err
+}
+
+// stop stops e, name's entry, records how the stop ended, and forgets e
+// unless its end is unconfirmed.
+func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome, error) {
+	outcome, err := e.unit.Stop(ctx)
+	last := &plan.LastStop{Outcome: string(outcome), At: time.Now()}
+	for _, c := range unwrapAll(err) {
+		last.Causes = append(last.Causes, plan.StopCause{Kind: runtime.CauseKind(c), Message: c.Error()})
+	}
+	h.mu.Lock()
+	h.lastStops[name] = last
+	if outcome != runtime.Unconfirmed && h.plugins[name] == e {
+		delete(h.plugins, name)
+	}
+	h.mu.Unlock()
+	return outcome, err
 }
 
 // Start starts the plugin as the desired spec says. A failed plugin of
 // the same name (perhaps retrying) is stopped first.
 func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
 	if old := x.h.entry(name); old != nil {
-		old.unit.Stop(ctx)
-		x.h.forget(name, old)
+		// A failed plugin, perhaps retrying, or one whose stop was not
+		// confirmed: nothing new starts beside it until its end is.
+		if outcome, err := x.h.stop(ctx, name, old); outcome == runtime.Unconfirmed {
+			return apply.Result{}, err
+		}
 	}
 	p := x.desired.Plugins[name]
 	out, err := x.h.logOf(name)
@@ -255,6 +280,17 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	err = e.unit.Start(ctx)
 	st := e.unit.State()
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+}
+
+// pruneLastStops forgets how plugins the host no longer tracks stopped.
+func (h *Host) pruneLastStops() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name := range h.lastStops {
+		if h.plugins[name] == nil {
+			delete(h.lastStops, name)
+		}
+	}
 }
 
 // placement is where plugin p of desired runs.
@@ -292,15 +328,6 @@ func (h *Host) entry(name string) *entry {
 	return h.plugins[name]
 }
 
-// forget drops e, if it is still name's entry.
-func (h *Host) forget(name string, e *entry) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.plugins[name] == e {
-		delete(h.plugins, name)
-	}
-}
-
 // State is what runs, as plan.Diff and graft status read it.
 func (h *Host) State() *plan.State {
 	h.mu.Lock()
@@ -335,6 +362,7 @@ func (h *Host) State() *plan.State {
 		r.Since = s.Since
 		r.Restarts = s.Restarts
 		r.LastError = s.LastError
+		r.LastStop = h.lastStops[name]
 		st.Plugins = append(st.Plugins, r)
 	}
 	return st

@@ -113,19 +113,33 @@ func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error)
 	return &info, nil
 }
 
-// ApplyError is an apply that ran and had failures: its steps' errors.
-type ApplyError struct{ Errors []string }
+// ApplyError is an apply that ran and had failures: its steps' errors,
+// each with the type the host gave it (an *apply.StepError around a
+// *runtime.CleanupError or a *runtime.StartError, apply.ErrCancelled), so
+// that errors.As and errors.Is find them through it.
+type ApplyError struct{ Errors []error }
 
 func (e *ApplyError) Error() string {
 	if len(e.Errors) == 1 {
-		return e.Errors[0]
+		return e.Errors[0].Error()
 	}
-	return fmt.Sprintf("%d errors:\n  %s", len(e.Errors), strings.Join(e.Errors, "\n  "))
+	msgs := make([]string, len(e.Errors))
+	for i, err := range e.Errors {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%d errors:\n  %s", len(e.Errors), strings.Join(msgs, "\n  "))
 }
 
+// Unwrap returns the failures, so errors.As and errors.Is look into each.
+func (e *ApplyError) Unwrap() []error { return e.Errors }
+
 // Apply asks the host to apply req, calling on for each message as it
-// comes. It returns a *LockedError, *StaleError or the host's error when
-// the host refuses, an *ApplyError when steps failed.
+// comes. When the host refuses before it begins, it returns a
+// *LockedError (another apply holds the lock), a *StaleError (a saved plan
+// that no longer matches), spec problems, or another error of the host;
+// when steps failed, an *ApplyError that holds each failure with its type.
+// A forced stop whose end was confirmed is no failure: its step's event
+// carries the *runtime.CleanupError (apply.Result.Cleanup).
 func (c *Client) Apply(ctx context.Context, req ApplyRequest, on func(Message)) error {
 	return c.stream(ctx, "/v1/apply", req, on)
 }
@@ -176,10 +190,7 @@ func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on f
 			on(m)
 		}
 		if m.Type == MsgDone {
-			if len(m.Errors) > 0 {
-				return &ApplyError{Errors: m.Errors}
-			}
-			return nil
+			return m.err()
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -238,7 +249,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}
-	return nil, remoteError(eb)
+	return nil, eb.Err()
 }
 
 // where names the host the client talks to.
@@ -249,21 +260,20 @@ func (c *Client) where() string {
 	return c.base
 }
 
-// remoteError turns an error answer back into the host's error.
-func remoteError(b ErrorBody) error {
-	switch b.Kind {
-	case KindLocked:
-		return &hinted{msg: b.Error, hint: b.Hint}
-	case KindStale:
-		return &StaleError{Reason: strings.TrimPrefix(b.Error, "stale plan: ")}
+// err is the error a MsgDone reports: nil, or an *ApplyError.
+func (m Message) err() error {
+	var errs []error
+	for _, f := range m.Failures {
+		errs = append(errs, f.Err())
 	}
-	return &hinted{msg: b.Error, hint: b.Hint}
+	if len(errs) == 0 {
+		// A host that sends only the text of its errors.
+		for _, e := range m.Errors {
+			errs = append(errs, errors.New(e))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ApplyError{Errors: errs}
 }
-
-// hinted is a host's error with the hint it gave.
-type hinted struct{ msg, hint string }
-
-func (e *hinted) Error() string { return e.msg }
-
-// Hint tells the operator what to do about it.
-func (e *hinted) Hint() string { return e.hint }

@@ -273,7 +273,7 @@ func (h *Host) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 func (h *Host) serveLeader(w http.ResponseWriter, r *http.Request) {
 	info, err := h.Leader(r.Context(), r.PathValue("plugin"))
 	if err != nil {
-		writeError(w, statusFor(err), bodyFor(err))
+		writeError(w, statusFor(err), errorBody(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, info)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/runtime/local"
@@ -60,6 +61,8 @@ type Host struct {
 	plugins map[string]*entry
 	logs    map[string]*output.Log // by plugin; kept across its restarts
 	spec    *applied               // the last applied spec; nil before the first apply
+	// lastStops is how each plugin's last stop ended, for its status.
+	lastStops map[string]*plan.LastStop
 
 	applying chan struct{} // a token: held by the apply under way
 	holder   holder        // who holds it, while one does
@@ -108,18 +111,19 @@ func Open(dir string, opt Options) (*Host, error) {
 		log = slog.Default()
 	}
 	h := &Host{
-		dir:      dir,
-		opt:      opt,
-		log:      log,
-		lock:     lock,
-		reaper:   reaper,
-		local:    local.New(local.Options{Timing: opt.Timing}),
-		workers:  workers,
-		started:  time.Now(),
-		plugins:  map[string]*entry{},
-		logs:     map[string]*output.Log{},
-		applying: make(chan struct{}, 1),
-		down:     make(chan struct{}),
+		dir:       dir,
+		opt:       opt,
+		log:       log,
+		lock:      lock,
+		reaper:    reaper,
+		local:     local.New(local.Options{Timing: opt.Timing}),
+		workers:   workers,
+		started:   time.Now(),
+		plugins:   map[string]*entry{},
+		logs:      map[string]*output.Log{},
+		lastStops: map[string]*plan.LastStop{},
+		applying:  make(chan struct{}, 1),
+		down:      make(chan struct{}),
 	}
 	h.locals = recording{Placement: h.local, dir: filepath.Join(dir, instancesDir)}
 	if h.spec, err = loadApplied(dir); err != nil {

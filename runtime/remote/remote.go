@@ -382,7 +382,7 @@ func (h *handle) confirmed() bool {
 // ctx's deadline, when it has one, bounds the graceful part; nothing
 // shortens the wait for the confirmation: only the runner can make sure the
 // process is gone, and it answers when it has. A process that had to be
-// interrupted or killed is Killed, with a *ForcedError among the
+// interrupted or killed is Killed, with a *runtime.RemoteForced among the
 // CleanupError's causes.
 func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	h.stopMu.Lock()
@@ -415,23 +415,9 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	h.s.untrack(h)
 	if res.Outcome == runtime.Killed {
 		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Killed,
-			Causes: multierror.Append(nil, &ForcedError{Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
+			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
 	}
 	return res.Outcome, nil
-}
-
-// ForcedError reports a remote process that was not gone within its
-// graceful stop: the runner interrupted it and, grace later, killed it.
-// Some of its finalizers may not have finished.
-type ForcedError struct {
-	Instance   string
-	Generation int64
-	Runner     string
-}
-
-func (e *ForcedError) Error() string {
-	return fmt.Sprintf("%s (generation %d) was not gone within its graceful stop; runner %s interrupted it, then killed it after grace",
-		e.Instance, e.Generation, e.Runner)
 }
 
 // askStop sends the stop through the live session (a new one if the

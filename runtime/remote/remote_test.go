@@ -165,7 +165,7 @@ func TestConformance(t *testing.T) {
 			return helper(name, string(b))
 		},
 		Timing:     runtime.Timing{ShutdownTimeout: shutdown, KillAfter: grace},
-		Forced:     func(err error) bool { var e *ForcedError; return errors.As(err, &e) },
+		Forced:     func(err error) bool { var e *runtime.RemoteForced; return errors.As(err, &e) },
 		Generation: 1,
 		Stable:     true,
 		Gone:       func(t *testing.T, h runtime.Handle) bool { return gone(h.PID()) },
@@ -309,7 +309,7 @@ func TestStopUnconfirmed(t *testing.T) {
 	require.Eventually(t, func() bool { return gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
 	outcome, err = h.Stop(context.Background())
 	assert.Equal(t, runtime.Killed, outcome)
-	var forced *ForcedError
+	var forced *runtime.RemoteForced
 	assert.ErrorAs(t, err, &forced)
 	assert.False(t, errors.As(err, &unconfirmed), "confirmed now: %v", err)
 	assert.Equal(t, runtime.Killed, h.Exit().Outcome)
