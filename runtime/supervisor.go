@@ -80,10 +80,14 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("start: the plugin is being stopped")
 	}
-	if s.starting != nil || s.handle != nil {
+	if s.starting != nil || s.handle != nil && s.state.Status != StopUnconfirmed {
 		s.mu.Unlock()
 		return errors.New("start: the plugin is already started")
 	}
+	// A plugin whose end is unconfirmed may start again (a retry): its
+	// placement starts nothing beside the old process until it has
+	// confirmed the old one's end (a runner refuses until then).
+	lost := s.handle
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -105,7 +109,18 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		s.watch(h)
 	case s.stopping:
 		s.set(Stopping, "")
+	case lost != nil && !errors.As(err, new(*StartError)):
+		// Nothing new runs, and the old process may still: its end is
+		// still to be confirmed, by a stop or by a start that replaces it.
+		// (A *StartError means the new process ran, which its placement
+		// allows only once the old one's end is confirmed.)
+		s.set(StopUnconfirmed, "")
+		s.state.LastError = err.Error()
+		if ctx.Err() == nil {
+			s.scheduleRetry()
+		}
 	default:
+		s.handle, s.state.PID = nil, 0
 		s.set(Failed, err.Error())
 		if ctx.Err() == nil {
 			s.scheduleRetry()
@@ -127,11 +142,20 @@ func (s *Supervisor) watch(h Handle) {
 		if s.handle != h || s.stopping || exit.Requested {
 			return
 		}
-		s.handle = nil
-		s.state.PID = 0
 		if r := s.req.Plugin.Retry; r != nil && time.Since(started) > r.Max.Std() {
 			s.attempt = 0 // it ran long enough to count as healthy
 		}
+		if exit.Lost {
+			// The placement lost track of it (a runner's session was
+			// lost): it may still run. The handle is kept, so that a stop
+			// asks again, and so is the status until someone confirms.
+			s.set(StopUnconfirmed, "")
+			s.state.LastError = describeExit(exit)
+			s.scheduleRetry()
+			return
+		}
+		s.handle = nil
+		s.state.PID = 0
 		s.set(Failed, describeExit(exit))
 		s.scheduleRetry()
 	}()

@@ -47,6 +47,10 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The start-up's apply of the kept spec takes the apply lock before
+	// the host listens, so no client's apply can come between them: one
+	// that comes waits for it, then applies over it.
+	reapply := h.BeginReapply()
 	listening := make(chan struct{})
 	served := make(chan error, 1)
 	go func() {
@@ -54,7 +58,6 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}()
 	select {
 	case <-listening:
-		reapply := h.BeginReapply() // before ready: no apply gets ahead of it
 		c.ready()
 		go func() {
 			if err := reapply(ctx); err != nil {
@@ -62,6 +65,9 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 			}
 		}()
 	case err := <-served:
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		reapply(gone) // releases the apply lock, applying nothing
 		h.Shutdown(context.Background())
 		return err
 	}

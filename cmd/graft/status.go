@@ -78,7 +78,7 @@ func lastStop(l *plan.LastStop) string {
 	switch {
 	case l == nil:
 		return "-"
-	case len(l.Causes) > 0 && l.Causes[0].Kind != "":
+	case len(l.Causes) > 0 && l.Causes[0].Kind != "" && l.Causes[0].Kind != l.Outcome:
 		return l.Outcome + " (" + l.Causes[0].Kind + ")"
 	}
 	return l.Outcome

@@ -171,7 +171,9 @@ func (h *Host) Reapply(ctx context.Context) error { return h.BeginReapply()(ctx)
 
 // BeginReapply takes the apply lock for Reapply now, so that no apply
 // gets ahead of it (those that come meanwhile wait for it), and returns
-// the apply to run. A host calls it before it says it is ready.
+// the apply to run, which releases the lock when it ends. A host calls it
+// before it listens. Running it with a ctx already ended applies nothing
+// and only releases the lock: a host that failed to start.
 func (h *Host) BeginReapply() func(ctx context.Context) error {
 	h.mu.Lock()
 	a := h.spec
@@ -188,6 +190,9 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 			}
 		}
 		defer h.unlockApply()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
 		_, err := h.applyLocked(ctx, req, nil, true)
 		return err

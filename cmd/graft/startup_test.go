@@ -1,0 +1,116 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/spec"
+)
+
+// startuprace N keeps spec A (graft apply), kills the host with SIGKILL,
+// writes spec B and runs graft apply, which starts a host that applies A
+// again as it starts; then checks that B's plugin, and only it, runs and
+// that B is the kept spec. N rounds.
+func cmdStartupRace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: startuprace N")
+	}
+	n, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	file := ts.MkAbs("plugins.yaml")
+	write := func(yaml string) *spec.Spec {
+		ts.Check(os.WriteFile(file, []byte(yaml), 0o644))
+		s, err := spec.Parse(file, []byte(yaml))
+		ts.Check(err)
+		return s
+	}
+	for i := range n {
+		write(fmt.Sprintf("name: race\nplugins:\n  a%d: {command: [plug, serve, a]}\n", i))
+		ts.Check(ts.Exec("graft", "apply"))
+		cmdKillHost(ts, false, nil)
+		b := write(fmt.Sprintf("name: race\nplugins:\n  b%d: {command: [plug, serve, b]}\n", i))
+		ts.Check(ts.Exec("graft", "apply"))
+
+		c, err := host.NewClient(ts.MkAbs(".graft"))
+		ts.Check(err)
+		st, err := c.Status(context.Background())
+		c.Close()
+		ts.Check(err)
+		running := map[string]string{}
+		for _, r := range st.Plugins {
+			running[r.Name] = string(r.Status)
+		}
+		want := fmt.Sprintf("b%d", i)
+		if len(running) != 1 || running[want] != "running" {
+			ts.Fatalf("round %d: running %v, want only %s", i+1, slices.Sorted(maps.Keys(running)), want)
+		}
+		if st.Host.Spec != b.Digest() {
+			ts.Fatalf("round %d: the host keeps spec %s, want B's, %s", i+1, st.Host.Spec, b.Digest())
+		}
+	}
+}
+
+// sigpid FILE SIGNAL sends SIGNAL (STOP, CONT, TERM, ...) to the process
+// whose pid is in FILE, such as a runner's runner.lock: to freeze a
+// daemon and wake it.
+func cmdSigPID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sigpid file signal")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	ts.Check(err)
+	sig, ok := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[args[1]]
+	if !ok {
+		ts.Fatalf("unknown signal %s", args[1])
+	}
+	ts.Check(syscall.Kill(pid, sig))
+}
+
+// waitstatus PLUGIN STATUS [SECONDS] waits until PLUGIN has STATUS in the
+// status of the host of $WORK/.graft, at most SECONDS (default 30).
+func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waitstatus plugin status [seconds]")
+	}
+	wait := 30 * time.Second
+	if len(args) == 3 {
+		s, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		wait = time.Duration(s) * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	last := "not listed"
+	for {
+		c, err := host.NewClient(ts.MkAbs(".graft"))
+		ts.Check(err)
+		st, err := c.Status(context.Background())
+		c.Close()
+		ts.Check(err)
+		for _, r := range st.Plugins {
+			if r.Name == args[0] {
+				last = string(r.Status)
+			}
+		}
+		if last == args[1] {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s is %s, not %s, after %s", args[0], last, args[1], wait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
