@@ -104,6 +104,8 @@ func Run(t *testing.T, kit Kit) {
 		{"ExitOnItsOwn", testExitOnItsOwn},
 		{"StopIsIdempotent", testStopIdempotent},
 		{"CancelledStopForces", testCancelledStop},
+		{"StopWithCancelledCtxForces", testStopWithCancelledCtx},
+		{"CancelDuringStopForces", testCancelDuringStop},
 		{"CancelledStart", testCancelledStart},
 		{"CloseStopsAll", testCloseStopsAll},
 	}
@@ -270,6 +272,45 @@ func testCancelledStop(t *testing.T, kit Kit) {
 	outcome, _ := h.Stop(ctx)
 	assert.Equal(t, runtime.Killed, outcome)
 	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop forces at once")
+	requireDone(t, h)
+	assert.True(t, kit.Gone(t, h))
+}
+
+// testStopWithCancelledCtx: a ctx already cancelled, with no deadline,
+// forces the plugin at once (Handle.Stop's contract).
+func testStopWithCancelledCtx(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	began := time.Now()
+	outcome, err := h.Stop(ctx)
+	assert.Equal(t, runtime.Killed, outcome)
+	var cleanup *runtime.CleanupError
+	if assert.ErrorAs(t, err, &cleanup, "the forced stop is reported") {
+		assert.True(t, cleanup.Confirmed(), "and its end confirmed")
+	}
+	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop skips the graceful part")
+	requireDone(t, h)
+	assert.True(t, kit.Gone(t, h))
+}
+
+// testCancelDuringStop: cancelling ctx, with no deadline, while the
+// graceful part is under way cuts it short.
+func testCancelDuringStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(kit.Timing.ShutdownTimeout/10, cancel)
+	began := time.Now()
+	outcome, _ := h.Stop(ctx)
+	assert.Equal(t, runtime.Killed, outcome)
+	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "the graceful part was cut short")
 	requireDone(t, h)
 	assert.True(t, kit.Gone(t, h))
 }

@@ -379,9 +379,11 @@ func (h *handle) confirmed() bool {
 // session was lost is stopped through a new session. Stopping again after
 // an unconfirmed stop asks the runner again.
 //
-// ctx's deadline, when it has one, bounds the graceful part; nothing
-// shortens the wait for the confirmation: only the runner can make sure the
-// process is gone, and it answers when it has. A process that had to be
+// Cancelling ctx (or its deadline) cuts the graceful part short: a ctx
+// already ended asks for a forced stop, and one that ends while the stop
+// is under way forces it then. Nothing shortens the wait for the
+// confirmation: only the runner can make sure the process is gone, and it
+// answers when it has. A process that had to be
 // interrupted or killed is Killed, with a *runtime.RemoteForced among the
 // CleanupError's causes.
 func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
@@ -396,7 +398,7 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	if d, ok := ctx.Deadline(); ok {
 		shutdown = max(min(shutdown, time.Until(d)), time.Millisecond)
 	}
-	res, waited, err := h.askStop(op, shutdown)
+	res, waited, err := h.askStop(ctx, op, shutdown)
 	if err != nil {
 		cause := &runtime.RemoteTerminationUnconfirmed{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
 		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Plugin.Name, "remote.instance", h.instance,
@@ -422,8 +424,9 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 
 // askStop sends the stop through the live session (a new one if the
 // process's was lost) and waits for the answer, or for the bound, which
-// it returns.
-func (h *handle) askStop(op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
+// it returns. The stop is forced if ctx has ended, and forced once it ends
+// while the runner is carrying out the graceful part.
+func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
 	r := h.r
 	var res runner.StopResult
 	// The bound starts now: opening a session, when the last was lost,
@@ -444,11 +447,30 @@ func (h *handle) askStop(op string, shutdown time.Duration) (runner.StopResult, 
 	if err != nil {
 		return res, wait, err
 	}
-	ctx, cancelCall := context.WithCancelCause(bctx)
+	cctx, cancelCall := context.WithCancelCause(bctx)
 	defer cancelCall(nil)
 	stop := context.AfterFunc(s.ctx, func() { cancelCall(context.Cause(s.ctx)) })
 	defer stop()
-	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1)}
-	err = s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/stop", body, &res)
+	path := "/v1/instances/" + url.PathEscape(h.instance) + "/stop"
+	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1), Force: ctx.Err() != nil}
+	if body.Force {
+		err = s.c.call(cctx, op, "POST", path, body, &res)
+		return res, wait, err
+	}
+	hurried := make(chan struct{})
+	stopHurry := context.AfterFunc(ctx, func() {
+		// The caller stopped waiting for the graceful part: force it. The
+		// runner answers this one as it answers the stop under way.
+		defer close(hurried)
+		force := runner.Stop{Session: s.id, Generation: h.gen, Force: true}
+		if err := s.c.call(cctx, op+" (forced)", "POST", path, force, nil); err != nil && cctx.Err() == nil {
+			r.log.Warn("force a stop", "remote.instance", h.instance, "remote.generation", h.gen, "err", err)
+		}
+	})
+	err = s.c.call(cctx, op, "POST", path, body, &res)
+	if !stopHurry() {
+		cancelCall(nil)
+		<-hurried
+	}
 	return res, wait, err
 }

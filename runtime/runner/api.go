@@ -123,6 +123,9 @@ type Stop struct {
 	Session               string `json:"session"`
 	Generation            int64  `json:"generation"`
 	ShutdownTimeoutMillis int64  `json:"shutdownTimeoutMillis,omitempty"`
+	// Force skips the graceful stop, or cuts one under way short: the
+	// interrupt at once, SIGKILL grace later.
+	Force bool `json:"force,omitempty"`
 }
 
 // StopResult answers a stop once the exit is confirmed.

@@ -165,6 +165,11 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 		r.mu.Unlock()
 		return nil, unconfirmed("stop", name, p.gen)
 	}
+	if inst.busy && req.Force && p.stopping {
+		// It hurries the stop under way, and answers as it does.
+		r.mu.Unlock()
+		return r.answerStop(name, s, p, stopForced, 0)
+	}
 	if inst.busy {
 		r.mu.Unlock()
 		return nil, apiErr(409, KindBusy, "stop %s: another start or stop of %s is under way", name, name)
@@ -177,10 +182,24 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 		r.mu.Unlock()
 	}()
 	mode := stopRequest
-	if p.session != s {
+	switch {
+	case req.Force:
+		mode = stopForced
+		if p.session != s {
+			r.mu.Lock()
+			p.notify = true // its exit goes to its own session's stream too
+			r.mu.Unlock()
+		}
+	case p.session != s:
 		mode = stopReplace // its exit goes to its own session's stream too
 	}
-	exit, ok := r.stopProcess(p, mode, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
+	return r.answerStop(name, s, p, mode, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
+}
+
+// answerStop stops p, or joins the stop under way, and answers with its
+// exit once confirmed.
+func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, shutdown time.Duration) (*StopResult, error) {
+	exit, ok := r.stopProcess(p, mode, shutdown)
 	if !ok {
 		return nil, unconfirmed("stop", name, p.gen)
 	}

@@ -363,8 +363,9 @@ const (
 	// stopReplace is a start's stop of the process it replaces: graceful,
 	// and its exit goes to the process's session's stream.
 	stopReplace
-	// stopForced skips the graceful part: the lease ran out, the session
-	// ended, the runner closes.
+	// stopForced skips the graceful part, or cuts one under way short: the
+	// lease ran out, the session ended, the runner closes, or a stop
+	// request with force (its caller gave up waiting for the graceful part).
 	stopForced
 )
 
