@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			env.Defer(func() { cleanup(env.WorkDir) })
 			return nil
 		},
+		Condition: installedCond,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":       cmdExits,
 			"mode":        cmdMode,

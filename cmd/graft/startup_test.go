@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
@@ -113,4 +114,23 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// installedCond is the condition [installed:PROGRAM:PACKAGE]: whether
+// PROGRAM is on PATH. A script skips without it, saying so:
+//
+//	[!installed:redis-server:redis-server] skip 'redis-server is not installed: apt-get install redis-server'
+//
+// Under GRAFT_TEST_REQUIRE_ALL=1 (CI) a missing program fails the script
+// instead.
+func installedCond(cond string) (bool, error) {
+	args := strings.Split(cond, ":")
+	if len(args) != 3 || args[0] != "installed" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	why := testprog.Missing(args[1], args[2])
+	if why != "" && testprog.RequireAll() {
+		return false, fmt.Errorf("%s (%s=1: no test may be skipped)", why, testprog.RequireAllEnv)
+	}
+	return why == "", nil
 }
