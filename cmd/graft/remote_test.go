@@ -169,8 +169,9 @@ func TestHostFrozenPastLease(t *testing.T) {
 	assert.Less(t, took, rLease+rGrace+2*time.Second)
 	require.NoError(t, syscall.Kill(hostPid, syscall.SIGCONT))
 
-	// Thawed, the host finds its session gone: the plugin failed, and its
-	// retry starts it again with the next generation.
+	// Thawed, the host finds its session gone: the plugin is unconfirmed
+	// (the host cannot know it was stopped), and its retry starts it again
+	// with the next generation once the runner confirmed the old one gone.
 	require.Eventually(t, func() bool {
 		r, err := rig.api()
 		return err == nil && r.Status == plan.Running && r.Generation == 2
@@ -180,9 +181,10 @@ func TestHostFrozenPastLease(t *testing.T) {
 }
 
 // TestNetworkDark cuts the network between host and runner (a proxy that
-// drops everything, closing nothing): the plugin fails with a RemoteError,
-// the runner stops it at the lease's end, and once the network is back
-// the retry replaces it with a larger generation.
+// drops everything, closing nothing): the plugin is unconfirmed with a
+// RemoteError (it may still run: never reported stopped without the
+// runner's word), the runner stops it at the lease's end, and once the
+// network is back the retry replaces it with a larger generation.
 func TestNetworkDark(t *testing.T) {
 	rig := newRemoteRig(t)
 	px := faultproxy.New(t, rig.addr)
@@ -196,10 +198,10 @@ func TestNetworkDark(t *testing.T) {
 	px.Dark()
 	require.Eventually(t, func() bool {
 		r, err := rig.api()
-		return err == nil && r.Status == plan.Failed && strings.Contains(r.LastError, "RemoteError")
+		return err == nil && r.Status == plan.Unconfirmed && strings.Contains(r.LastError, "RemoteError")
 	}, rLease+10*time.Second, 50*time.Millisecond)
 	r, _ = rig.api()
-	t.Logf("failed: %s", r.LastError)
+	t.Logf("unconfirmed: %s", r.LastError)
 	waitGone(t, pid, rLease+rGrace+10*time.Second)
 
 	px.Light()
