@@ -261,58 +261,52 @@ func testStopIdempotent(t *testing.T, kit Kit) {
 	assert.NoError(t, err)
 }
 
+// testCancelledStop: a ctx whose deadline comes during the graceful part
+// cuts it short.
 func testCancelledStop(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
-	out := NewRecorder()
-	h := start(t, p, kit, "stubborn", Stubborn, out)
-	require.True(t, out.WaitFor("ready", 10*time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), kit.Timing.ShutdownTimeout/5)
 	defer cancel()
-	began := time.Now()
-	outcome, _ := h.Stop(ctx)
-	assert.Equal(t, runtime.Killed, outcome)
-	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop forces at once")
-	requireDone(t, h)
-	assert.True(t, kit.Gone(t, h))
+	stopStubborn(t, kit, ctx)
 }
 
 // testStopWithCancelledCtx: a ctx already cancelled, with no deadline,
-// forces the plugin at once (Handle.Stop's contract).
+// forces the plugin at once (Handle.Stop's contract), and the stop says
+// it was forced, its end confirmed.
 func testStopWithCancelledCtx(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
-	out := NewRecorder()
-	h := start(t, p, kit, "stubborn", Stubborn, out)
-	require.True(t, out.WaitFor("ready", 10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	began := time.Now()
-	outcome, err := h.Stop(ctx)
-	assert.Equal(t, runtime.Killed, outcome)
+	err := stopStubborn(t, kit, ctx)
 	var cleanup *runtime.CleanupError
 	if assert.ErrorAs(t, err, &cleanup, "the forced stop is reported") {
 		assert.True(t, cleanup.Confirmed(), "and its end confirmed")
 	}
-	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop skips the graceful part")
-	requireDone(t, h)
-	assert.True(t, kit.Gone(t, h))
 }
 
 // testCancelDuringStop: cancelling ctx, with no deadline, while the
 // graceful part is under way cuts it short.
 func testCancelDuringStop(t *testing.T, kit Kit) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(kit.Timing.ShutdownTimeout/10, cancel)
+	stopStubborn(t, kit, ctx)
+}
+
+// stopStubborn stops a plugin that ignores its graceful stop with ctx,
+// which must cut the graceful part short: the plugin is Killed well
+// within the shutdown timeout, and gone. It returns the stop's error.
+func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
+	t.Helper()
 	p := newPlacement(t, kit)
 	out := NewRecorder()
 	h := start(t, p, kit, "stubborn", Stubborn, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	time.AfterFunc(kit.Timing.ShutdownTimeout/10, cancel)
 	began := time.Now()
-	outcome, _ := h.Stop(ctx)
+	outcome, err := h.Stop(ctx)
 	assert.Equal(t, runtime.Killed, outcome)
-	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "the graceful part was cut short")
+	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop forces at once")
 	requireDone(t, h)
 	assert.True(t, kit.Gone(t, h))
+	return err
 }
 
 func testCancelledStart(t *testing.T, kit Kit) {
