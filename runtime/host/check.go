@@ -20,8 +20,16 @@ func checkCommon(req *ApplyRequest) error {
 	if req.LockWait < 0 || req.LockWait > math.MaxInt64/int64(time.Millisecond) {
 		return fmt.Errorf("lockWait %d: want a number of milliseconds, 0 or more", req.LockWait)
 	}
+	// The holder goes to the host's log, and to whoever finds the lock
+	// held.
+	if len(req.Holder) > maxHolder {
+		return fmt.Errorf("holder: %d bytes, want at most %d", len(req.Holder), maxHolder)
+	}
 	return nil
 }
+
+// maxHolder bounds ApplyRequest.Holder.
+const maxHolder = 1024
 
 // checkApply: an apply brings about a source. Without one it would be
 // the empty spec, which stops every plugin: that is graft down's to do.

@@ -148,6 +148,7 @@ func TestAPIRefusals(t *testing.T) {
 		{"more after the value", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `} {}`, jsonType, 400, "more after the JSON value"},
 		{"an unknown field", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"nope":1}`, jsonType, 400, "unknown field"},
 		{"a negative parallelism", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"parallelism":-1}`, jsonType, 400, "parallelism -1"},
+		{"a long holder", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"holder":"` + strings.Repeat("h", 1025) + `"}`, jsonType, 400, "holder: 1025 bytes"},
 		{"a restart of nothing", false, false, "POST", "/v1/restart", `{}`, jsonType, 400, "a restart names the plugins"},
 		{"a restart with a source", false, false, "POST", "/v1/restart", `{"restart":["db"],"source":` + string(src) + `}`, jsonType, 400, "carries no source"},
 		{"a restart of a bad name", false, false, "POST", "/v1/restart", `{"restart":["../db"]}`, jsonType, 400, "not a plugin's name"},
