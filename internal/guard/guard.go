@@ -100,7 +100,7 @@ func (g *guard) check(r *http.Request) *failure {
 	// Browsers send Origin on cross-site and scripted requests, and
 	// Sec-Fetch-Site on all; scripts cannot remove either. No client of
 	// graft sends them.
-	if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" {
+	if len(r.Header.Values("Origin")) > 0 || len(r.Header.Values("Sec-Fetch-Site")) > 0 {
 		g.refusals.note(g.c.Log, "refused a request from a web browser", r)
 		return &failure{status: http.StatusForbidden, kind: KindForbidden,
 			msg:  "the " + g.c.Daemon + " refused the request: it comes from a web browser (it carries an Origin or Sec-Fetch-Site header)",

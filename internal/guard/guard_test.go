@@ -146,6 +146,7 @@ func TestRefusals(t *testing.T) {
 		{"a cross-site form", "POST", "a=b", with(auth, []string{"Content-Type", "application/x-www-form-urlencoded", "Origin", "https://evil.example"}), 403, KindForbidden},
 		{"a page's fetch", "GET", "", with(auth, []string{"Origin", "http://localhost:8080"}), 403, KindForbidden},
 		{"a rebound page's fetch", "GET", "", with(auth, []string{"Sec-Fetch-Site", "same-origin"}), 403, KindForbidden},
+		{"an empty Origin", "GET", "", with(auth, []string{"Origin", ""}), 403, KindForbidden},
 		{"text/plain", "POST", "{}", with(auth, []string{"Content-Type", "text/plain"}), 415, KindMediaType},
 		{"a POST without a type", "POST", "", auth, 415, KindMediaType},
 		{"a GET with a form body", "GET", "a=b", with(auth, []string{"Content-Type", "application/x-www-form-urlencoded"}), 415, KindMediaType},
