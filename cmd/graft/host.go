@@ -16,7 +16,7 @@ import (
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
-	Listen    string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); beyond loopback only with --token-file."`
+	Listen    string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
 	LogFormat string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	HostID    string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
 	ReadyFD   int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
@@ -33,8 +33,13 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
 	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}, HostID: c.HostID}
-	if c.Listen != "" && g.TokenFile != "" {
-		if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {
+	if c.Listen != "" {
+		if g.TokenFile != "" {
+			if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {
+				return fmt.Errorf("--token-file: %w", err)
+			}
+		}
+		if err := opt.TCP.Check(); err != nil {
 			return err
 		}
 	}

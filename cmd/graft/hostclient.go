@@ -49,12 +49,12 @@ func (g *Globals) newClient(dir string) (*host.Client, error) {
 	if g.Host == "" {
 		return host.NewClient(dir)
 	}
-	token := ""
-	if g.TokenFile != "" {
-		var err error
-		if token, err = host.ReadToken(g.TokenFile); err != nil {
-			return nil, err
-		}
+	if g.TokenFile == "" {
+		return nil, fmt.Errorf("--host %s: a host over TCP requires its token: --token-file FILE", g.Host)
+	}
+	token, err := host.ReadToken(g.TokenFile)
+	if err != nil {
+		return nil, err
 	}
 	return host.NewTCPClient(g.Host, token)
 }

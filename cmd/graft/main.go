@@ -39,8 +39,8 @@ type CLI struct {
 type Globals struct {
 	File      string `default:"plugins.yaml" placeholder:"FILE" help:"The plugins file, whose directory holds the state dir (default: plugins.yaml)."`
 	StateDir  string `name:"state-dir" env:"GRAFT_STATE_DIR" placeholder:"DIR" help:"Directory of the host's state (default: .graft/ beside the plugins file)."`
-	Host      string `name:"host" env:"GRAFT_HOST" placeholder:"tcp://HOST:PORT" help:"Talk to a host over TCP (one started with graft host --listen) instead of through the state dir's socket."`
-	TokenFile string `name:"token-file" env:"GRAFT_TOKEN_FILE" placeholder:"FILE" help:"The bearer token of a host over TCP: sent by clients, required by graft host --listen."`
+	Host      string `name:"host" env:"GRAFT_HOST" placeholder:"tcp://HOST:PORT" help:"Talk to a host over TCP (one started with graft host --listen), with its --token-file, instead of through the state dir's socket."`
+	TokenFile string `name:"token-file" env:"GRAFT_TOKEN_FILE" placeholder:"FILE" help:"The bearer token of a host over TCP: sent by clients, required by graft host --listen and graft runner --listen tcp://."`
 	Color     string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 
 	stdout, stderr io.Writer

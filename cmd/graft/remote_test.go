@@ -44,7 +44,8 @@ type remoteRig struct {
 func newRemoteRig(t *testing.T) *remoteRig {
 	dir := t.TempDir()
 	rig := &remoteRig{t: t, dir: dir, run: dir, addr: freeAddr(t)}
-	rig.runner = exec.Command("graft", "runner", "--listen", "tcp://"+rig.addr, "--state-dir", filepath.Join(dir, "rstate"),
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte("rig-token\n"), 0o600))
+	rig.runner = exec.Command("graft", "runner", "--listen", "tcp://"+rig.addr, "--token-file", filepath.Join(dir, "token"), "--state-dir", filepath.Join(dir, "rstate"),
 		"--lease", fmt.Sprintf("%d millis", rLease.Milliseconds()), "--grace", fmt.Sprintf("%d millis", rGrace.Milliseconds()))
 	rig.runner.Env = rig.env()
 	logf, err := os.Create(filepath.Join(dir, "runner.log"))
@@ -114,7 +115,7 @@ func (rig *remoteRig) stop() {
 func (rig *remoteRig) spec(addr string) {
 	yaml := fmt.Sprintf(`name: shop
 runners:
-  box: {address: "tcp://%s", connect: {margin: 1 seconds}}
+  box: {address: "tcp://%s", tokenFile: token, connect: {margin: 1 seconds}}
 plugins:
   api:
     run: runner

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/runtime/proc"
 	"github.com/graftland/graft/runtime/runner"
@@ -22,7 +22,7 @@ import (
 // RunnerCmd is `graft runner`: the daemon that runs remote plugins for
 // hosts on other machines.
 type RunnerCmd struct {
-	Listen    string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (beyond loopback only with --token-file) or a unix socket (made mode 0600)."`
+	Listen    string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (requires --token-file, loopback included) or a unix socket (made mode 0600)."`
 	Lease     string `default:"15 seconds" placeholder:"DURATION" help:"A session's lease when its host asks for none, such as \"15 seconds\"."`
 	Grace     string `default:"5 seconds" placeholder:"DURATION" help:"From interrupting a process (SIGTERM) to killing it (SIGKILL), such as \"5 seconds\"."`
 	TLSCert   string `name:"tls-cert" placeholder:"FILE" help:"Serve TLS with this certificate (PEM); needs --tls-key."`
@@ -92,12 +92,8 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	if network == "unix" {
 		defer os.Remove(strings.TrimPrefix(c.Listen, "unix://"))
 	}
-	srv := &http.Server{
-		Handler:           r.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         tlsConf,
-		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
-	}
+	srv := guard.Server(r.Handler(), guard.Limits{}, log)
+	srv.TLSConfig = tlsConf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	served := make(chan error, 1)

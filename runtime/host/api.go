@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/spec"
 )
@@ -45,17 +47,18 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 		return fmt.Errorf("listen on %s: %w", path, err)
 	}
 	defer os.Remove(path)
-	servers := []*http.Server{{Handler: h.handler(), ReadHeaderTimeout: 10 * time.Second}}
-	listeners := []net.Listener{ln}
+	limits := h.opt.Limits.WithDefaults()
+	servers := []*http.Server{guard.Server(h.api(""), limits, h.log)}
+	listeners := []net.Listener{guard.Listener(ln, limits.MaxConns)}
 	if h.opt.TCP.Addr != "" {
 		tln, err := h.opt.TCP.listen()
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		servers = append(servers, &http.Server{Handler: h.authorize(h.opt.TCP.Token, h.handler()), ReadHeaderTimeout: 10 * time.Second})
-		listeners = append(listeners, tln)
-		h.log.Info("host listening", "tcp", tln.Addr().String(), "token", h.opt.TCP.Token != "")
+		servers = append(servers, guard.Server(h.api(h.opt.TCP.Token), limits, h.log))
+		listeners = append(listeners, guard.Listener(tln, limits.MaxConns))
+		h.log.Info("host listening", "tcp", tln.Addr().String())
 	}
 	served := make(chan error, len(servers))
 	for i, srv := range servers {
@@ -95,30 +98,35 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func (h *Host) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, h.State())
+// api is the control API behind the guard of one listener: token is the
+// TCP listener's; the owner's socket (mode 0600) has none.
+func (h *Host) api(token string) http.Handler {
+	return guard.Handler(http.HandlerFunc(h.route), guard.Config{
+		Daemon:    "host",
+		Token:     token,
+		TokenHint: "pass the host's token with --token-file",
+		MaxBody:   maxBody,
+		Limits:    h.opt.Limits,
+		Log:       h.log,
 	})
-	mux.HandleFunc("POST /v1/apply", h.streaming(func(ctx context.Context, req ApplyRequest, events func(Message)) error {
-		_, err := h.Apply(ctx, req, events)
-		return err
-	}))
-	mux.HandleFunc("POST /v1/restart", h.streaming(h.Restart))
-	mux.HandleFunc("POST /v1/down", h.streaming(h.Down))
-	mux.HandleFunc("GET /v1/logs/{plugin}", h.serveLogs)
-	mux.HandleFunc("GET /v1/leader/{plugin}", h.serveLeader)
-	return mux
 }
 
 // streaming is the handler of an apply-like request: it reads an
-// ApplyRequest, runs it, and answers with its messages, one JSON object a
-// line, flushed as they come. A refusal before the apply begins is an
-// error answer instead.
-func (h *Host) streaming(run func(ctx context.Context, req ApplyRequest, events func(Message)) error) http.HandlerFunc {
+// ApplyRequest, checks it, runs it, and answers with its messages, one
+// JSON object a line, flushed as they come. A refusal before the apply
+// begins is an error answer instead.
+func (h *Host) streaming(check func(*ApplyRequest) error, run func(ctx context.Context, req ApplyRequest, events func(Message)) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ApplyRequest
 		if !readJSON(w, r, &req) {
+			return
+		}
+		if err := checkCommon(&req); err != nil {
+			writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
+			return
+		}
+		if err := check(&req); err != nil {
+			writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
 			return
 		}
 		h.stream(w, func(events func(Message)) error { return run(r.Context(), req, events) })
@@ -248,10 +256,21 @@ func (h *Host) serveLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readJSON reads exactly one JSON value into v, refusing unknown fields
+// and anything after the value; a body that fails gets 400.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("more after the JSON value")
+		}
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = errors.New("empty body")
+		}
 		writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
 		return false
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/plan"
 )
 
@@ -48,7 +49,9 @@ func NewTCPClient(addr, token string) (*Client, error) {
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
-// each call; a host that is not running is ErrNoHost.
+// each call; a host that is not running is ErrNoHost. It sends nothing
+// through a socket whose listener runs as another user: that is a
+// *privsock.PeerError.
 func NewClient(dir string) (*Client, error) {
 	socket, err := socketOf(dir)
 	if err != nil {
@@ -57,8 +60,7 @@ func NewClient(dir string) (*Client, error) {
 	c := &Client{dir: dir, socket: socket, base: "http://graft"}
 	c.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", c.socket)
+			return privsock.Dial(ctx, c.socket)
 		},
 		DisableKeepAlives: true,
 	}}
@@ -93,7 +95,7 @@ func (c *Client) Status(ctx context.Context) (*plan.State, error) {
 	}
 	defer resp.Body.Close()
 	var st plan.State
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("read status: %w", err)
 	}
 	return &st, nil
@@ -107,7 +109,7 @@ func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error)
 	}
 	defer resp.Body.Close()
 	var info LeaderInfo
-	if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&info); err != nil {
 		return nil, fmt.Errorf("read leader: %w", err)
 	}
 	return &info, nil
@@ -232,8 +234,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		var peer *privsock.PeerError
+		switch {
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 			return nil, ErrNoHost
+		case errors.As(err, &peer):
+			return nil, peer // it names the socket
 		}
 		return nil, fmt.Errorf("talk to the host at %s: %w", c.where(), err)
 	}
@@ -246,11 +252,14 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	}
 	defer resp.Body.Close()
 	var eb ErrorBody
-	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&eb); err != nil {
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}
 	return nil, eb.Err()
 }
+
+// limitAnswer bounds what is read of an answer that is one JSON value.
+func limitAnswer(r io.Reader) io.Reader { return io.LimitReader(r, maxBody) }
 
 // where names the host the client talks to.
 func (c *Client) where() string {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/elect"
@@ -32,6 +33,8 @@ type Options struct {
 	Logger *slog.Logger
 	// TCP, when its Addr is set, is a second listener for remote clients.
 	TCP TCP
+	// Limits bound the connections of each listener; zero: the defaults.
+	Limits guard.Limits
 	// HostID names the host in elections; default: the hostname and an id
 	// kept in the state dir, so two hosts of one machine differ.
 	HostID string
@@ -224,6 +227,13 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Messag
 	h.mu.Unlock()
 	if a == nil {
 		return &NothingAppliedError{}
+	}
+	if s, err := a.Source.Spec(); err == nil {
+		for _, name := range req.Restart {
+			if s.Plugins[name] == nil {
+				return &NotFoundError{What: fmt.Sprintf("restart %s: no such plugin in %s", name, a.Source.File)}
+			}
+		}
 	}
 	req.Source, req.Plan = a.Source, nil
 	_, err := h.Apply(ctx, req, events)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,9 +168,13 @@ func TestFailedStartConverges(t *testing.T) {
 }
 
 // TestLongStateDir: a state dir too deep for a unix socket's path gets a
-// socket elsewhere, which clients find.
+// socket in the user's own socket directory, mode 0700, which clients
+// find.
 func TestLongStateDir(t *testing.T) {
 	dir := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", tmp)
 	deep := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60), ".graft")
 	h := open(t, deep)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,6 +186,11 @@ func TestLongStateDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, filepath.Join(deep, socketFile), path)
 	assert.LessOrEqual(t, len(path), maxSocketPath)
+	own := filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid()))
+	assert.Equal(t, own, filepath.Dir(path))
+	fi, err := os.Lstat(own)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 
 	c, err := NewClient(deep)
 	require.NoError(t, err)

@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/remote"
@@ -223,7 +223,7 @@ func (h *Host) embeddedRunner() (*embedded, error) {
 	if e := h.remotes.embedded; e != nil {
 		return e, nil
 	}
-	r, err := runner.Open(filepath.Join(h.dir, runnerDir), runner.Options{Logger: h.log.With("runner", "embedded"), Version: h.opt.Version})
+	r, err := runner.Open(filepath.Join(h.dir, runnerDir), runner.Options{Logger: h.log.With("runner", "embedded"), Version: h.opt.Version, Limits: h.opt.Limits})
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +238,11 @@ func (h *Host) embeddedRunner() (*embedded, error) {
 		r.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	e := &embedded{r: r, srv: &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}, path: path, done: make(chan struct{})}
+	limits := h.opt.Limits.WithDefaults()
+	e := &embedded{r: r, srv: guard.Server(r.Handler(), limits, h.log), path: path, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
-		if err := e.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := e.srv.Serve(guard.Listener(ln, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("embedded runner", "err", err)
 		}
 	}()

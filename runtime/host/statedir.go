@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/plan"
 )
 
@@ -33,13 +34,14 @@ const maxSocketPath = 103
 
 // SocketPath returns where the host of state dir dir listens: host.sock
 // in it, or, when that path is too long for a unix socket, a short path
-// under $XDG_RUNTIME_DIR (or the temporary directory) named by a digest of
-// dir.
+// in the user's own socket directory (privsock.SocketDir) named by a
+// digest of dir.
 func SocketPath(dir string) (string, error) { return socketIn(dir, socketFile) }
 
 // socketIn is the path of socket name in dir, or, when that is too long
-// for a unix socket, a short path under $XDG_RUNTIME_DIR (or the temporary
-// directory) named by a digest of both.
+// for a unix socket, a short path in the user's own socket directory
+// ($XDG_RUNTIME_DIR/graft, else graft-<uid> in the temporary directory,
+// mode 0700: see privsock.SocketDir) named by a digest of both.
 func socketIn(dir, name string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -48,16 +50,33 @@ func socketIn(dir, name string) (string, error) {
 	if p := filepath.Join(abs, name); len(p) <= maxSocketPath {
 		return p, nil
 	}
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	if base == "" {
-		base = os.TempDir()
+	base, err := privsock.SocketDir()
+	if err != nil {
+		return "", err
 	}
 	key := abs
 	if name != socketFile {
 		key = filepath.Join(abs, name)
 	}
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(base, "graft-"+hex.EncodeToString(sum[:8])+".sock"), nil
+	p := filepath.Join(base, hex.EncodeToString(sum[:8])+".sock")
+	if len(p) > maxSocketPath {
+		return "", &socketPathError{dir: abs, path: p}
+	}
+	return p, nil
+}
+
+// socketPathError is a state dir whose socket fits neither in it nor in
+// the user's socket directory.
+type socketPathError struct{ dir, path string }
+
+func (e *socketPathError) Error() string {
+	return fmt.Sprintf("the state dir %s is too deep for a unix socket, and so is the socket directory: %s is over %d bytes", e.dir, e.path, maxSocketPath)
+}
+
+// Hint tells the operator what to do about it.
+func (e *socketPathError) Hint() string {
+	return "set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory of your own, or use a shorter --state-dir"
 }
 
 // HeldError is returned when another host holds the state dir.

@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/runtime/runner"
 )
 
@@ -49,20 +51,29 @@ type client struct {
 	http  *http.Client
 }
 
+// maxAnswer bounds what is read of an answer of the runner.
+const maxAnswer = 8 << 20
+
 // newClient makes a client of the runner at addr: tcp://HOST:PORT, or
-// unix:///PATH. With tlsConf, TCP connections use TLS.
+// unix:///PATH. With tlsConf, TCP connections use TLS. Over a unix
+// socket, the client sends nothing to a listener that runs as another
+// user (a *privsock.PeerError).
 func newClient(name, addr, token string, tlsConf *tls.Config) (*client, error) {
 	tr := &http.Transport{
-		MaxIdleConnsPerHost: 64,
-		ForceAttemptHTTP2:   false,
+		// A runner serves a bounded number of connections at once
+		// (guard.DefaultMaxConns), each host's idle ones included.
+		MaxIdleConnsPerHost: 8,
+		// Less than the runner's guard.DefaultIdleTimeout, so that the
+		// client, not the runner, closes an idle connection.
+		IdleConnTimeout:   time.Minute,
+		ForceAttemptHTTP2: false,
 	}
 	c := &client{name: name, token: token, http: &http.Client{Transport: tr}}
 	switch {
 	case strings.HasPrefix(addr, "unix://"):
 		path := strings.TrimPrefix(addr, "unix://")
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
+			return privsock.Dial(ctx, path)
 		}
 		c.base = "http://runner"
 	case strings.HasPrefix(addr, "tcp://"):
@@ -94,7 +105,14 @@ func (c *client) call(ctx context.Context, op, method, path string, in, out any)
 		io.Copy(io.Discard, resp.Body)
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	switch {
+	case err != nil:
+		return &RemoteError{Runner: c.name, Op: op, Err: fmt.Errorf("read the answer: %w", err)}
+	case len(b) > maxAnswer:
+		return &RemoteError{Runner: c.name, Op: op, Err: fmt.Errorf("read the answer: it is over %d MiB", maxAnswer>>20)}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
 		return &RemoteError{Runner: c.name, Op: op, Err: fmt.Errorf("read the answer: %w", err)}
 	}
 	return nil
@@ -114,7 +132,8 @@ func (c *client) send(ctx context.Context, op, method, path string, in any) (*ht
 	if err != nil {
 		return nil, err
 	}
-	if in != nil {
+	if in != nil || method == http.MethodPost {
+		// Every POST, with a body or not: the runner refuses others.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
@@ -122,6 +141,10 @@ func (c *client) send(ctx context.Context, op, method, path string, in any) (*ht
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var peer *privsock.PeerError
+		if errors.As(err, &peer) {
+			err = peer // it names the socket
+		}
 		var lost *RemoteError
 		if cause := context.Cause(ctx); errors.As(cause, &lost) {
 			// The session was lost while this call was under way.

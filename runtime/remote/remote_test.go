@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/faultproxy"
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/placementtest"
 	"github.com/graftland/graft/runtime/runner"
@@ -95,13 +96,17 @@ const (
 	margin   = 500 * time.Millisecond
 )
 
-// testRunner runs a runner in this process on a loopback port, for the
-// test's life, and returns its address.
+// testToken is the token of the runners of testRunner: a TCP listener
+// requires one.
+const testToken = "remote-test-token"
+
+// testRunner runs a runner in this process on a loopback port, with
+// testToken, for the test's life, and returns its address.
 func testRunner(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(serveRunner(t, t.TempDir(), ln, ""))
+	t.Cleanup(serveRunner(t, t.TempDir(), ln, testToken))
 	return "tcp://" + ln.Addr().String()
 }
 
@@ -110,7 +115,8 @@ func serveRunner(t *testing.T, dir string, ln net.Listener, token string) (stop 
 	t.Helper()
 	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
 	require.NoError(t, err)
-	srv := &http.Server{Handler: r.Handler()}
+	srv := guard.Server(r.Handler(), guard.Limits{}, testLogger(t))
+	ln = guard.Listener(ln, guard.DefaultMaxConns)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -140,7 +146,7 @@ func newRemote(t *testing.T, addr string, log *slog.Logger) *Remote {
 	if log == nil {
 		log = testLogger(t)
 	}
-	r, err := New(Config{Address: addr, ShutdownTimeout: shutdown, Margin: margin, Logger: log, Holder: t.Name()})
+	r, err := New(Config{Address: addr, Token: testToken, ShutdownTimeout: shutdown, Margin: margin, Logger: log, Holder: t.Name()})
 	require.NoError(t, err)
 	return r
 }
@@ -347,7 +353,10 @@ func TestStartCancelled(t *testing.T) {
 // runnerStatus asks the runner at addr for its status.
 func runnerStatus(t *testing.T, addr string) runner.Status {
 	t.Helper()
-	resp, err := http.Get("http://" + strings.TrimPrefix(addr, "tcp://") + "/v1/status")
+	req, err := http.NewRequest("GET", "http://"+strings.TrimPrefix(addr, "tcp://")+"/v1/status", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var st runner.Status

@@ -113,6 +113,7 @@ func serveFuzz(t *testing.T, r *Runner, method, path string, body []byte, want .
 	// Made by hand: NewRequest refuses what a client on the wire may send.
 	req := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
 		Host: "runner", RemoteAddr: "192.0.2.1:1234", Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))})
+	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	r.Handler().ServeHTTP(w, req)
 	if !assert.Contains(t, want, w.Code, "%s %s %q: %s", method, path, body, w.Body) {

@@ -287,6 +287,9 @@ func (c *client) try(method, path string, in, out any) (int, ErrorBody, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, ErrorBody{}, err

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,30 +8,22 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/graftland/graft/internal/guard"
 )
 
-// Handler serves the runner's API, /v1 (docs/runner-api.md), every route
-// behind the token when the runner has one.
+// Handler serves the runner's API, /v1 (docs/runner-api.md), behind the
+// guard (internal/guard): every route behind the token when the runner
+// has one, no request from a web browser, JSON bodies of at most
+// MaxBody, read within the body timeout, and a panic answered 500.
 func (r *Runner) Handler() http.Handler {
-	return r.authorize(http.HandlerFunc(r.route))
-}
-
-// authorize lets through requests that carry the token, compared in
-// constant time; others get 401, have no effect, and are logged.
-func (r *Runner) authorize(next http.Handler) http.Handler {
-	if r.opt.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + r.opt.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		got := []byte(req.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			r.log.Warn("refused a request with a bad or missing token", "remote", req.RemoteAddr, "method", req.Method, "path", req.URL.Path)
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			writeError(w, apiErr(http.StatusUnauthorized, KindUnauthorized, "the runner refused the request: bad or missing token"))
-			return
-		}
-		next.ServeHTTP(w, req)
+	return guard.Handler(http.HandlerFunc(r.route), guard.Config{
+		Daemon:    "runner",
+		Token:     r.opt.Token,
+		TokenHint: "give the runner's token in the runner's tokenFile in plugins.yaml",
+		MaxBody:   MaxBody,
+		Limits:    r.opt.Limits,
+		Log:       r.log,
 	})
 }
 

@@ -9,13 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 )
 
 // ParseListen reads a runner's listen address, tcp://HOST:PORT or
-// unix://PATH, into a network and an address for net.Listen. Without a
-// token it refuses a TCP address other than loopback: a runner starts
-// processes for whoever reaches it.
+// unix://PATH, into a network and an address for net.Listen. A TCP
+// address requires a token, loopback included (a
+// *guard.TokenRequiredError): a runner starts processes for whoever
+// reaches it. Only a unix socket, which its owner alone may use, goes
+// without one.
 func ParseListen(addr, token string) (network, address string, err error) {
 	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
 		if path == "" {
@@ -27,25 +30,17 @@ func ParseListen(addr, token string) (network, address string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("listen %q: want tcp://HOST:PORT or unix://PATH", addr)
 	}
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
 		return "", "", fmt.Errorf("listen %q: %w", addr, err)
 	}
-	if token == "" && !loopback(host) {
-		return "", "", fmt.Errorf("listen %s: a runner listens beyond loopback only with a token (--token-file)", addr)
+	if token == "" {
+		return "", "", &guard.TokenRequiredError{Daemon: "graft runner", Listen: addr}
 	}
 	return "tcp", hostport, nil
 }
 
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// Listen listens on addr (see ParseListen). A unix socket is made mode
+// Listen listens on addr (see ParseListen), serving at most
+// guard.DefaultMaxConns connections at once. A unix socket is made mode
 // 0600, so only its owner may talk to the runner; a socket file left at
 // its path by a runner that died is replaced, one that answers is not.
 func Listen(addr, token string) (net.Listener, error) {
@@ -53,10 +48,16 @@ func Listen(addr, token string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ln net.Listener
 	if network == "unix" {
-		return listenUnix(address)
+		ln, err = listenUnix(address)
+	} else {
+		ln, err = net.Listen(network, address)
 	}
-	return net.Listen(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return guard.Listener(ln, guard.DefaultMaxConns), nil
 }
 
 // listenUnix listens on a unix socket of mode 0600 at path, in place of a

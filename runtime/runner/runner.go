@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/internal/dirlock"
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/proc"
@@ -43,6 +44,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the runner's version, in sessions and the status.
 	Version string
+	// Limits bound the time to read a request's body (and, for a server
+	// made with guard.Server, its connections); zero: the defaults.
+	Limits guard.Limits
 }
 
 // HeldError is returned by Open when another runner holds the state dir.

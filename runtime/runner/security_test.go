@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -28,6 +29,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/guard"
 )
 
 // TestAuth: without the token, or with another, every route answers 401
@@ -78,6 +81,48 @@ func TestAuth(t *testing.T) {
 
 	st := h.start("auth", plugin(t, sess, "cooperative"))
 	assert.Equal(t, int64(1), st.Generation)
+}
+
+// TestBrowsersAndTypes: with the token or without one, a request from a
+// web browser gets 403, a POST that is not JSON 415; neither has an
+// effect.
+func TestBrowsersAndTypes(t *testing.T) {
+	for _, token := range []string{"", "s3cret-token"} {
+		h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace, Token: token})
+		sess := h.open(0)
+		for _, c := range []struct {
+			name    string
+			path    string
+			body    string
+			headers []string
+			status  int
+			kind    string
+		}{
+			{"a cross-site form", "/v1/sessions", "holder=x", []string{"Content-Type", "application/x-www-form-urlencoded", "Origin", "https://evil.example"}, 403, guard.KindForbidden},
+			{"a page's fetch", "/v1/instances/web/start", "{}", []string{"Content-Type", "application/json", "Sec-Fetch-Site", "cross-site"}, 403, guard.KindForbidden},
+			{"text/plain", "/v1/sessions", `{"holder":"x"}`, []string{"Content-Type", "text/plain"}, 415, guard.KindMediaType},
+			{"no type", "/v1/sessions/" + sess + "/renew", "", nil, 415, guard.KindMediaType},
+		} {
+			req, err := http.NewRequest("POST", h.srv.URL+c.path, strings.NewReader(c.body))
+			require.NoError(t, err)
+			for i := 0; i < len(c.headers); i += 2 {
+				req.Header.Set(c.headers[i], c.headers[i+1])
+			}
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := h.srv.Client().Do(req)
+			require.NoError(t, err)
+			var e ErrorBody
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+			resp.Body.Close()
+			assert.Equal(t, c.status, resp.StatusCode, "%s: %+v", c.name, e)
+			assert.Equal(t, c.kind, e.Kind, c.name)
+		}
+		assert.Len(t, h.status().Sessions, 1, "no session opened")
+		assert.Empty(t, h.status().Instances)
+		assert.Contains(t, h.log.String(), "refused a request from a web browser")
+	}
 }
 
 // TestBadNames: names that are not instance names are refused before
@@ -144,10 +189,22 @@ func tree(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestBadBodies: malformed bodies are refused with 400.
+// TestBadBodies: malformed bodies are refused with 400, one over MaxBody
+// with 413.
 func TestBadBodies(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
+	for body, want := range map[string]int{
+		`{"session":"` + sess + `","plugin":"p","command":["x"],"dir":"` + strings.Repeat("d", MaxBody) + `"}`: http.StatusRequestEntityTooLarge,
+	} {
+		req, err := http.NewRequest("POST", h.srv.URL+"/v1/instances/body/start", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := h.srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, "%.100s", body)
+	}
 	for _, body := range []string{
 		``, `{`, `[]`, `null`, `{"session":"` + sess + `","plugin":"p","command":["x"],"unknown":1}`,
 		`{"session":"` + sess + `","plugin":"p","command":[]}`,
@@ -156,10 +213,10 @@ func TestBadBodies(t *testing.T) {
 		`{"session":"` + sess + `","plugin":"p","command":["x"],"env":{"A=B":"c"}}`,
 		`{"session":"` + sess + `","plugin":"p","command":["x\u0000"]}`,
 		`{"session":"` + sess + `","plugin":"p","command":["x"]} {}`,
-		`{"session":"` + sess + `","plugin":"p","command":["x"],"dir":"` + strings.Repeat("d", MaxBody) + `"}`,
 	} {
 		req, err := http.NewRequest("POST", h.srv.URL+"/v1/instances/body/start", strings.NewReader(body))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := h.srv.Client().Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -178,8 +235,9 @@ func TestSecondRunner(t *testing.T) {
 	assert.Contains(t, err.Error(), "another runner (pid ")
 }
 
-// TestListen: without a token a runner listens on loopback or a unix
-// socket only; a socket is its owner's alone.
+// TestListen: a runner listens on TCP only with a token, loopback
+// included; without one, on a unix socket only, which is its owner's
+// alone.
 func TestListen(t *testing.T) {
 	for addr, ok := range map[string]bool{
 		"tcp://0.0.0.0:7070":   false,
@@ -187,9 +245,9 @@ func TestListen(t *testing.T) {
 		"tcp://10.1.2.3:7070":  false,
 		"tcp://[::]:7070":      false,
 		"tcp://example.com:70": false,
-		"tcp://127.0.0.1:7070": true,
-		"tcp://[::1]:7070":     true,
-		"tcp://localhost:7070": true,
+		"tcp://127.0.0.1:7070": false,
+		"tcp://[::1]:7070":     false,
+		"tcp://localhost:7070": false,
 		"unix:///run/x.sock":   true,
 		"http://127.0.0.1:1":   false,
 		"unix://":              false,
@@ -198,10 +256,15 @@ func TestListen(t *testing.T) {
 		_, _, err := ParseListen(addr, "")
 		assert.Equal(t, ok, err == nil, "%s: %v", addr, err)
 	}
-	_, _, err := ParseListen("tcp://0.0.0.0:7070", "")
-	assert.ErrorContains(t, err, "beyond loopback only with a token")
-	_, _, err = ParseListen("tcp://0.0.0.0:7070", "tok")
-	assert.NoError(t, err)
+	_, _, err := ParseListen("tcp://127.0.0.1:7070", "")
+	var need *guard.TokenRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.EqualError(t, err, "graft runner --listen tcp://127.0.0.1:7070: a TCP listener requires a token, loopback included: --token-file FILE")
+	assert.Contains(t, need.Hint(), "--token-file")
+	for _, addr := range []string{"tcp://0.0.0.0:7070", "tcp://127.0.0.1:7070", "tcp://[::1]:7070"} {
+		_, _, err = ParseListen(addr, "tok")
+		assert.NoError(t, err, addr)
+	}
 
 	path := filepath.Join(t.TempDir(), "r.sock")
 	ln, err := Listen("unix://"+path, "")

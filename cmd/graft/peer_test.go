@@ -1,0 +1,194 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/asnobody"
+	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/runtime/runner"
+)
+
+// nobodysRunner runs graft runner as nobody (a copy of this test binary
+// named graft, in dir, which nobody owns), on a unix socket at sock with
+// its state in state, until the test ends.
+func nobodysRunner(t *testing.T, dir, sock, state string) {
+	t.Helper()
+	prog := asnobody.Program(t, dir, "graft")
+	cmd := asnobody.Command(prog, "runner", "--listen", "unix://"+sock, "--state-dir", state)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	logf, err := os.Create(filepath.Join(t.TempDir(), "runner.log"))
+	require.NoError(t, err)
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Error("nobody's runner ignored SIGTERM")
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("--- nobody's runner ---\n%s", b)
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("nobody's runner exited:\n%s", b)
+		case <-time.After(20 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "nobody's runner does not listen")
+	}
+}
+
+// runnerStatus asks the runner at sock for its status, without checking
+// who it is (what graft never does).
+func runnerStatus(t *testing.T, sock string) runner.Status {
+	t.Helper()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://runner/v1/status")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var st runner.Status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
+}
+
+// graftAs runs graft (as this user) in dir with env added, and returns
+// its combined output.
+func graftAs(t *testing.T, dir string, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("graft", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+dir), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestRunnerOfAnotherUserRefused: a plugins file names a runner on a unix
+// socket where another user's runner listens (graft runner, run as
+// nobody): the host's client refuses it before it sends anything, naming
+// the socket and the uid, and that runner never hears of the plugin.
+func TestRunnerOfAnotherUserRefused(t *testing.T) {
+	uid := asnobody.Need(t)
+	theirs := asnobody.Dir(t)
+	sock := filepath.Join(theirs, "runner.sock")
+	nobodysRunner(t, theirs, sock, filepath.Join(theirs, "state"))
+
+	dir := t.TempDir()
+	t.Cleanup(func() { graftAs(t, dir, nil, "down") })
+	yaml := fmt.Sprintf("name: shop\nrunners:\n  box: {address: \"unix://%s\"}\nplugins:\n  api: {run: runner, runner: box, command: [plug, serve, api], env: {SECRET: hunter2}}\n", sock)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(yaml), 0o600))
+	out, err := graftAs(t, dir, nil, "apply")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "✗ start api")
+	assert.Contains(t, out, fmt.Sprintf("%s: the process listening there runs as uid %d, not as this user (uid 0): graft sent it nothing", sock, uid))
+
+	st := runnerStatus(t, sock)
+	assert.Empty(t, st.Sessions, "no session was opened with it")
+	assert.Empty(t, st.Instances)
+}
+
+// TestSocketDirOfAnotherUserRefused: a state dir too deep for its socket
+// has its socket in graft-<uid> in the temporary directory. Another user
+// (graft runner, run as nobody) makes that directory first and listens
+// at the exact socket path the host would have: graft refuses the
+// directory, starts no host, and talks to no one. Given the directory
+// back (owned by this user, 0700) with the stranger still listening in
+// it, graft refuses the socket, naming it and the stranger's uid.
+func TestSocketDirOfAnotherUserRefused(t *testing.T) {
+	uid := asnobody.Need(t)
+	theirs := asnobody.Dir(t)
+	tmp := filepath.Join(theirs, "tmp") // a shared temporary directory, as /tmp
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	require.NoError(t, os.Chmod(tmp, 0o1777))
+
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  api: {command: [plug, serve, api], env: {SECRET: hunter2}}\n"), 0o600))
+	state := filepath.Join(dir, ".graft")
+	// Where the socket goes, named as the host would name it.
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", t.TempDir())
+	probe, err := host.SocketPath(state)
+	require.NoError(t, err)
+	squat := filepath.Join(tmp, "graft-0")
+	sock := filepath.Join(squat, filepath.Base(probe))
+	nobodysRunner(t, theirs, sock, squat) // its state dir is the socket directory: it makes it
+
+	env := []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}
+	t.Cleanup(func() {
+		if pid := hostPID(state); pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for _, args := range [][]string{{"apply"}, {"status"}} {
+		out, err := graftAs(t, dir, env, args...)
+		require.Error(t, err, out)
+		assert.Contains(t, out, fmt.Sprintf("graft: the socket directory %s is not this user's alone: it is owned by uid %d, not by this user (uid 0)", squat, uid), args)
+		assert.Contains(t, out, "Try: another user may have made it to catch graft's sockets: remove it", args)
+	}
+	assert.Zero(t, hostPID(state), "no host was started")
+
+	require.NoError(t, os.Chown(squat, 0, 0))
+	out, err := graftAs(t, dir, env, "apply")
+	require.Error(t, err, out)
+	assert.Contains(t, out, fmt.Sprintf("graft: %s: the process listening there runs as uid %d, not as this user (uid 0): graft sent it nothing", sock, uid))
+	assert.Zero(t, hostPID(state), "no host was started")
+	st := runnerStatus(t, sock)
+	assert.Empty(t, st.Sessions)
+	assert.Equal(t, strconv.Itoa(uid), procUID(t, st.PID), "the stranger is nobody")
+}
+
+// procUID is the real uid of process pid.
+func procUID(t *testing.T, pid int) string {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("no Uid in /proc/%d/status", pid)
+	return ""
+}

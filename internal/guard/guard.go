@@ -1,0 +1,121 @@
+// Package guard stands between a listener of graft's daemons (the host and
+// the runner) and their handlers: it refuses requests from web browsers,
+// requests without the listener's token and bodies that are not JSON,
+// reads each body within a size and a time limit, and turns a handler's
+// panic into a 500 answer, so that no request takes the daemon down.
+// Listener and Server bound connections: how many at once per listener,
+// and how long one may take to send its request or sit idle. See the
+// README's sections on the host and the runners, and docs/runner-api.md.
+package guard
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"time"
+)
+
+// Config is the guard of one listener.
+type Config struct {
+	// Daemon names the daemon in answers: "host" or "runner".
+	Daemon string
+	// Token, when set, must come with every request as "Authorization:
+	// Bearer TOKEN". Only a unix socket that its owner alone may use goes
+	// without one.
+	Token string
+	// TokenHint tells a client refused for its token what to do.
+	TokenHint string
+	// MaxBody bounds a request's body.
+	MaxBody int64
+	// Limits bound time; zero fields take their defaults.
+	Limits Limits
+	// Log receives refusals, at a bounded rate, and panics.
+	Log *slog.Logger
+}
+
+// Handler returns next behind the guard c describes.
+func Handler(next http.Handler, c Config) http.Handler {
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	c.Limits = c.Limits.withDefaults()
+	g := &guard{next: next, c: c}
+	if c.Token != "" {
+		g.want = []byte("Bearer " + c.Token)
+	}
+	g.refusals.every = c.Limits.LogEvery
+	return g
+}
+
+type guard struct {
+	next     http.Handler
+	c        Config
+	want     []byte // the Authorization header to expect; nil: none
+	refusals limiter
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &recorder{ResponseWriter: w}
+	defer g.recover(rec, r)
+	hasBody := r.ContentLength != 0
+	rc := http.NewResponseController(w)
+	if hasBody {
+		// Until the body is read; also bounds what the server reads of
+		// a body that a refusal leaves unread. (An httptest recorder has
+		// no deadlines.)
+		_ = rc.SetReadDeadline(time.Now().Add(g.c.Limits.BodyTimeout))
+	}
+	if f := g.check(r); f != nil {
+		if hasBody {
+			rec.Header().Set("Connection", "close")
+		}
+		f.write(rec)
+		return
+	}
+	if hasBody {
+		body, f := g.readBody(r)
+		if f != nil {
+			// The deadline stays: it bounds what the server reads of
+			// the rest before it closes the connection.
+			rec.Header().Set("Connection", "close")
+			f.write(rec)
+			return
+		}
+		// The body is read: the answer may take as long as it takes
+		// (an apply's, a log follower's), and the server's own read,
+		// which notices a client that goes away, must not time out.
+		_ = rc.SetReadDeadline(time.Time{})
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+	g.next.ServeHTTP(rec, r)
+}
+
+// check refuses a request from a web browser, one without the token, and
+// one with a body that is not JSON.
+func (g *guard) check(r *http.Request) *failure {
+	// Browsers send Origin on cross-site and scripted requests, and
+	// Sec-Fetch-Site on all; scripts cannot remove either. No client of
+	// graft sends them.
+	if len(r.Header.Values("Origin")) > 0 || len(r.Header.Values("Sec-Fetch-Site")) > 0 {
+		g.refusals.note(g.c.Log, "refused a request from a web browser", r)
+		return &failure{status: http.StatusForbidden, kind: KindForbidden,
+			msg:  "the " + g.c.Daemon + " refused the request: it comes from a web browser (it carries an Origin or Sec-Fetch-Site header)",
+			hint: "graft's daemons answer graft's clients only"}
+	}
+	if g.want != nil && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), g.want) != 1 {
+		g.refusals.note(g.c.Log, "refused a request with a bad or missing token", r)
+		return &failure{status: http.StatusUnauthorized, kind: KindUnauthorized, auth: true,
+			msg: "the " + g.c.Daemon + " refused the request: bad or missing token", hint: g.c.TokenHint}
+	}
+	if r.Method == http.MethodPost || r.ContentLength != 0 {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			return &failure{status: http.StatusUnsupportedMediaType, kind: KindMediaType,
+				msg: "the " + g.c.Daemon + " refused the request: want Content-Type: application/json, for every POST and every body"}
+		}
+	}
+	return nil
+}

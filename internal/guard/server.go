@@ -1,0 +1,90 @@
+package guard
+
+import (
+	"log"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The defaults of Limits.
+const (
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout   = time.Minute
+	DefaultIdleTimeout   = 2 * time.Minute
+	DefaultMaxConns      = 64
+	DefaultLogEvery      = time.Second
+)
+
+// maxHeaderBytes bounds a request's headers.
+const maxHeaderBytes = 64 << 10
+
+// Limits bound a listener's connections. Nothing bounds how long an
+// answer takes: an apply's streams for minutes, graft logs -f follows
+// until it is stopped.
+type Limits struct {
+	// HeaderTimeout bounds the wait for a request's headers (a TLS
+	// handshake included): 10 seconds.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the wait for its body: a minute.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection idle this long: 2 minutes.
+	IdleTimeout time.Duration
+	// MaxConns is the connections a listener serves at once: 64.
+	MaxConns int
+	// LogEvery is the least time between two logged refusals: a second.
+	LogEvery time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&l.HeaderTimeout, DefaultHeaderTimeout)
+	def(&l.BodyTimeout, DefaultBodyTimeout)
+	def(&l.IdleTimeout, DefaultIdleTimeout)
+	def(&l.LogEvery, DefaultLogEvery)
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	return l
+}
+
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
+
+// Server returns a server of h with l's timeouts: for the headers (and a
+// TLS handshake), and between requests. Handler bounds reading a body.
+// No WriteTimeout: it would cut streaming answers short. The server's own
+// complaints (a failed TLS handshake, a malformed request) go to logger at
+// warn, at most one every l.LogEvery.
+func Server(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
+	l = l.withDefaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.HeaderTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
+	}
+}
+
+// errorLog writes the server's complaints to a slog.Logger, at a bounded
+// rate.
+type errorLog struct {
+	log   *slog.Logger
+	limit limiter
+}
+
+func (e *errorLog) Write(b []byte) (int, error) {
+	if ok, suppressed := e.limit.allow(); ok {
+		e.log.Warn(clip(strings.TrimSpace(string(b)), 256), "suppressed", suppressed)
+	}
+	return len(b), nil
+}

@@ -1,0 +1,72 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/graftland/graft/plan"
+)
+
+// The checks of the control API's requests, after decoding: what they
+// refuse is a 400, and nothing of the request happens.
+
+// checkCommon checks the fields every apply-like request may carry.
+func checkCommon(req *ApplyRequest) error {
+	if req.Parallelism < 0 {
+		return fmt.Errorf("parallelism %d: want a positive number, or 0 for the default", req.Parallelism)
+	}
+	if req.LockWait < 0 || req.LockWait > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Errorf("lockWait %d: want a number of milliseconds, 0 or more", req.LockWait)
+	}
+	// The holder goes to the host's log, and to whoever finds the lock
+	// held.
+	if len(req.Holder) > maxHolder {
+		return fmt.Errorf("holder: %d bytes, want at most %d", len(req.Holder), maxHolder)
+	}
+	return nil
+}
+
+// maxHolder bounds ApplyRequest.Holder.
+const maxHolder = 1024
+
+// checkApply: an apply brings about a source. Without one it would be
+// the empty spec, which stops every plugin: that is graft down's to do.
+func checkApply(req *ApplyRequest) error {
+	if req.Source.YAML == "" {
+		return errors.New("an apply needs a source: the plugins file, with its content (to stop every plugin: graft down)")
+	}
+	return checkNames(req.Restart)
+}
+
+// checkRestart: a restart names plugins of the last applied spec, and
+// carries no spec of its own.
+func checkRestart(req *ApplyRequest) error {
+	if len(req.Restart) == 0 {
+		return errors.New("a restart names the plugins to restart")
+	}
+	if req.Source != (plan.Source{}) || req.Plan != nil {
+		return errors.New("a restart carries no source or plan: it restarts plugins of the last applied spec")
+	}
+	return checkNames(req.Restart)
+}
+
+// checkNames checks the plugins a request names to restart.
+func checkNames(names []string) error {
+	for _, name := range names {
+		if !pluginName(name) {
+			return fmt.Errorf("restart %q: not a plugin's name: %s", name, nameRule)
+		}
+	}
+	return nil
+}
+
+// checkDown: a down stops every plugin; it carries no spec and names
+// none.
+func checkDown(req *ApplyRequest) error {
+	if req.Source != (plan.Source{}) || req.Plan != nil || len(req.Restart) > 0 {
+		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
+	}
+	return nil
+}

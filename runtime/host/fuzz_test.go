@@ -1,0 +1,139 @@
+//go:build linux
+
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/plan"
+)
+
+// FuzzAPI: whatever the method, path, type and body, the host's API
+// (behind the guard of its socket) never panics the process, and answers
+// a status of the API: an error answer with a JSON body that says what
+// is wrong, or an answer of the route. Requests that would start a
+// plugin are not sent: the fuzzer's commands are not run.
+func FuzzAPI(f *testing.F) {
+	dir := f.TempDir()
+	h, err := Open(filepath.Join(dir, ".graft"), Options{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(f, err)
+	f.Cleanup(func() { h.Shutdown(context.Background()) })
+	api := h.api("")
+
+	src, _ := json.Marshal(ApplyRequest{Source: plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: "name: shop\nplugins: {}\n"}, Holder: "fuzz"})
+	for _, seed := range []struct {
+		method, path, ctype string
+		body                string
+	}{
+		{"GET", "/v1/status", "", ""},
+		{"POST", "/v1/apply", "application/json", string(src)},
+		{"POST", "/v1/apply", "application/json", `null`},
+		{"POST", "/v1/apply", "application/json", `{}`},
+		{"POST", "/v1/apply", "application/json", `{"source":{"yaml":"plugins: {a: {command: [x]}}"}}`},
+		{"POST", "/v1/apply", "text/plain", `{}`},
+		{"POST", "/v1/restart", "application/json", `{"restart":["db"]}`},
+		{"POST", "/v1/restart", "application/json", `{"restart":["db"],"lockWait":-5}`},
+		{"POST", "/v1/down", "application/json", `{"holder":"fuzz","parallelism":3}`},
+		{"POST", "/v1/down", "application/json", `{"plan":{"format":"graft.plan/v1"}}`},
+		{"GET", "/v1/logs/db?n=-1&follow=1", "", ""},
+		{"GET", "/v1/logs/..%2Fhost", "", ""},
+		{"GET", "/v1/leader/db", "", ""},
+		{"DELETE", "/v1/status", "", ""},
+		{"GET", "/v1//status", "", ""},
+		{"GET", "/%zz", "", ""},
+		{"PUT", "/v1/apply", "application/json", `[1,2]`},
+	} {
+		f.Add(seed.method, seed.path, seed.ctype, []byte(seed.body))
+	}
+	f.Fuzz(func(t *testing.T, method, path, ctype string, body []byte) {
+		u, err := url.Parse("http://graft" + path)
+		if err != nil || u.Host != "graft" || !strings.HasPrefix(path, "/") || !validMethod(method) {
+			return // no client can send it: net/http refuses it before the API
+		}
+		if startsSomething(body) {
+			return
+		}
+		req := (&http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+			Host: "graft", RemoteAddr: "@", Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))})
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req = req.WithContext(ctx)
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		checkAnswer(t, method, path, body, w)
+	})
+}
+
+// checkAnswer checks that w holds an answer of the API.
+func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.ResponseRecorder) {
+	t.Helper()
+	switch w.Code {
+	case http.StatusOK:
+		if w.Header().Get("Content-Type") != "application/x-ndjson" {
+			return
+		}
+		// A stream: JSON messages, the last one its end.
+		var last Message
+		sc := bufio.NewScanner(w.Body)
+		sc.Buffer(nil, maxBody)
+		for sc.Scan() {
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &last), "%s %s %q: %s", method, path, body, sc.Bytes())
+		}
+		require.Equal(t, MsgDone, last.Type, "%s %s %q: the stream has no end", method, path, body)
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed,
+		http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+		var eb ErrorBody
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &eb), "%s %s %q: %d %s", method, path, body, w.Code, w.Body)
+		require.NotEmpty(t, eb.Error, "%s %s %q: %d %s", method, path, body, w.Code, w.Body)
+	default:
+		t.Fatalf("%s %s %q: status %d: %s", method, path, body, w.Code, w.Body)
+	}
+}
+
+// validMethod reports whether net/http would pass m to a handler: a
+// token of the RFC's characters.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// startsSomething reports whether body asks for a plugin to be started:
+// a spec with plugins, or a saved plan with steps.
+func startsSomething(body []byte) bool {
+	var req ApplyRequest
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	if req.Plan != nil && len(req.Plan.Steps) > 0 {
+		return true
+	}
+	if req.Source.YAML == "" {
+		return false
+	}
+	s, err := req.Source.Spec() // as the host reads it
+	return err == nil && len(s.Plugins) > 0
+}

@@ -1,0 +1,90 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// route dispatches on the path's segments, each unescaped; a plugin's
+// name in the path must be one (spec's rule), so it never names a file
+// outside the state dir.
+func (h *Host) route(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r.URL.EscapedPath())
+	if err != nil || len(seg) < 2 || seg[0] != "v1" {
+		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
+		return
+	}
+	method := func(m string, serve http.HandlerFunc) {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			writeError(w, http.StatusMethodNotAllowed, ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
+			return
+		}
+		serve(w, r)
+	}
+	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !pluginName(seg[2]) {
+				writeError(w, http.StatusBadRequest, ErrorBody{Error: fmt.Sprintf("%q is not a plugin's name: %s", seg[2], nameRule)})
+				return
+			}
+			r.SetPathValue("plugin", seg[2])
+			serve(w, r)
+		}
+	}
+	switch rest := seg[1:]; {
+	case len(rest) == 1 && rest[0] == "status":
+		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.State()) })
+	case len(rest) == 1 && rest[0] == "apply":
+		method(http.MethodPost, h.streaming(checkApply, func(ctx context.Context, req ApplyRequest, events func(Message)) error {
+			_, err := h.Apply(ctx, req, events)
+			return err
+		}))
+	case len(rest) == 1 && rest[0] == "restart":
+		method(http.MethodPost, h.streaming(checkRestart, h.Restart))
+	case len(rest) == 1 && rest[0] == "down":
+		method(http.MethodPost, h.streaming(checkDown, h.Down))
+	case len(rest) == 2 && rest[0] == "logs":
+		method(http.MethodGet, plugin(h.serveLogs))
+	case len(rest) == 2 && rest[0] == "leader":
+		method(http.MethodGet, plugin(h.serveLeader))
+	default:
+		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
+	}
+}
+
+// segments splits an escaped path into its unescaped segments.
+func segments(escaped string) ([]string, error) {
+	parts := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = u
+	}
+	return parts, nil
+}
+
+// nameRule is spec's rule for plugins' names.
+const nameRule = "want lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 63 characters"
+
+// pluginName reports whether s follows nameRule.
+func pluginName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
