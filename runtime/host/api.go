@@ -108,6 +108,7 @@ func (h *Host) handler() http.Handler {
 	mux.HandleFunc("POST /v1/down", h.streaming(h.Down))
 	mux.HandleFunc("GET /v1/logs/{plugin}", h.serveLogs)
 	mux.HandleFunc("GET /v1/leader/{plugin}", h.serveLeader)
+	mux.HandleFunc("POST /v1/plan", h.servePlan)
 	return mux
 }
 
