@@ -22,8 +22,17 @@ import (
 //	plug exit CODE           exit with CODE at once
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
-//	plug env NAME VAR        say "NAME VAR=value", then serve
+//	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 func plugMain() {
+	// A plugin gets a minimal environment, without the scripts' GORACE;
+	// under -race a program sleeps a second at exit unless told not to,
+	// which would look like a slow stop. plug gives it to itself, by
+	// executing itself again with it (the same pid).
+	if os.Getenv("GORACE") == "" {
+		if exe, err := os.Executable(); err == nil {
+			syscall.Exec(exe, os.Args, append(os.Environ(), "GORACE=atexit_sleep_ms=0"))
+		}
+	}
 	args := os.Args[1:]
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: plug serve|listen|stubborn|exit|sleep ARG")
@@ -59,7 +68,13 @@ func plugMain() {
 		d, _ := time.ParseDuration(args[1])
 		time.Sleep(d)
 	case "env":
-		fmt.Printf("%s %s=%s\n", args[1], args[2], os.Getenv(args[2]))
+		for _, k := range args[2:] {
+			if v, ok := os.LookupEnv(k); ok {
+				fmt.Printf("%s %s=%s\n", args[1], k, v)
+			} else {
+				fmt.Printf("%s %s unset\n", args[1], k)
+			}
+		}
 		serve(args[1], nil)
 	case "daemon":
 		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
