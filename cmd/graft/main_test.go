@@ -89,6 +89,7 @@ func TestScripts(t *testing.T) {
 			"startuprace": cmdStartupRace,
 			"sigpid":      cmdSigPID,
 			"waitstatus":  cmdWaitStatus,
+			"applyas":     cmdApplyAs,
 		},
 	})
 }

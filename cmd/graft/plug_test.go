@@ -20,6 +20,7 @@ import (
 //	plug listen NAME ADDR    serve, and accept connections on ADDR (for ready: tcp)
 //	plug stubborn NAME       serve, but ignore SIGTERM
 //	plug exit CODE           exit with CODE at once
+//	plug shout LINE...       print each LINE, a Go string literal when it is one, then exit 3
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
@@ -60,6 +61,17 @@ func plugMain() {
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		serve(args[1], make(chan os.Signal))
+	case "shout":
+		// Lines written as Go strings, so a script can give it control
+		// characters: plug shout '"\x1b]0;pwned\a"'.
+		for _, a := range args[1:] {
+			line, err := strconv.Unquote(a)
+			if err != nil {
+				line = a
+			}
+			fmt.Println(line)
+		}
+		os.Exit(3)
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
 		fmt.Println("exiting with", code)
