@@ -90,6 +90,8 @@ func TestScripts(t *testing.T) {
 			"sigpid":      cmdSigPID,
 			"waitstatus":  cmdWaitStatus,
 			"applyas":     cmdApplyAs,
+			"bruteforce":  cmdBruteforce,
+			"oldstatus":   cmdOldStatus,
 		},
 	})
 }
