@@ -16,7 +16,7 @@ type PlanCmd struct {
 	JSON             bool   `name:"json" help:"Print the plan as JSON (format graft.plan/v1, see docs/plan-format.md)."`
 	Out              string `placeholder:"FILE" help:"Also save the plan to FILE, for a later graft apply FILE."`
 	DetailedExitcode bool   `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 1 on error, 2 when there are changes."`
-	State            string `placeholder:"FILE" help:"Compare with a saved graft status --json document instead of the host's state."`
+	State            string `placeholder:"FILE" help:"Compare with a saved graft status --json document instead of the host's state; its digests of env values are compared under the digest key of the local state dir."`
 }
 
 // Run diffs the file against the running state and prints the plan. It
