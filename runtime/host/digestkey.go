@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/plan"
@@ -48,7 +49,8 @@ func ReadDigestKey(dir string) (spec.DigestKey, error) {
 	if err != nil {
 		return spec.DigestKey{}, err
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+	// Windows has no modes to check: there the state dir's ACLs guard it.
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && goruntime.GOOS != "windows" {
 		return spec.DigestKey{}, &DigestKeyError{Path: path, Why: fmt.Sprintf("mode %#o lets others read it", perm)}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 256))
