@@ -39,8 +39,10 @@ func stateKey(file string, st *plan.State, dir string) (key spec.DigestKey, fres
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return key, false, &stateKeyError{file: file, keyID: id, dir: dir, why: "the state dir " + dir + " holds no digest key"}
+	case errors.As(err, new(*host.DigestKeyError)):
+		return key, false, err // its hint says what to do
 	case err != nil:
-		return key, false, err
+		return key, false, &stateKeyError{file: file, keyID: id, dir: dir, why: "its key cannot be read here: " + err.Error()}
 	case key.ID() != id:
 		return key, false, &stateKeyError{file: file, keyID: id, dir: dir, why: "the state dir " + dir + " holds another one (" + key.ID() + ")"}
 	}
