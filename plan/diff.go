@@ -64,6 +64,7 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 		Changes: d.changes,
 		Desired: desired.Digest(),
 		State:   running.Digest(),
+		KeyID:   desired.KeyID(),
 	}
 	for _, c := range p.Changes {
 		p.Summary.add(c.Action)

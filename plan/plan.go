@@ -48,6 +48,10 @@ type Plan struct {
 	Desired string `json:"desired"`
 	// State is State.Digest of the running state the plan was made against.
 	State string `json:"state"`
+	// KeyID names the spec.DigestKey of the desired spec's digests (Desired
+	// and each change's Hash): the host's, or a one-time key for a plan
+	// made without a host.
+	KeyID string `json:"keyID,omitempty"`
 	// Source is the desired spec itself, in plans saved to apply later.
 	Source *Source `json:"source,omitempty"`
 }
@@ -102,6 +106,12 @@ type Source struct {
 	Dir string `json:"dir"`
 	// YAML is the file's content.
 	YAML string `json:"yaml"`
+	// DigestKey is, in a plan saved without a host, the one-time random
+	// key its digests were made with (spec.DigestKey.Hex), so that the
+	// host that applies it can check Desired against YAML. It keys nothing
+	// else, and the plan holds the env values themselves anyway. A plan
+	// made by a host never holds the host's key.
+	DigestKey string `json:"digestKey,omitempty"`
 }
 
 // HasChanges reports whether carrying out the plan would do anything.

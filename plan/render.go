@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/graftland/graft/internal/termtext"
 )
 
 // TextOptions shapes the text rendering of a plan.
@@ -21,7 +24,10 @@ var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Restart: "â
 var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Restart: "36"}
 
 // WriteText renders the plan for people: a summary line, a line per change,
-// then the order of the steps in waves.
+// then the order of the steps in waves. A plan may come from a host over
+// TCP or a saved state, with names and reasons (a last error, a holder)
+// that hold anything: what a terminal would act on is escaped
+// (internal/termtext).
 func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 	b := &strings.Builder{}
 	paint := func(a Action, s string) string {
@@ -32,17 +38,17 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 	}
 	s := p.Summary
 	if !p.HasChanges() {
-		fmt.Fprintf(b, "No changes: %s is up to date (%s).\n", p.Project, plural(s.Keep, "plugin", "plugins")+" running as declared")
+		fmt.Fprintf(b, "No changes: %s is up to date (%s).\n", termtext.Line(p.Project), plural(s.Keep, "plugin", "plugins")+" running as declared")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
 	fmt.Fprintf(b, "Plan for %s: %d to start, %d to replace, %d to restart, %d to stop, %d unchanged.\n\n",
-		p.Project, s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
+		termtext.Line(p.Project), s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
 
 	width := 0
 	for _, c := range p.Changes {
 		if c.Action != Keep {
-			width = max(width, len(c.Plugin))
+			width = max(width, len(termtext.Line(c.Plugin)))
 		}
 	}
 	for _, a := range []Action{Start, Replace, Restart, Stop} {
@@ -54,23 +60,30 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 			if a == Start && c.Reason == "new" {
 				reason = "new, run: " + string(c.Run)
 			}
-			fmt.Fprintf(b, "  %s %-*s  %s\n", paint(a, fmt.Sprintf("%s %-7s", symbols[a], a)), width, c.Plugin, reason)
+			fmt.Fprintf(b, "  %s %-*s  %s\n", paint(a, fmt.Sprintf("%s %-7s", symbols[a], a)), width, termtext.Line(c.Plugin), termtext.Line(reason))
 		}
 	}
 
 	fmt.Fprintf(b, "\nOrder: %s in %s.\n", plural(s.Steps, "step", "steps"), plural(s.Waves, "wave", "waves"))
 	for i, wave := range p.Waves {
-		fmt.Fprintf(b, "  %2d. %s\n", i+1, strings.ReplaceAll(strings.Join(wave, ", "), ":", " "))
+		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(strings.ReplaceAll(strings.Join(wave, ", "), ":", " ")))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// WriteJSON renders the plan in its documented JSON form, indented.
+// WriteJSON renders the plan in its documented JSON form, indented, with
+// the characters a terminal would act on escaped as \u escapes
+// (termtext.JSON), which encoding/json leaves in strings.
 func (p *Plan) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
-	return enc.Encode(p)
+	if err := enc.Encode(p); err != nil {
+		return err
+	}
+	_, err := w.Write(termtext.JSON(b.Bytes()))
+	return err
 }
 
 // ReadJSON reads a plan saved by WriteJSON and checks its format.

@@ -73,6 +73,9 @@ type Record struct {
 	// Fields holds spec.FieldDigests of the applied plugin, so a plan can
 	// name the fields a new spec changes.
 	Fields map[string]string `json:"fields,omitempty"`
+	// KeyID names the spec.DigestKey that keyed Hash and Fields: a
+	// desired spec is compared with the record only under the same key.
+	KeyID string `json:"keyID,omitempty"`
 	// Runner is the runner a runner plugin runs on, as the spec names it;
 	// empty for the runner embedded in the host.
 	Runner string `json:"runner,omitempty"`
@@ -117,6 +120,7 @@ func Applied(s *spec.Spec, name string) Record {
 		Hash:     s.Hash(name),
 		Uses:     slices.Sorted(slices.Values(p.Uses)),
 		Fields:   spec.FieldDigests(s.Fields(name)),
+		KeyID:    s.KeyID(),
 		Runner:   p.Runner,
 	}
 }

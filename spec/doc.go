@@ -55,5 +55,9 @@
 // digest: it changes when anything that shapes the plugin's process
 // changes, and not with key order, comments, anchors, the order of uses or
 // defaults written out. The plan package compares hashes to decide what to
-// replace, and field digests to say why.
+// replace, and field digests to say why. An env value enters them only as
+// an HMAC under the spec's DigestKey (a host's, kept in its state dir; a
+// fresh random one for a spec just parsed), so that no hash or digest lets
+// anyone test guesses of it without the key; WithKey gives a spec the
+// key to compare under.
 package spec

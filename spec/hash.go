@@ -13,9 +13,11 @@ import (
 
 // Fields is the canonical flat form of everything that makes up a plugin's
 // process once defaults are applied: "command" → `["./api","--port","80"]`,
-// "env.CACHE_ADDR" → `"127.0.0.1:6380"`, "runner.address" → ..., each value
-// in JSON. Two specs that differ only in key order, comments, formatting,
-// anchors or spelled-out defaults give equal Fields; any change that
+// "runner.address" → ..., each value in JSON. An env value is never there:
+// "env.CACHE_ADDR" holds an HMAC of it under the spec's DigestKey, so that
+// nothing made from Fields (Hash, Digest, FieldDigests) reveals it. Two
+// specs that differ only in key order, comments, formatting, anchors or
+// spelled-out defaults give equal Fields (under one key); any change that
 // matters to the process changes at least one entry, and the changed keys
 // are what a plan names as the reason for a replacement.
 func (s *Spec) Fields(name string) map[string]string {
@@ -32,6 +34,13 @@ func (s *Spec) computeFields(name string) map[string]string {
 	if len(p.Uses) > 0 {
 		out["uses"] = canonicalJSON(slices.Sorted(slices.Values(p.Uses))) // order of uses does not matter
 	}
+	if len(p.InheritEnv) > 0 {
+		// The names only: their values are the host's, not the file's.
+		out["inheritEnv"] = canonicalJSON(slices.Sorted(slices.Values(p.InheritEnv)))
+	}
+	for k, v := range p.Env {
+		out["env."+k] = canonicalJSON(s.key.envDigest(k, v))
+	}
 	if p.Run == Remote {
 		// The runner's address decides which machine runs the process; its
 		// token file and lease only shape the host's session with it.
@@ -44,7 +53,9 @@ func (s *Spec) computeFields(name string) map[string]string {
 	return out
 }
 
-// Hash is the digest of Fields: "sha256:" and 64 hex digits.
+// Hash is the digest of Fields: "sha256:" and 64 hex digits. It covers
+// env values only through their keyed HMACs: under another key, a plugin
+// with env has another Hash.
 func (s *Spec) Hash(name string) string {
 	if h, ok := s.hashes[name]; ok {
 		return h
@@ -52,8 +63,12 @@ func (s *Spec) Hash(name string) string {
 	return digestFields(s.computeFields(name))
 }
 
-// index fills the caches of Fields, Hash and Digest.
+// index fills the caches of Fields, Hash and Digest, under a fresh random
+// key when s has none yet.
 func (s *Spec) index() {
+	if s.key == (DigestKey{}) {
+		s.key = NewDigestKey()
+	}
 	s.fields = make(map[string]map[string]string, len(s.Plugins))
 	s.hashes = make(map[string]string, len(s.Plugins))
 	for name := range s.Plugins {
@@ -65,7 +80,9 @@ func (s *Spec) index() {
 
 // FieldDigests maps each of a plugin's Fields to a short digest of its
 // value, so that running state can say which fields a later spec changes
-// without holding values such as secrets in env.
+// without holding the values. An env field's value is already an HMAC
+// under the spec's key (Fields), so its digest reveals nothing of the env
+// value to whoever lacks the key.
 func FieldDigests(fields map[string]string) map[string]string {
 	out := make(map[string]string, len(fields))
 	for k, v := range fields {
@@ -76,7 +93,7 @@ func FieldDigests(fields map[string]string) map[string]string {
 }
 
 // Digest identifies the whole desired spec: project, runners and each
-// plugin's hash.
+// plugin's hash (keyed as Hash is).
 func (s *Spec) Digest() string {
 	if s.digest != "" {
 		return s.digest

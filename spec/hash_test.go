@@ -25,10 +25,14 @@ plugins:
   relay: {run: floating, command: [relay], elect: {dir: /mnt/shared, port: 9530}}
 `
 
+// testKey keys the digests of the tests that compare two parses.
+var testKey = DigestKey{1, 2, 3}
+
 func hashes(t *testing.T, src string) map[string]string {
 	t.Helper()
 	s, err := Parse("plugins.yaml", []byte(src))
 	require.NoError(t, err, src)
+	s = s.WithKey(testKey)
 	out := map[string]string{}
 	for name := range s.Plugins {
 		out[name] = s.Hash(name)
@@ -83,6 +87,8 @@ func TestHashSeesChanges(t *testing.T) {
 		{"api", `env: {A: "1", B: "2"}`, `env: {A: "1", B: "3"}`},
 		{"api", `env: {A: "1", B: "2"}`, `env: {A: "1", B: "2", C: ""}`},
 		{"api", `dir: ./srv`, `dir: ./srv2`},
+		{"api", `dir: ./srv`, `dir: ./srv
+    inheritEnv: [AWS_REGION]`},
 		{"api", `uses: [cache, auth]`, `uses: [cache]`},
 		{"api", `ready: {tcp: 127.0.0.1:80, timeout: 5 seconds}`, `ready: {tcp: 127.0.0.1:80, timeout: 6 seconds}`},
 		{"api", `retry: {delay: 1 second}`, `retry: {delay: 2 seconds}`},
@@ -118,6 +124,65 @@ func TestFieldDigestsHideValues(t *testing.T) {
 	require.Contains(t, d, "env.TOKEN")
 	assert.NotContains(t, d["env.TOKEN"], "hunter2")
 	assert.Len(t, d["env.TOKEN"], 16)
+	for k, v := range s.Fields("api") {
+		assert.NotContains(t, v, "hunter2", "Fields holds no env value (%s)", k)
+	}
+}
+
+// TestKeyedDigests: the digests that cover an env value depend on the key,
+// and only those; under one key they are stable.
+func TestKeyedDigests(t *testing.T) {
+	src := []byte("name: shop\nplugins:\n  api: {command: [x], env: {PIN: \"1234\"}}\n  web: {command: [y]}\n")
+	a, err := Parse("plugins.yaml", src)
+	require.NoError(t, err)
+	b, err := Parse("plugins.yaml", src)
+	require.NoError(t, err)
+	assert.NotEqual(t, a.KeyID(), b.KeyID(), "each parse gets a fresh key")
+	assert.NotEqual(t, a.Hash("api"), b.Hash("api"))
+	assert.NotEqual(t, FieldDigests(a.Fields("api"))["env.PIN"], FieldDigests(b.Fields("api"))["env.PIN"])
+	assert.NotEqual(t, a.Digest(), b.Digest())
+	assert.Equal(t, a.Hash("web"), b.Hash("web"), "a plugin without env hashes alike under any key")
+	assert.Equal(t, FieldDigests(a.Fields("api"))["command"], FieldDigests(b.Fields("api"))["command"])
+
+	k := NewDigestKey()
+	a, b = a.WithKey(k), b.WithKey(k)
+	assert.Equal(t, k.ID(), a.KeyID())
+	assert.Equal(t, a.Hash("api"), b.Hash("api"))
+	assert.Equal(t, a.Digest(), b.Digest())
+	assert.Equal(t, a.Fields("api"), b.Fields("api"))
+
+	other, err := Parse("plugins.yaml", []byte(strings.Replace(string(src), "1234", "1235", 1)))
+	require.NoError(t, err)
+	assert.NotEqual(t, a.Hash("api"), other.WithKey(k).Hash("api"), "a changed value changes the hash under one key")
+}
+
+func TestDigestKey(t *testing.T) {
+	k := NewDigestKey()
+	assert.NotEqual(t, DigestKey{}, k)
+	assert.NotEqual(t, k, NewDigestKey())
+	back, err := ParseDigestKey(k.Hex() + "\n")
+	require.NoError(t, err)
+	assert.Equal(t, k, back)
+	assert.Regexp(t, `^[0-9a-f]{16}$`, k.ID())
+	assert.NotContains(t, k.Hex(), k.ID())
+	assert.NotContains(t, k.String(), k.Hex()[:8], "printing a key does not reveal it")
+	for _, bad := range []string{"", "xyz", k.Hex()[:62]} {
+		_, err := ParseDigestKey(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// TestInheritEnvHash: the list of inherited names is part of the hash, in
+// any order.
+func TestInheritEnvHash(t *testing.T) {
+	h := func(list string) string {
+		s, err := Parse("plugins.yaml", []byte("plugins:\n  api: {command: [x], inheritEnv: "+list+"}\n"))
+		require.NoError(t, err)
+		return s.Hash("api")
+	}
+	assert.Equal(t, h("[A, B]"), h("[B, A]"))
+	assert.NotEqual(t, h("[A, B]"), h("[A]"))
+	assert.NotEqual(t, h("[A]"), h("[]"))
 }
 
 func TestDigest(t *testing.T) {
@@ -125,8 +190,8 @@ func TestDigest(t *testing.T) {
 	require.NoError(t, err)
 	b, err := Parse("plugins.yaml", []byte(strings.Replace(hashBase, "/etc/edge.token", "/etc/new.token", 1)))
 	require.NoError(t, err)
-	assert.NotEqual(t, a.Digest(), b.Digest(), "the spec digest covers runners whole")
+	assert.NotEqual(t, a.WithKey(testKey).Digest(), b.WithKey(testKey).Digest(), "the spec digest covers runners whole")
 	c, err := Parse("plugins.yaml", []byte("# comment\n"+hashBase))
 	require.NoError(t, err)
-	assert.Equal(t, a.Digest(), c.Digest())
+	assert.Equal(t, a.WithKey(testKey).Digest(), c.WithKey(testKey).Digest())
 }

@@ -37,6 +37,9 @@ type Spec struct {
 	fields map[string]map[string]string
 	hashes map[string]string
 	digest string
+	// key keys the digests of env values in fields (DigestKey); Load
+	// gives a fresh random one, WithKey another.
+	key DigestKey
 }
 
 // Runner is a graft runner daemon that remote plugins run on.
@@ -97,6 +100,11 @@ type Plugin struct {
 	Memory Size `yaml:"memory"`
 	// Env is added to the process environment.
 	Env map[string]string `yaml:"env"`
+	// InheritEnv names variables of the environment of the daemon that
+	// starts the process (the host, or the runner) that it passes on,
+	// when set there. Anything else of that environment is not passed on
+	// beyond a minimal base (README: "A plugin's environment").
+	InheritEnv []string `yaml:"inheritEnv"`
 	// Dir is the working directory, relative to the spec's directory.
 	Dir string `yaml:"dir"`
 	// Uses names the plugins this one consumes: it starts after them and

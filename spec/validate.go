@@ -92,6 +92,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 			d.errorf(d.at(kp), kp, "value contains a NUL byte")
 		}
 	}
+	d.inheritEnv(p, path)
 	seen := map[string]bool{}
 	for i, u := range p.Uses {
 		up := fmt.Sprintf("%s.uses[%d]", path, i)
@@ -364,4 +365,28 @@ func checkHostPort(addr string) error {
 		return fmt.Errorf("want HOST:PORT with a port from 1 to 65535, got %q", addr)
 	}
 	return nil
+}
+
+// inheritEnv checks the names a plugin inherits from the environment of
+// the daemon that starts it: names env could set, each once, none that
+// env sets too, and none of graft's own (GRAFT_ variables pass on anyway).
+// A name that is not set where the plugin starts is fine: it is not
+// passed on.
+func (d *decoder) inheritEnv(p *Plugin, path string) {
+	seen := map[string]bool{}
+	for i, k := range p.InheritEnv {
+		ip := fmt.Sprintf("%s.inheritEnv[%d]", path, i)
+		_, inEnv := p.Env[k]
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			d.errorf(d.at(ip), ip, "bad environment variable name %q: it cannot be empty or hold '=' or NUL", k)
+		case strings.HasPrefix(strings.ToUpper(k), "GRAFT_"):
+			d.errorf(d.at(ip), ip, "the GRAFT_ prefix is reserved: graft's own variables reach every plugin without inheritEnv")
+		case seen[k]:
+			d.errorf(d.at(ip), ip, "%q is listed twice", k)
+		case inEnv:
+			d.errorf(d.at(ip), ip, "%q is set in env too: inherit it or set it, not both", k)
+		}
+		seen[k] = true
+	}
 }

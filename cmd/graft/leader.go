@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"time"
 
+	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
@@ -38,12 +38,12 @@ func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
 		return fmt.Errorf("%s %w", g.noHost(dir), err)
 	}
 	if c.JSON {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
+		return writeJSON(g.stdout, info)
 	}
+	// The lease file is on a share others write, and a host may answer
+	// over TCP: what a terminal would act on is escaped.
 	line := func(label, format string, args ...any) {
-		fmt.Fprintf(g.stdout, "%-11s"+format+"\n", append([]any{label + ":"}, args...)...)
+		fmt.Fprintf(g.stdout, "%-11s%s\n", label+":", termtext.Line(fmt.Sprintf(format, args...)))
 	}
 	line("Plugin", "%s (instance %s, lease in %s)", info.Plugin, info.Instance, info.Dir)
 	line("Holder", "%s", info.Holder)

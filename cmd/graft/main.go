@@ -14,6 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/spec"
 )
 
@@ -88,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}()
 		kctx, err := parser.Parse(args)
 		if err != nil {
-			fmt.Fprintf(stderr, "graft: %v\n", err)
+			fmt.Fprintf(stderr, "graft: %s\n", termtext.Text(err.Error()))
 			if pe := (*kong.ParseError)(nil); errors.As(err, &pe) {
 				fmt.Fprintln(stderr, "Try: graft --help")
 			}
@@ -99,7 +100,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// report prints err for people and returns the exit status for it.
+// report prints err for people and returns the exit status for it. An
+// error may come from a host, perhaps over TCP, and hold a plugin's last
+// output or an apply's holder, free text: what a terminal would act on is
+// escaped, lines kept.
 func report(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
@@ -110,14 +114,14 @@ func report(stderr io.Writer, err error) int {
 	// Problems in a plugins file are printed one per line, each starting
 	// with file:line:col, so editors and CI annotate them.
 	if errs := (spec.Errors)(nil); errors.As(err, &errs) {
-		fmt.Fprintln(stderr, errs.Error())
-		fmt.Fprintf(stderr, "graft: %s: %d %s\n", errs[0].File, len(errs), map[bool]string{true: "problem", false: "problems"}[len(errs) == 1])
+		fmt.Fprintln(stderr, termtext.Text(errs.Error()))
+		fmt.Fprintf(stderr, "graft: %s: %d %s\n", termtext.Line(errs[0].File), len(errs), map[bool]string{true: "problem", false: "problems"}[len(errs) == 1])
 		return 1
 	}
-	fmt.Fprintf(stderr, "graft: %v\n", err)
+	fmt.Fprintf(stderr, "graft: %s\n", termtext.Text(err.Error()))
 	var h interface{ Hint() string }
 	if errors.As(err, &h) && h.Hint() != "" {
-		fmt.Fprintf(stderr, "Try: %s\n", h.Hint())
+		fmt.Fprintf(stderr, "Try: %s\n", termtext.Line(h.Hint()))
 	}
 	return 1
 }

@@ -89,6 +89,9 @@ func TestScripts(t *testing.T) {
 			"startuprace": cmdStartupRace,
 			"sigpid":      cmdSigPID,
 			"waitstatus":  cmdWaitStatus,
+			"applyas":     cmdApplyAs,
+			"bruteforce":  cmdBruteforce,
+			"oldstatus":   cmdOldStatus,
 		},
 	})
 }

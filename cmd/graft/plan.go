@@ -16,7 +16,7 @@ type PlanCmd struct {
 	JSON             bool   `name:"json" help:"Print the plan as JSON (format graft.plan/v1, see docs/plan-format.md)."`
 	Out              string `placeholder:"FILE" help:"Also save the plan to FILE, for a later graft apply FILE."`
 	DetailedExitcode bool   `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 1 on error, 2 when there are changes."`
-	State            string `placeholder:"FILE" help:"Compare with a saved graft status --json document instead of the host's state."`
+	State            string `placeholder:"FILE" help:"Compare with a saved graft status --json document instead of the host's state; its digests of env values are compared under the digest key of the local state dir."`
 }
 
 // Run diffs the file against the running state and prints the plan. It
@@ -27,11 +27,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	running, err := c.running(ctx, g, file)
-	if err != nil {
-		return err
-	}
-	p, err := plan.Diff(desired, running)
+	p, oneTime, err := c.plan(ctx, g, file, desired)
 	if err != nil {
 		return err
 	}
@@ -46,6 +42,9 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Out != "" {
 		saved := *p
 		saved.Source = &plan.Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Source)}
+		if oneTime != nil {
+			saved.Source.DigestKey = oneTime.Hex()
+		}
 		var b bytes.Buffer
 		if err := saved.WriteJSON(&b); err != nil {
 			return err
@@ -61,22 +60,41 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	return nil
 }
 
-// running is what the plan compares with: the saved state file when one
-// is given, else what the project's host runs. Without a host nothing
-// runs; graft plan never starts one.
-func (c *PlanCmd) running(ctx context.Context, g *Globals, file string) (*plan.State, error) {
-	if c.State != "" {
-		return plan.ReadState(c.State)
-	}
+// plan makes the plan: against the saved state file when one is given,
+// else by the project's host, which holds the key of its digests of env
+// values. Without a host nothing runs, and the plan is made here against
+// an empty state; graft plan never starts a host. oneTime is the key of a
+// plan made here under a fresh key, which a saved plan carries so that a
+// host can check it (docs/plan-format.md).
+func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *spec.Spec) (p *plan.Plan, oneTime *spec.DigestKey, err error) {
 	dir := g.stateDir(file)
+	if c.State != "" {
+		running, err := plan.ReadState(c.State)
+		if err != nil {
+			return nil, nil, err
+		}
+		key, fresh, err := stateKey(c.State, running, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if fresh {
+			oneTime = &key
+		}
+		p, err := plan.Diff(desired.WithKey(key), running)
+		return p, oneTime, err
+	}
 	cl, up, err := g.client(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if !up {
-		fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", g.noHost(dir))
-		return &plan.State{Plugins: []plan.Record{}}, nil
+	if up {
+		defer cl.Close()
+		src := plan.Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Source)}
+		p, err := cl.Plan(ctx, src)
+		return p, nil, err
 	}
-	defer cl.Close()
-	return cl.Status(ctx)
+	fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", g.noHost(dir))
+	key := spec.NewDigestKey()
+	p, err = plan.Diff(desired.WithKey(key), &plan.State{Plugins: []plan.Record{}})
+	return p, &key, err
 }

@@ -20,9 +20,10 @@ import (
 //	plug listen NAME ADDR    serve, and accept connections on ADDR (for ready: tcp)
 //	plug stubborn NAME       serve, but ignore SIGTERM
 //	plug exit CODE           exit with CODE at once
+//	plug shout LINE...       print each LINE, a Go string literal when it is one, then exit 3
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
-//	plug env NAME VAR        say "NAME VAR=value", then serve
+//	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -51,6 +52,17 @@ func plugMain() {
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		serve(args[1], make(chan os.Signal))
+	case "shout":
+		// Lines written as Go strings, so a script can give it control
+		// characters: plug shout '"\x1b]0;pwned\a"'.
+		for _, a := range args[1:] {
+			line, err := strconv.Unquote(a)
+			if err != nil {
+				line = a
+			}
+			fmt.Println(line)
+		}
+		os.Exit(3)
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
 		fmt.Println("exiting with", code)
@@ -58,8 +70,15 @@ func plugMain() {
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])
 		time.Sleep(d)
+		exit0()
 	case "env":
-		fmt.Printf("%s %s=%s\n", args[1], args[2], os.Getenv(args[2]))
+		for _, k := range args[2:] {
+			if v, ok := os.LookupEnv(k); ok {
+				fmt.Printf("%s %s=%s\n", args[1], k, v)
+			} else {
+				fmt.Printf("%s %s unset\n", args[1], k)
+			}
+		}
 		serve(args[1], nil)
 	case "daemon":
 		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
@@ -82,5 +101,12 @@ func serve(name string, sigs chan os.Signal) {
 	fmt.Printf("%s up instance=%s generation=%s\n", name, os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"))
 	<-sigs
 	fmt.Printf("%s bye\n", name)
-	os.Exit(0)
+	exit0()
 }
+
+// exit0 exits with status 0 at once. Under -race, os.Exit(0) sleeps a
+// second first (GORACE's atexit_sleep_ms), which would look like a slow
+// stop; plugins do not get the scripts' GORACE=atexit_sleep_ms=0, since
+// a plugin's environment is what its file says. A race is still reported
+// as it is found.
+func exit0() { syscall.Exit(0) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime/host"
 )
@@ -92,8 +93,11 @@ func (p *progress) On(m host.Message) {
 	p.drawLive()
 }
 
+// event prints a step's progress. Everything in it comes from the host,
+// perhaps over TCP, and an error may hold a plugin's last output: what a
+// terminal would act on is escaped.
 func (p *progress) event(e apply.Event) {
-	op := fmt.Sprintf("%-5s %s", e.Step.Op, e.Step.Plugin)
+	op := termtext.Line(fmt.Sprintf("%-5s %s", e.Step.Op, e.Step.Plugin))
 	switch e.Phase {
 	case apply.Began:
 		p.running[e.Step.ID] = time.Now()
@@ -112,12 +116,13 @@ func (p *progress) event(e apply.Event) {
 				detail += fmt.Sprintf(", pid %d", e.Result.PID)
 			}
 		}
+		detail = termtext.Line(detail)
 		if c := e.Result.Cleanup; c != nil {
 			// Forced, but gone: the step succeeded; say what it took.
 			p.forced++
 			fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "⚠"), op, roundTook(e.Took), detail)
 			for _, cause := range c.Causes.WrappedErrors() {
-				fmt.Fprintf(p.w, "      %s\n", cause)
+				fmt.Fprintf(p.w, "      %s\n", termtext.Line(cause.Error()))
 			}
 			return
 		}
@@ -125,10 +130,10 @@ func (p *progress) event(e apply.Event) {
 	case apply.Failed:
 		delete(p.running, e.Step.ID)
 		p.failed++
-		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("31", "✗"), op, roundTook(e.Took), firstLine(e.Error))
+		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("31", "✗"), op, roundTook(e.Took), termtext.Line(firstLine(e.Error)))
 	case apply.Skipped:
 		p.skipped++
-		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "-"), op, "", e.Error)
+		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "-"), op, "", termtext.Line(e.Error))
 	}
 }
 
@@ -162,7 +167,7 @@ func (p *progress) drawLive() {
 	sort.Slice(ids, func(i, j int) bool { return p.running[ids[i]].Before(p.running[ids[j]]) })
 	parts := make([]string, 0, len(ids))
 	for _, id := range ids {
-		parts = append(parts, fmt.Sprintf("%s (%s)", strings.Replace(id, ":", " ", 1), time.Since(p.running[id]).Round(100*time.Millisecond)))
+		parts = append(parts, fmt.Sprintf("%s (%s)", termtext.Line(strings.Replace(id, ":", " ", 1)), time.Since(p.running[id]).Round(100*time.Millisecond)))
 	}
 	fmt.Fprintf(p.w, "\r\x1b[K%s %d/%d: %s", p.paint("36", "⟳"), p.done+p.failed+p.skipped, p.total, strings.Join(parts, ", "))
 }

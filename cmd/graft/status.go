@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
 )
 
@@ -32,26 +35,35 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		}
 	}
 	if c.JSON {
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(g.stdout, st)
 	}
 	if !up {
 		fmt.Fprintln(g.stdout, g.noHost(dir))
 		return nil
 	}
+	return writeStatus(g.stdout, st)
+}
+
+// writeStatus prints a host's status for people: a line about the host,
+// then a table of its plugins. The status may come from a host over TCP:
+// every text in it is escaped for the terminal, and the table's cells are
+// cut.
+func writeStatus(w io.Writer, st *plan.State) error {
 	h := st.Host
-	fmt.Fprintf(g.stdout, "Host: pid %d, up %s, state dir %s", h.PID, since(h.Since), h.StateDir)
-	if h.Applying != "" {
-		fmt.Fprintf(g.stdout, "; applying: %s", h.Applying)
+	if h == nil {
+		h = &plan.Host{}
 	}
-	fmt.Fprintln(g.stdout)
+	fmt.Fprintf(w, "Host: pid %d, up %s, state dir %s", h.PID, since(h.Since), termtext.Line(h.StateDir))
+	if h.Applying != "" {
+		fmt.Fprintf(w, "; applying: %s", termtext.Cell(h.Applying, maxHolder))
+	}
+	fmt.Fprintln(w)
 	if len(st.Plugins) == 0 {
-		fmt.Fprintln(g.stdout, "No plugins.")
+		fmt.Fprintln(w, "No plugins.")
 		return nil
 	}
-	fmt.Fprintln(g.stdout)
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tLAST STOP\tLAST ERROR")
 	for _, r := range st.Plugins {
 		run := string(r.Run)
@@ -65,10 +77,34 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 		if r.Status == plan.Running && !r.Since.IsZero() {
 			uptime = since(r.Since)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", r.Name, run, r.Status, shortID(r.Instance),
-			r.Generation, pid, uptime, r.Restarts, lastStop(r.LastStop), firstLine(r.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", cell(r.Name), cell(run), cell(string(r.Status)), cell(shortID(r.Instance)),
+			r.Generation, pid, uptime, r.Restarts, cell(lastStop(r.LastStop)), cell(firstLine(r.LastError)))
 	}
 	return tw.Flush()
+}
+
+// maxCell and maxHolder bound a cell of the status table, and who holds
+// the apply lock, in runes.
+const (
+	maxCell   = 80
+	maxHolder = 200
+)
+
+// cell is s as a cell of the status table: on one line, its control
+// characters escaped, cut to maxCell runes.
+func cell(s string) string { return termtext.Cell(s, maxCell) }
+
+// writeJSON prints v as indented JSON, with what a terminal would act on
+// escaped (termtext.JSON).
+func writeJSON(w io.Writer, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termtext.JSON(b.Bytes()))
+	return err
 }
 
 // lastStop is the outcome of a plugin's last stop, with the kind of its

@@ -74,7 +74,9 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 		return nil, err
 	}
 	if save {
-		a := &applied{Source: req.Source, Digest: desired.Digest(), At: time.Now()}
+		src := req.Source
+		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
+		a := &applied{Source: src, Digest: desired.Digest(), At: time.Now()}
 		if err := saveApplied(h.dir, a); err != nil {
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
@@ -147,9 +149,18 @@ func (h *Host) unlockApply() {
 	<-h.applying
 }
 
-// desired parses the spec to bring about; no source is the empty spec,
-// of the last applied spec's project.
+// desired parses the spec to bring about, its digests keyed with the
+// host's key; no source is the empty spec, of the last applied spec's
+// project.
 func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
+	s, err := h.parseDesired(src)
+	if err != nil {
+		return nil, err
+	}
+	return s.WithKey(h.key), nil
+}
+
+func (h *Host) parseDesired(src plan.Source) (*spec.Spec, error) {
 	if src.YAML != "" {
 		return src.Spec()
 	}
@@ -176,10 +187,14 @@ func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (
 		}
 		return p, err
 	}
+	want, err := h.savedDigest(req.Plan, req.Source, desired)
+	if err != nil {
+		return nil, err
+	}
 	if req.Plan.State != running.Digest() {
 		return nil, &StaleError{Reason: "the running state changed since the plan was made"}
 	}
-	if req.Plan.Desired != desired.Digest() {
+	if req.Plan.Desired != want {
 		return nil, &StaleError{Reason: "the plan's spec is not the one it was made from"}
 	}
 	return req.Plan, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/graftland/graft/runtime/output"
 	"github.com/graftland/graft/runtime/proc"
 	"github.com/graftland/graft/runtime/worker"
+	"github.com/graftland/graft/spec"
 )
 
 // Options configures a Host.
@@ -56,6 +57,7 @@ type Host struct {
 	remotes remotes
 	hostID  string
 	clock   elect.Clock
+	key     spec.DigestKey // keys the digests of env values (digest.key)
 
 	background tasks // restarts of consumers when a leader moves
 	started    time.Time
@@ -129,6 +131,10 @@ func Open(dir string, opt Options) (*Host, error) {
 		down:      make(chan struct{}),
 	}
 	h.locals = recording{Placement: h.local, dir: filepath.Join(dir, instancesDir)}
+	if h.key, err = openDigestKey(dir); err != nil {
+		h.close()
+		return nil, err
+	}
 	if h.spec, err = loadApplied(dir); err != nil {
 		h.close()
 		return nil, err

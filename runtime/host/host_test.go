@@ -131,9 +131,7 @@ func TestStalePlan(t *testing.T) {
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
 	src := source(t, dir, twoSleeps)
-	desired, err := src.Spec()
-	require.NoError(t, err)
-	saved, err := plan.Diff(desired, h.State())
+	saved, err := h.Plan(src)
 	require.NoError(t, err)
 
 	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "plugins:\n  x: {command: [sleep, '60']}\n")}, nil)

@@ -47,6 +47,8 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 		method(http.MethodPost, h.streaming(checkRestart, h.Restart))
 	case len(rest) == 1 && rest[0] == "down":
 		method(http.MethodPost, h.streaming(checkDown, h.Down))
+	case len(rest) == 1 && rest[0] == "plan":
+		method(http.MethodPost, h.servePlan)
 	case len(rest) == 2 && rest[0] == "logs":
 		method(http.MethodGet, plugin(h.serveLogs))
 	case len(rest) == 2 && rest[0] == "leader":

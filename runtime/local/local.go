@@ -19,8 +19,10 @@ type Options struct {
 	// Timing holds the stop's windows; zero fields get
 	// runtime.DefaultTiming's.
 	Timing runtime.Timing
-	// Env is the environment every plugin starts from; nil means this
-	// process's own.
+	// Env is the environment of the daemon that starts the plugins, as
+	// KEY=VALUE: their minimal base (runtime.BaseEnv) and what their
+	// inheritEnv names are taken from; nil means this process's own.
+	// Nothing else of it reaches a plugin.
 	Env []string
 	// Started, when set, is called with the handle of each plugin as soon
 	// as its process runs, before its ready check: the runner records the
@@ -45,9 +47,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// environ is the environment of one start: the base, the spec's env, the
-// request's, then graft's own variables, later ones replacing earlier.
-func environ(base []string, req runtime.Request, id runtime.Identity) []string {
+// environ is the environment of one start: the minimal base taken from
+// parent, what the plugin's inheritEnv passes on of parent, the spec's
+// env, the request's, then graft's own variables, later ones replacing
+// earlier.
+func environ(parent []string, req runtime.Request, id runtime.Identity) []string {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -56,7 +60,7 @@ func environ(base []string, req runtime.Request, id runtime.Identity) []string {
 		}
 		vars[k] = v
 	}
-	for _, kv := range base {
+	for _, kv := range append(runtime.BaseEnv(parent), runtime.Inherited(parent, req.Plugin.InheritEnv)...) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			set(k, v)
 		}

@@ -146,6 +146,7 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		Project:    req.Project,
 		Command:    p.Command,
 		Env:        env(p.Env, req.Env),
+		InheritEnv: p.InheritEnv,
 		Dir:        r.dir(req),
 		StopSignal: p.StopSignal,
 		Ready:      ready(p.Ready),

@@ -100,14 +100,18 @@ type Ready struct {
 
 // Start is the body of POST /v1/instances/{instance}/start.
 type Start struct {
-	Session    string            `json:"session"`
-	Plugin     string            `json:"plugin"`
-	Project    string            `json:"project"`
-	Command    []string          `json:"command"`
-	Env        map[string]string `json:"env,omitempty"`
-	Dir        string            `json:"dir,omitempty"`
-	StopSignal string            `json:"stopSignal,omitempty"`
-	Ready      *Ready            `json:"ready,omitempty"`
+	Session string            `json:"session"`
+	Plugin  string            `json:"plugin"`
+	Project string            `json:"project"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	// InheritEnv names variables of the runner's own environment that the
+	// process gets, when set there; it gets nothing else of it but a
+	// minimal base (runtime.BaseEnv).
+	InheritEnv []string `json:"inheritEnv,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	StopSignal string   `json:"stopSignal,omitempty"`
+	Ready      *Ready   `json:"ready,omitempty"`
 }
 
 // Started answers a start.

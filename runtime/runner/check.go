@@ -43,6 +43,11 @@ func checkStart(s *Start) error {
 			return err
 		}
 	}
+	for _, k := range s.InheritEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("inheritEnv: bad name %q", k)
+		}
+	}
 	for _, f := range []struct{ name, v string }{{"plugin", s.Plugin}, {"project", s.Project}, {"dir", s.Dir}} {
 		if err := noNUL(f.name, f.v); err != nil {
 			return err

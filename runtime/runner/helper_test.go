@@ -77,6 +77,15 @@ func pluginMain(role string, args []string) {
 			say("%s", line)
 		}
 		os.Exit(code)
+	case "env": // prints NAME=value, or NAME unset, for each of args, then acts as cooperative
+		for _, k := range args {
+			if v, ok := os.LookupEnv(k); ok {
+				say("%s=%s", k, v)
+			} else {
+				say("%s unset", k)
+			}
+		}
+		pluginMain("cooperative", nil)
 	case "identity": // prints graft's variables, then acts as cooperative
 		say("id=%s generation=%s plugin=%s invocation=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
 			os.Getenv("GRAFT_PLUGIN"), os.Getenv(EnvInvocation))

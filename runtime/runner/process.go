@@ -297,6 +297,7 @@ func pluginOf(req *Start) *spec.Plugin {
 		Run:        spec.Local,
 		Command:    req.Command,
 		Env:        req.Env,
+		InheritEnv: req.InheritEnv,
 		Dir:        req.Dir,
 		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
 	}

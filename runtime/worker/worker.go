@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -224,10 +225,15 @@ func (w *Worker) Close() error {
 	return errs.ErrorOrNil()
 }
 
-// environ is a module's environment: the spec's env, the request's, then
-// graft's identity. A module sees nothing of the host's own.
+// environ is a module's environment: what its inheritEnv passes on of the
+// host's, the spec's env, the request's, then graft's identity. A module
+// sees nothing else of the host's environment, not even a base.
 func environ(req runtime.Request, id runtime.Identity) map[string]string {
 	env := map[string]string{}
+	for _, kv := range runtime.Inherited(os.Environ(), req.Plugin.InheritEnv) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	maps.Copy(env, req.Plugin.Env)
 	maps.Copy(env, req.Env)
 	env[instance.EnvID] = id.ID
