@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,10 +25,11 @@ import (
 
 // nsInit is the init of an isolated Process: this process's child.
 type nsInit struct {
-	pid    int
-	ctl    *os.File // the control pipe: "reap", or its end
-	report *bufio.Reader
-	rfile  *os.File
+	pid     int
+	ctl     *os.File // the control pipe: "reap", or its end
+	report  *bufio.Reader
+	rfile   *os.File
+	waiting *sync.WaitGroup // its Spawner's inits being reaped in the background
 }
 
 // Isolation says whether the Spawner starts Cmds with Isolate in PID
@@ -129,7 +131,7 @@ func (s *Spawner) forkInit(user bool, c *Cmd) (*nsInit, error) {
 		repR.Close()
 		return nil, err
 	}
-	return &nsInit{pid: pid, ctl: ctlW, report: bufio.NewReader(repR), rfile: repR}, nil
+	return &nsInit{pid: pid, ctl: ctlW, report: bufio.NewReader(repR), rfile: repR, waiting: &s.inits}, nil
 }
 
 // startIsolated starts c under an init in a PID namespace of its own and
@@ -219,8 +221,15 @@ func (in *nsInit) reap() syscall.WaitStatus {
 			status = syscall.WaitStatus(n)
 		}
 	}
+	// The init exits now, and the namespace with it, which takes the
+	// kernel some milliseconds: the plugin is reaped already, so the
+	// init is waited for in the background (Spawner.Close waits for it).
 	in.ctl.Close()
-	in.wait()
+	in.waiting.Add(1)
+	go func() {
+		defer in.waiting.Done()
+		in.wait()
+	}()
 	return status
 }
 

@@ -105,8 +105,8 @@ func TestIsolated(t *testing.T) {
 	st, err := p.Reap()
 	require.NoError(t, err)
 	assert.Equal(t, Status{Code: 7}, st)
-	assert.True(t, gonePid(p.ns.pid), "the init is gone")
 	assert.True(t, gonePid(p.Pid))
+	waitGone(t, 2*time.Second, p.ns.pid) // the init ends then
 }
 
 // TestIsolatedSignal: the status of an isolated process killed by a

@@ -26,6 +26,7 @@ type Spawner struct {
 
 	isoOnce sync.Once
 	iso     Isolation
+	inits   sync.WaitGroup // inits being reaped in the background
 }
 
 // NewSpawner starts a Spawner's thread.
@@ -55,7 +56,8 @@ func (s *Spawner) loop(started chan<- struct{}) {
 }
 
 // Close ends the Spawner's thread. Children it started that still run get
-// their parent-death signal (SIGKILL): callers stop them first.
+// their parent-death signal (SIGKILL): callers stop them first. It returns
+// once the inits of the isolated ones reaped so far are gone too.
 func (s *Spawner) Close() {
 	s.once.Do(func() {
 		close(s.quit)
@@ -63,6 +65,7 @@ func (s *Spawner) Close() {
 		if s.devnull != nil {
 			s.devnull.Close()
 		}
+		s.inits.Wait()
 	})
 	<-s.done
 }
