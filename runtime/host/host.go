@@ -37,6 +37,9 @@ type Options struct {
 	HostID string
 	// Clock is the elections' clock; nil is real time.
 	Clock elect.Clock
+	// NoNamespace runs local plugins without PID namespaces of their own,
+	// even where they can have them (see docs/stopping.md).
+	NoNamespace bool
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -116,7 +119,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		log:       log,
 		lock:      lock,
 		reaper:    reaper,
-		local:     local.New(local.Options{Timing: opt.Timing}),
+		local:     local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace}),
 		workers:   workers,
 		started:   time.Now(),
 		plugins:   map[string]*entry{},
@@ -138,6 +141,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		}
 	}
 	h.cleanLeftovers()
+	logIsolation(log, h.local.Isolation())
 	return h, nil
 }
 

@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,10 +22,12 @@ import (
 const instancesDir = "instances"
 
 // recording is a placement that records the processes it starts in the
-// state dir. A host killed outright leaves the records behind: the next
-// host finds by them what is left of those plugins, the processes that
-// left their process group and so were not reached by the parent-death
-// signal, through the invocation id in their environment.
+// state dir, before each starts: a host killed outright, even during a
+// ready check, leaves the records behind, and the next host finds by them
+// what is left of those plugins, through the invocation id in their
+// environment. Where plugins run in PID namespaces of their own, nothing
+// is left (the kernel killed each namespace with the host); elsewhere,
+// what left the plugin's process group, or was its child, outlived it.
 type recording struct {
 	runtime.Placement
 	dir string
@@ -42,13 +47,17 @@ func (r recording) Start(ctx context.Context, req runtime.Request) (runtime.Hand
 	}
 	env[EnvInvocation] = inv
 	req.Env = env
+	path := filepath.Join(r.dir, inv)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: record it in the state dir first: %w", req.Plugin.Name, err)
+	}
+	f.Close()
 	h, err := r.Placement.Start(ctx, req)
 	if err != nil {
+		// A failed start leaves nothing running.
+		os.Remove(path)
 		return nil, err
-	}
-	path := filepath.Join(r.dir, inv)
-	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-		f.Close()
 	}
 	go func() {
 		<-h.Done()
@@ -98,4 +107,19 @@ func after(d time.Duration) <-chan struct{} {
 	c := make(chan struct{})
 	time.AfterFunc(d, func() { close(c) })
 	return c
+}
+
+// logIsolation says whether local plugins die with the host, whatever they
+// fork, and what to do if they do not.
+func logIsolation(log *slog.Logger, iso proc.Isolation) {
+	if iso.Namespace {
+		log.Info("local plugins run in PID namespaces of their own: nothing they start outlives the host", "user-namespace", iso.User)
+		return
+	}
+	args := []any{"reason", iso.Err}
+	var hint interface{ Hint() string }
+	if errors.As(iso.Err, &hint) {
+		args = append(args, "hint", hint.Hint())
+	}
+	log.Warn("local plugins run without PID namespaces: what they start outlives a host killed outright, until the next host on this state dir stops it", args...)
 }
