@@ -141,7 +141,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		}
 	}
 	h.cleanLeftovers()
-	logIsolation(log, h.local.Isolation())
+	h.local.LogIsolation(log, "the host")
 	return h, nil
 }
 

@@ -2,9 +2,7 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -107,19 +105,4 @@ func after(d time.Duration) <-chan struct{} {
 	c := make(chan struct{})
 	time.AfterFunc(d, func() { close(c) })
 	return c
-}
-
-// logIsolation says whether local plugins die with the host, whatever they
-// fork, and what to do if they do not.
-func logIsolation(log *slog.Logger, iso proc.Isolation) {
-	if iso.Namespace {
-		log.Info("local plugins run in PID namespaces of their own: nothing they start outlives the host", "user-namespace", iso.User)
-		return
-	}
-	args := []any{"reason", iso.Err}
-	var hint interface{ Hint() string }
-	if errors.As(iso.Err, &hint) {
-		args = append(args, "hint", hint.Hint())
-	}
-	log.Warn("local plugins run without PID namespaces: what they start outlives a host killed outright, until the next host on this state dir stops it", args...)
 }

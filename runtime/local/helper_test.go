@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/graftland/graft/runtime/placementtest"
 )
 
 // The plugins of these tests are this test binary run again, as
@@ -123,32 +125,5 @@ func spawnHelper(role string, setsid bool) int {
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return hostPID(cmd.Process.Pid)
-}
-
-// hostPID turns the pid of a child of this process, as this process sees
-// it, into its pid as the tests see it: a plugin in a PID namespace of its
-// own sees small pids, but /proc is the host's, where its children have
-// their real ones (the last of the NSpid line is the pid it sees).
-func hostPID(pid int) int {
-	self, err := os.Readlink("/proc/self")
-	if err != nil {
-		return pid
-	}
-	tasks, _ := os.ReadDir("/proc/" + self + "/task")
-	for _, task := range tasks {
-		b, _ := os.ReadFile("/proc/" + self + "/task/" + task.Name() + "/children")
-		for _, f := range strings.Fields(string(b)) {
-			status, _ := os.ReadFile("/proc/" + f + "/status")
-			for _, line := range strings.Split(string(status), "\n") {
-				if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-					if ns := strings.Fields(rest); len(ns) > 0 && ns[len(ns)-1] == strconv.Itoa(pid) {
-						n, _ := strconv.Atoi(f)
-						return n
-					}
-				}
-			}
-		}
-	}
-	return pid
+	return placementtest.HostPID(cmd.Process.Pid) // as the tests see it
 }

@@ -43,6 +43,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the runner's version, in sessions and the status.
 	Version string
+	// NoNamespace runs processes without PID namespaces of their own, even
+	// where they can have them (see docs/stopping.md).
+	NoNamespace bool
 }
 
 // HeldError is returned by Open when another runner holds the state dir.
@@ -198,8 +201,9 @@ func Open(dir string, opt Options) (*Runner, error) {
 	// to it: a failed ready check's stop, and what a process leaves
 	// running when it exits. Both get the runner's grace.
 	r.local = local.New(local.Options{
-		Timing:  runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
-		Started: r.spawned,
+		Timing:      runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
+		Started:     r.spawned,
+		NoNamespace: opt.NoNamespace,
 	})
 	if err := r.recoverRecords(); err != nil {
 		r.local.Close()
@@ -208,6 +212,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 		return nil, err
 	}
 	log.Info("runner open", "dir", dir, "lease", opt.Lease, "grace", opt.Grace)
+	r.local.LogIsolation(log, "the runner")
 	return r, nil
 }
 
