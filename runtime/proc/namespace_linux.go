@@ -48,6 +48,9 @@ func (s *Spawner) probe() Isolation {
 	fail := func(err error) Isolation {
 		return Isolation{User: user, Err: &NamespaceError{User: user, Err: err}}
 	}
+	if s.devnull == nil {
+		return fail(fmt.Errorf("cannot open %s", os.DevNull))
+	}
 	type result struct {
 		in  *nsInit
 		err error
