@@ -207,7 +207,7 @@ func (h *fhost) isFrozen() bool {
 }
 
 // kill ends the host with SIGKILL and waits for it; its plugins die with
-// it (the parent-death signal).
+// it (the kernel kills their PID namespaces).
 func (h *fhost) kill() {
 	h.signal(syscall.SIGKILL)
 	h.wait(10 * time.Second)
@@ -731,4 +731,61 @@ func TestFloatingSoak(t *testing.T) {
 	}
 	f.oneHostPerGeneration()
 	assert.Len(t, f.leaders(), 1)
+}
+
+// TestFloatingKilledLeaderTakesItsDaemon: the leader's host killed with
+// SIGKILL takes its relay's whole family with it within 2 seconds, the
+// daemon the relay double-forked into a session of its own included, long
+// before another host takes over: no process of generation 1 runs beside
+// generation 2 (the relay runs in a PID namespace of its own, which the
+// kernel kills with the host).
+func TestFloatingKilledLeaderTakesItsDaemon(t *testing.T) {
+	f := newFleet(t, 2)
+	for _, h := range f.hosts {
+		b, err := os.ReadFile(h.file())
+		require.NoError(t, err)
+		yaml := regexp.MustCompile(`command: \[plug, listen, relay, "[^"]*"\]`).ReplaceAllString(string(b), "command: [plug, daemon, relay]")
+		require.NoError(t, os.WriteFile(h.file(), []byte(yaml), 0o644))
+	}
+	f.startAll()
+	l, _ := f.leaderAfter(0, 10*time.Second)
+	f.settle(l.Holder, 5*time.Second)
+	old := f.host(l.Holder)
+	r, err := old.relay()
+	require.NoError(t, err)
+	var daemon int
+	require.Eventually(t, func() bool {
+		daemon = f.daemonOf(r.PID)
+		return daemon != 0
+	}, 10*time.Second, 10*time.Millisecond, "the relay's daemon runs")
+
+	old.kill()
+	took := waitGone(t, daemon, 2500*time.Millisecond)
+	t.Logf("the relay's daemon was gone %s after its host", took.Round(time.Millisecond))
+	l2, _ := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)
+	assert.Equal(t, int64(2), l2.Epoch)
+	assert.NotEqual(t, old.id, l2.Holder)
+	f.oneHostPerGeneration()
+}
+
+// daemonOf returns the pid of the live daemon (plug serve NAME-daemon)
+// that plugin process pid started, found by the invocation id it
+// inherited, or 0.
+func (f *fleet) daemonOf(pid int) int {
+	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	var inv string
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if strings.HasPrefix(kv, host.EnvInvocation+"=") {
+			inv = kv
+		}
+	}
+	for _, p := range marked(f.run) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if p != pid && inv != "" && strings.HasPrefix(string(cmdline), "plug\x00serve\x00") &&
+			strings.Contains("\x00"+string(env)+"\x00", "\x00"+inv+"\x00") {
+			return p
+		}
+	}
+	return 0
 }

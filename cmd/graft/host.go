@@ -16,11 +16,12 @@ import (
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
-	Listen    string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
-	LogFormat string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
-	HostID    string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
-	ReadyFD   int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
-	ClockSkew time.Duration `hidden:"" name:"clock-skew" help:"Run the elections on a wall clock this far off the machine's (for tests: it must change nothing)."`
+	Listen       string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
+	LogFormat    string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
+	HostID       string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
+	ReadyFD      int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+	ClockSkew    time.Duration `hidden:"" name:"clock-skew" help:"Run the elections on a wall clock this far off the machine's (for tests: it must change nothing)."`
+	PIDNamespace string        `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each local plugin in a PID namespace of its own where the system allows it, so that nothing it starts outlives the host; off: never."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
@@ -32,7 +33,8 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}, HostID: c.HostID}
+	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}, HostID: c.HostID,
+		NoNamespace: c.PIDNamespace == "off"}
 	if c.Listen != "" {
 		if g.TokenFile != "" {
 			if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {

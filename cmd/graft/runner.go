@@ -22,13 +22,14 @@ import (
 // RunnerCmd is `graft runner`: the daemon that runs remote plugins for
 // hosts on other machines.
 type RunnerCmd struct {
-	Listen    string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (requires --token-file, loopback included) or a unix socket (made mode 0600)."`
-	Lease     string `default:"15 seconds" placeholder:"DURATION" help:"A session's lease when its host asks for none, such as \"15 seconds\"."`
-	Grace     string `default:"5 seconds" placeholder:"DURATION" help:"From interrupting a process (SIGTERM) to killing it (SIGKILL), such as \"5 seconds\"."`
-	TLSCert   string `name:"tls-cert" placeholder:"FILE" help:"Serve TLS with this certificate (PEM); needs --tls-key."`
-	TLSKey    string `name:"tls-key" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
-	ClientCA  string `name:"client-ca" placeholder:"FILE" help:"Require client certificates signed by these CAs (PEM); needs --tls-cert."`
-	LogFormat string `enum:"text,json" default:"text" help:"Format of the runner's log on stderr: text or json."`
+	Listen       string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (requires --token-file, loopback included) or a unix socket (made mode 0600)."`
+	Lease        string `default:"15 seconds" placeholder:"DURATION" help:"A session's lease when its host asks for none, such as \"15 seconds\"."`
+	Grace        string `default:"5 seconds" placeholder:"DURATION" help:"From interrupting a process (SIGTERM) to killing it (SIGKILL), such as \"5 seconds\"."`
+	TLSCert      string `name:"tls-cert" placeholder:"FILE" help:"Serve TLS with this certificate (PEM); needs --tls-key."`
+	TLSKey       string `name:"tls-key" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
+	ClientCA     string `name:"client-ca" placeholder:"FILE" help:"Require client certificates signed by these CAs (PEM); needs --tls-cert."`
+	LogFormat    string `enum:"text,json" default:"text" help:"Format of the runner's log on stderr: text or json."`
+	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each process in a PID namespace of its own where the system allows it, so that nothing it starts outlives the runner; off: never."`
 }
 
 // Run serves until SIGTERM or SIGINT, then stops every process (interrupt,
@@ -80,7 +81,8 @@ func (c *RunnerCmd) Run(g *Globals) error {
 		return fmt.Errorf("graft runner: %w", err)
 	}
 	defer reaper.Stop()
-	r, err := runner.Open(g.StateDir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: log, Version: graftVersion()})
+	r, err := runner.Open(g.StateDir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: log, Version: graftVersion(),
+		NoNamespace: c.PIDNamespace == "off"})
 	if err != nil {
 		return err
 	}

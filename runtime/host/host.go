@@ -41,6 +41,9 @@ type Options struct {
 	HostID string
 	// Clock is the elections' clock; nil is real time.
 	Clock elect.Clock
+	// NoNamespace runs local plugins without PID namespaces of their own,
+	// even where they can have them (see docs/stopping.md).
+	NoNamespace bool
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -121,7 +124,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		log:       log,
 		lock:      lock,
 		reaper:    reaper,
-		local:     local.New(local.Options{Timing: opt.Timing}),
+		local:     local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace}),
 		workers:   workers,
 		started:   time.Now(),
 		plugins:   map[string]*entry{},
@@ -147,6 +150,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		}
 	}
 	h.cleanLeftovers()
+	h.local.LogIsolation(log, "the host")
 	return h, nil
 }
 

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,10 +20,12 @@ import (
 const instancesDir = "instances"
 
 // recording is a placement that records the processes it starts in the
-// state dir. A host killed outright leaves the records behind: the next
-// host finds by them what is left of those plugins, the processes that
-// left their process group and so were not reached by the parent-death
-// signal, through the invocation id in their environment.
+// state dir, before each starts: a host killed outright, even during a
+// ready check, leaves the records behind, and the next host finds by them
+// what is left of those plugins, through the invocation id in their
+// environment. Where plugins run in PID namespaces of their own, nothing
+// is left (the kernel killed each namespace with the host); elsewhere,
+// what left the plugin's process group, or was its child, outlived it.
 type recording struct {
 	runtime.Placement
 	dir string
@@ -42,13 +45,17 @@ func (r recording) Start(ctx context.Context, req runtime.Request) (runtime.Hand
 	}
 	env[EnvInvocation] = inv
 	req.Env = env
+	path := filepath.Join(r.dir, inv)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: record it in the state dir first: %w", req.Plugin.Name, err)
+	}
+	f.Close()
 	h, err := r.Placement.Start(ctx, req)
 	if err != nil {
+		// A failed start leaves nothing running.
+		os.Remove(path)
 		return nil, err
-	}
-	path := filepath.Join(r.dir, inv)
-	if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-		f.Close()
 	}
 	go func() {
 		<-h.Done()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/graftland/graft/runtime/placementtest"
 )
 
 // The plugins of these tests are this test binary run again, as
@@ -112,7 +114,7 @@ func spawnHelper(role string, setsid bool) int {
 			panic(err)
 		}
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-		return pid
+		return pid // its child's pid here, told by the child itself
 	}
 	// A daemon's stdout is its middle process's, which its parent reads to
 	// the end: it writes to stderr, the plugin's output, instead.
@@ -123,5 +125,5 @@ func spawnHelper(role string, setsid bool) int {
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return cmd.Process.Pid
+	return placementtest.HostPID(cmd.Process.Pid) // as the tests see it
 }

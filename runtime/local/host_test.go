@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/placementtest"
 	"github.com/graftland/graft/runtime/proc"
@@ -43,7 +44,7 @@ func hostMain() {
 		os.Exit(1)
 	}
 	defer reaper.Stop()
-	l := New(Options{Timing: short})
+	l := New(Options{Timing: short, NoNamespace: os.Getenv(hostEnv) == "no-namespace"})
 	out := placementtest.NewRecorder()
 	// Start from a thread that then ends, as a host's request handler may
 	// run on one: the plugin must not die with it.
@@ -85,18 +86,44 @@ func hostMain() {
 }
 
 // TestKillHostLeavesNoChild: kill -9 of the hosting process, after it has
-// been busy long enough for threads to come and go, leaves no plugin
-// running: the plugin's parent-death signal comes from the spawner's
-// thread, which lives exactly as long as the host (golang/go#27505).
+// been busy long enough for threads to come and go, leaves nothing of its
+// plugins running 2 seconds later: each runs in a PID namespace of its
+// own, whose init gets its parent-death signal from the spawner's thread,
+// which lives exactly as long as the host (golang/go#27505); the kernel
+// then kills the whole namespace, the daemon that left the plugin's group
+// and session included.
 func TestKillHostLeavesNoChild(t *testing.T) {
+	needNamespace(t)
+	plugin, daemon := startHost(t, "1")
+	killed := time.Now()
+	eventuallyGone(t, 2500*time.Millisecond, plugin, daemon)
+	t.Logf("the plugin and its daemon were gone %s after the kill", time.Since(killed).Round(time.Millisecond))
+}
+
+// TestKillHostWithoutNamespace: without PID namespaces, the plugin dies
+// with its host (its parent-death signal), but the daemon it
+// double-forked does not: the next host stops it (see runtime/host's
+// leftovers).
+func TestKillHostWithoutNamespace(t *testing.T) {
+	plugin, daemon := startHost(t, "no-namespace")
+	eventuallyGone(t, 2*time.Second, plugin)
+	assert.False(t, gone(daemon), "the daemon left the plugin's family: no parent-death signal reaches it")
+	syscallKill(daemon)
+	eventuallyGone(t, 2*time.Second, daemon)
+}
+
+// startHost starts this test binary as a host (hostMain), waits until it
+// has been busy, checks its plugin outlived that, kills the host with
+// SIGKILL, and returns the pids of its plugin and of the plugin's daemon.
+func startHost(t *testing.T, mode string) (plugin, daemon int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), hostEnv+"=1")
+	cmd.Env = append(os.Environ(), hostEnv+"="+mode)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 
-	var plugin, daemon int
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -112,54 +139,96 @@ func TestKillHostLeavesNoChild(t *testing.T) {
 	}
 	require.NotZero(t, plugin, "the host reported its plugin")
 	require.NotZero(t, daemon, "the host reported its plugin's daemon")
+	t.Cleanup(func() {
+		for _, pid := range []int{plugin, daemon} {
+			if !gone(pid) {
+				syscallKill(pid)
+			}
+		}
+	})
 	require.False(t, gone(plugin), "the plugin outlived the host's thread churn")
-
+	require.False(t, gone(daemon), "the daemon runs")
 	require.NoError(t, cmd.Process.Kill())
 	cmd.Wait()
-	eventuallyGone(t, 2*time.Second, plugin)
-	// The daemon left the plugin's family and its group: no parent-death
-	// signal reaches it. Kill it so the test leaves nothing behind, and
-	// report what a host restart will have to clean up.
-	if !gone(daemon) {
-		t.Logf("the daemon %d outlives a kill -9 of its host (no cgroup holds it); a host restart must clean up after it", daemon)
-		syscallKill(daemon)
+	return plugin, daemon
+}
+
+// needNamespace skips a test where this process cannot make PID
+// namespaces, unless GRAFT_TEST_REQUIRE_ALL=1 makes that a failure; as
+// root it always can.
+func needNamespace(t *testing.T) {
+	t.Helper()
+	l := New(Options{})
+	iso := l.Isolation()
+	l.Close()
+	switch {
+	case iso.Namespace:
+	case os.Geteuid() == 0 || testprog.RequireAll():
+		t.Fatalf("plugins get no PID namespace: %v", iso.Err)
+	default:
+		t.Skipf("plugins get no PID namespace here (%v); as root this test runs", iso.Err)
 	}
 }
 
 // TestDaemonDiesWithItsPlugin: a plugin that double-forks a daemon into a
-// new session; with this process a subreaper, the daemon is adopted here,
-// recognised by the plugin's instance id in its environment, and stopped
-// with the plugin; and it is reaped, not left a zombie.
+// new session. In the plugin's PID namespace the daemon is adopted by its
+// init; without one, with this process a subreaper, it is adopted here,
+// recognised by the plugin's instance id in its environment. Either way
+// it is stopped with the plugin, and reaped, not left a zombie.
 func TestDaemonDiesWithItsPlugin(t *testing.T) {
 	reaper, err := proc.StartReaper()
 	require.NoError(t, err)
 	defer reaper.Stop()
-	l := newLocal(t, short)
-	out := placementtest.NewRecorder()
-	h := startHelper(t, l, helper("daemon", "daemon"), out)
-	require.True(t, out.WaitFor("daemon ", 10*time.Second))
-	waitReady(t, out, 2) // the daemon, once it ignores SIGTERM, and the plugin
-	pids := pidsAfter(t, out, "daemon ")
-	require.Len(t, pids, 1)
-	sid, err := getsid(pids[0])
-	require.NoError(t, err)
-	assert.NotEqual(t, h.PID(), sid, "the daemon left the plugin's session")
+	for _, noNamespace := range []bool{false, true} {
+		t.Run(map[bool]string{false: "namespace", true: "no namespace"}[noNamespace], func(t *testing.T) {
+			l := New(Options{Timing: short, NoNamespace: noNamespace})
+			defer l.Close()
+			if !noNamespace {
+				needNamespace(t)
+			}
+			out := placementtest.NewRecorder()
+			h := startHelper(t, l, helper("daemon", "daemon"), out)
+			require.True(t, out.WaitFor("daemon ", 10*time.Second))
+			waitReady(t, out, 2) // the daemon, once it ignores SIGTERM, and the plugin
+			pids := pidsAfter(t, out, "daemon ")
+			require.Len(t, pids, 1)
+			sid, err := getsid(pids[0])
+			require.NoError(t, err)
+			assert.NotEqual(t, h.PID(), sid, "the daemon left the plugin's session")
+			adopter := os.Getpid()
+			if !noNamespace {
+				adopter = parentOf(t, h.PID()) // the init
+			}
+			assert.Equal(t, adopter, parentOf(t, pids[0]))
 
-	outcome, err := h.Stop(context.Background())
-	assert.Equal(t, runtime.Killed, outcome, "the daemon ignores SIGTERM")
-	assert.Error(t, err)
-	eventuallyGone(t, time.Second, pids...)
-	// Reaped by the reaper: no zombie left.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon %d is a zombie nobody reaped", pids[0])
-		}
-		time.Sleep(10 * time.Millisecond)
+			outcome, err := h.Stop(context.Background())
+			assert.Equal(t, runtime.Killed, outcome, "the daemon ignores SIGTERM")
+			assert.Error(t, err)
+			eventuallyGone(t, time.Second, pids...)
+			// Reaped: no zombie left.
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the daemon %d is a zombie nobody reaped", pids[0])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
+}
+
+// parentOf reads the parent's pid of pid.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	s := string(b)
+	ppid, err := strconv.Atoi(strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[1])
+	require.NoError(t, err)
+	return ppid
 }
 
 // TestParentDeathSignalPitfall shows the pitfall the Spawner avoids: a

@@ -1,8 +1,10 @@
 // Package local runs plugins as child processes of the host, each in its
-// own process group, and stops them in the seed's exact order.
+// own process group (and PID namespace, where it can), and stops them in
+// the seed's exact order.
 package local
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -28,7 +30,15 @@ type Options struct {
 	// as its process runs, before its ready check: the runner records the
 	// pid of a start by it before the start answers.
 	Started func(runtime.Handle)
+	// NoNamespace starts plugins as the host's children, without a PID
+	// namespace of their own even where one can be made: what a plugin
+	// forks then outlives a host killed outright (see docs/stopping.md).
+	NoNamespace bool
 }
+
+// ErrNoNamespace is why plugins run without PID namespaces when
+// Options.NoNamespace says so.
+var ErrNoNamespace = errors.New("PID namespaces are turned off")
 
 func (o Options) withDefaults() Options {
 	d := runtime.DefaultTiming()

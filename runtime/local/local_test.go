@@ -111,6 +111,26 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceWithoutNamespace: the same, with plugins started as the
+// host's children, as where no PID namespace can be made.
+func TestConformanceWithoutNamespace(t *testing.T) {
+	placementtest.Run(t, placementtest.Kit{
+		New: func(t *testing.T) runtime.Placement { return New(Options{Timing: short, NoNamespace: true}) },
+		Plugin: func(t *testing.T, name string, b placementtest.Behavior) *spec.Plugin {
+			switch b {
+			case placementtest.Failing:
+				return helper(name, "exit", "3", "one", "two", "three")
+			default:
+				return helper(name, string(b))
+			}
+		},
+		Timing:     short,
+		Forced:     func(err error) bool { var e *runtime.LocalTerminationTimeout; return errors.As(err, &e) },
+		Generation: 1,
+		Gone:       func(t *testing.T, h runtime.Handle) bool { return gone(h.PID()) },
+	})
+}
+
 // TestStubbornKilledAfterFixedWindows proves the seed's windows with the
 // real durations: SIGTERM ignored, the 5 s graceful stop, 1 s to exit,
 // SIGTERM to the group, SIGKILL 1 s later: Killed at 7 s, ±50 ms.

@@ -18,7 +18,9 @@ import (
 )
 
 // Local is the placement of plugins that run as child processes of the
-// host. It forks them all from one thread it keeps (see proc.Spawner).
+// host. It forks them all from one thread it keeps (see proc.Spawner),
+// each in a PID namespace of its own where the system allows it (see
+// Isolation), so that nothing of a plugin outlives the host.
 type Local struct {
 	opt     Options
 	spawner *proc.Spawner
@@ -33,6 +35,15 @@ var _ runtime.Placement = (*Local)(nil)
 // New returns a Local placement.
 func New(opt Options) *Local {
 	return &Local{opt: opt.withDefaults(), spawner: proc.NewSpawner(), live: map[*process]bool{}}
+}
+
+// Isolation says whether plugins run in PID namespaces of their own, so
+// that nothing of theirs outlives the host, and why not.
+func (l *Local) Isolation() proc.Isolation {
+	if l.opt.NoNamespace {
+		return proc.Isolation{Err: ErrNoNamespace}
+	}
+	return l.spawner.Isolation()
 }
 
 // Start starts the plugin's command in its own process group with its env
@@ -59,11 +70,12 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, errors.New("local: placement closed")
 	}
 	pp, err := l.spawner.Start(proc.Cmd{
-		Argv:   req.Plugin.Command,
-		Dir:    workDir(req),
-		Env:    env,
-		Output: w,
-		Marker: instance.EnvID + "=" + id.ID,
+		Argv:    req.Plugin.Command,
+		Dir:     workDir(req),
+		Env:     env,
+		Output:  w,
+		Marker:  instance.EnvID + "=" + id.ID,
+		Isolate: !l.opt.NoNamespace,
 	})
 	w.Close() // the child holds its copy
 	if err != nil {

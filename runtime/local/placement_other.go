@@ -25,5 +25,8 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, proc.ErrUnsupported)
 }
 
+// Isolation reports that processes are not supported.
+func (l *Local) Isolation() proc.Isolation { return proc.Isolation{Err: proc.ErrUnsupported} }
+
 // Close does nothing.
 func (l *Local) Close() error { return nil }

@@ -23,8 +23,10 @@ type Member struct {
 // Family lists the live processes that belong with p, without p itself:
 // its descendants, the members of its process group, and the orphans this
 // process adopted (as a child subreaper) whose environment carries p's
-// marker, with their descendants. Zombies are dead and left out. A process
-// once found stays a member while it lives, wherever it moves.
+// marker, with their descendants; for a process in a PID namespace of its
+// own, every process of the namespace but its init. Zombies are dead and
+// left out. A process once found stays a member while it lives, wherever
+// it moves.
 func (p *Process) Family() ([]Member, error) {
 	t, err := snapshot()
 	if err != nil {
@@ -49,6 +51,12 @@ func (p *Process) Family() ([]Member, error) {
 	}
 	for _, pid := range t.groups[p.Pid] {
 		add(pid)
+	}
+	if p.ns != nil {
+		// Its orphans are the init's children.
+		for _, c := range t.children[p.ns.pid] {
+			add(c)
+		}
 	}
 	if p.marker != "" {
 		for _, c := range adopted(t) {

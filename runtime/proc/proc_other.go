@@ -17,8 +17,14 @@ func (s *Spawner) Close() {}
 // Start fails with ErrUnsupported.
 func (s *Spawner) Start(c Cmd) (*Process, error) { return nil, ErrUnsupported }
 
+// Isolation reports that no namespace can be made off Linux.
+func (s *Spawner) Isolation() Isolation { return Isolation{Err: ErrUnsupported} }
+
 // Process is a started child; none exist off Linux.
 type Process struct{ Pid int }
+
+// Isolated is false off Linux.
+func (p *Process) Isolated() bool { return false }
 
 // Reaper is unsupported off Linux.
 type Reaper struct{}

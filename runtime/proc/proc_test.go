@@ -17,7 +17,13 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(hostRole); role != "" {
+		hostMain(role == "true")
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestParseStat(t *testing.T) {
 	e, ok := parseStat([]byte("4242 (we(i)rd) name) S 17 4242 4242 0 -1 4194560 115 0 0 0 0 0 0 0 20 0 1 0 987654 1234 56 ...\n"))

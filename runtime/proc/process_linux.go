@@ -38,6 +38,10 @@ type Process struct {
 	// The family members the last look found (see Family).
 	fmu   sync.Mutex
 	known []Member
+
+	// ns is the init of the process's PID namespace, when it has one; the
+	// init, not this process, is then the process's parent.
+	ns *nsInit
 }
 
 func newProcess(pid, pidfd int, marker string) (*Process, error) {
@@ -124,6 +128,12 @@ func (p *Process) Reap() (Status, error) {
 	if p.reaped {
 		return p.status, nil
 	}
+	if p.ns != nil {
+		p.status = statusOf(p.ns.reap())
+		p.reaped = true
+		p.pidfd.Close()
+		return p.status, nil
+	}
 	// The pid is safe to wait for: the process has terminated and, still
 	// unreaped, holds it.
 	var ws syscall.WaitStatus
@@ -149,6 +159,10 @@ func (p *Process) Reap() (Status, error) {
 	p.pidfd.Close()
 	return p.status, nil
 }
+
+// Isolated reports whether the process runs in a PID namespace of its own
+// (see Cmd.Isolate).
+func (p *Process) Isolated() bool { return p.ns != nil }
 
 func statusOf(ws syscall.WaitStatus) Status {
 	if ws.Signaled() {

@@ -23,6 +23,10 @@ type Spawner struct {
 	done    chan struct{}
 	once    sync.Once
 	devnull *os.File // every child's stdin, opened once
+
+	isoOnce sync.Once
+	iso     Isolation
+	inits   sync.WaitGroup // inits being reaped in the background
 }
 
 // NewSpawner starts a Spawner's thread.
@@ -52,7 +56,8 @@ func (s *Spawner) loop(started chan<- struct{}) {
 }
 
 // Close ends the Spawner's thread. Children it started that still run get
-// their parent-death signal (SIGKILL): callers stop them first.
+// their parent-death signal (SIGKILL): callers stop them first. It returns
+// once the inits of the isolated ones reaped so far are gone too.
 func (s *Spawner) Close() {
 	s.once.Do(func() {
 		close(s.quit)
@@ -60,6 +65,7 @@ func (s *Spawner) Close() {
 		if s.devnull != nil {
 			s.devnull.Close()
 		}
+		s.inits.Wait()
 	})
 	<-s.done
 }
@@ -67,7 +73,9 @@ func (s *Spawner) Close() {
 // Start starts c in a new process group, with a parent-death signal of
 // SIGKILL, and returns once the program has been executed (or failed to
 // be): a signal sent to it after Start returns reaches the program, never
-// a half-made child.
+// a half-made child. With c.Isolate, where the Spawner can (see
+// Isolation), c runs in a PID namespace of its own instead, under an init
+// that has the parent-death signal.
 func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("start: empty command")
@@ -79,6 +87,11 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	devnull := s.devnull
 	if devnull == nil {
 		return nil, fmt.Errorf("start %s: cannot open %s", c.Argv[0], os.DevNull)
+	}
+	if c.Isolate {
+		if iso := s.Isolation(); iso.Namespace {
+			return s.startIsolated(c, path, iso.User)
+		}
 	}
 	out := devnull
 	if c.Output != nil {

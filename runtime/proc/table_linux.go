@@ -247,7 +247,7 @@ func refresh() *procs {
 			if pid++; pid > max {
 				pid = 1
 			}
-			if e, err := stat(pid); err == nil {
+			if e, err := stat(pid); err == nil && leader(pid) {
 				entries[pid] = e
 			} else {
 				delete(entries, pid) // an old entry for a pid now free
@@ -257,6 +257,22 @@ func refresh() *procs {
 	}
 	snap.last, snap.forks = last, forks
 	return snap.cur
+}
+
+// leader reports whether pid is a process, not another thread of one:
+// /proc answers for a thread's id as for a process's (with its process's
+// parent and environment), though it lists processes alone.
+func leader(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	i := bytes.Index(b, []byte("\nTgid:"))
+	if i < 0 {
+		return false
+	}
+	f := bytes.Fields(b[i+len("\nTgid:"):])
+	return len(f) > 0 && string(f[0]) == strconv.Itoa(pid)
 }
 
 // forkCount reads how many tasks the kernel has created since boot.

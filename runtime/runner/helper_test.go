@@ -41,6 +41,9 @@ const (
 	// markEnv is set in the plugins of one test to a value of its own, so
 	// a scan of the machine's processes finds that test's alone.
 	markEnv = "RUNNER_TEST_MARK"
+	// noNamespaceEnv, set to 1, makes a runner daemon start its processes
+	// without PID namespaces.
+	noNamespaceEnv = "RUNNER_TEST_NO_NAMESPACE"
 )
 
 func TestMain(m *testing.M) {
@@ -148,7 +151,7 @@ func spawn(role string, setsid bool) int {
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return cmd.Process.Pid
+	return placementtest.HostPID(cmd.Process.Pid) // as the tests see it
 }
 
 // daemonMain is a runner daemon as graft runner is: a child subreaper
@@ -169,7 +172,8 @@ func daemonMain() {
 			os.Exit(1)
 		}
 	}
-	r, err := Open(os.Getenv("RUNNER_TEST_DIR"), Options{Grace: grace, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	r, err := Open(os.Getenv("RUNNER_TEST_DIR"), Options{Grace: grace, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		NoNamespace: os.Getenv(noNamespaceEnv) == "1"})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)

@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/runtime/placementtest"
+	"github.com/graftland/graft/runtime/proc"
 )
 
 // daemon is a runner in a process of its own, as graft runner is, for
@@ -79,10 +81,23 @@ func (d *daemon) kill() {
 // TestKill9: a runner killed with SIGKILL, while idle, in the middle of a
 // start (its ready check) or in the middle of a stop (the graceful window
 // of a process that ignores it), and started again: generations never
-// repeat, two generations of an instance never live at once, and a
-// process that escaped the runner's death is stopped before its instance
-// starts again.
+// repeat, two generations of an instance never live at once, and nothing
+// of its processes outlives it by 2 seconds, not even a grandchild that
+// left for a session of its own: each process runs in a PID namespace of
+// its own, which the kernel kills when the runner dies. The next runner
+// finds its records, and nothing left of them.
 func TestKill9(t *testing.T) {
+	needNamespace(t)
+	kill9(t, false)
+}
+
+// TestKill9WithoutNamespace: the same without PID namespaces, where they
+// cannot be made: the escaped grandchild outlives the runner, and the
+// next runner stops it, found by the invocation id in its environment,
+// before its instance starts again.
+func TestKill9WithoutNamespace(t *testing.T) { kill9(t, true) }
+
+func kill9(t *testing.T, noNamespace bool) {
 	dir := t.TempDir()
 	stopWatch := overlapWatch(t)
 	defer stopWatch()
@@ -92,8 +107,17 @@ func TestKill9(t *testing.T) {
 		require.Greater(t, st.Generation, handed[st.Instance], "generations only grow")
 		handed[st.Instance] = st.Generation
 	}
+	var env []string
+	if noNamespace {
+		env = append(env, noNamespaceEnv+"=1")
+	}
+	start := func(grace time.Duration) *daemon {
+		d, line := launchDaemon(t, dir, filepath.Join(dir, "r.sock"), grace, nil, env...)
+		require.Equal(t, "ready\n", line, "log: %s", d.log)
+		return d
+	}
 
-	d := startDaemon(t, dir, 300*time.Millisecond)
+	d := start(300 * time.Millisecond)
 	sess := d.open(0)
 	ev := d.events(sess)
 
@@ -127,25 +151,34 @@ func TestKill9(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &rec))
 	assert.NotZero(t, rec.PID, "the pid is recorded before the ready check")
 	handed["k.start"] = rec.Generation
-	// Escaped: a grandchild in a session of its own, which the runner's
-	// death does not reach.
+	// Escaped: a grandchild in a session of its own, which no
+	// parent-death signal reaches.
 	esc := d.start("k.escaped", plugin(t, sess, "daemon"))
 	take(esc)
 	evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
 	escaped := atoi(t, strings.TrimPrefix(evs[len(evs)-1].Line, "daemon "))
+	require.True(t, alive(escaped), "the escaped grandchild runs")
 
+	killed := time.Now()
 	d.kill()
 	ev.close()
 	assert.Error(t, <-stopAnswered)
 	assert.Error(t, <-startAnswered)
-	waitGone(t, 5*time.Second, st.PID, stub.PID, rec.PID, esc.PID)
-	require.True(t, alive(escaped), "the escaped grandchild outlived the runner")
+	if noNamespace {
+		waitGone(t, 5*time.Second, st.PID, stub.PID, rec.PID, esc.PID)
+		require.True(t, alive(escaped), "the escaped grandchild outlived the runner")
+	} else {
+		waitGone(t, 2500*time.Millisecond, st.PID, stub.PID, rec.PID, esc.PID, escaped)
+		t.Logf("every process was gone %s after the kill", time.Since(killed).Round(time.Millisecond))
+	}
 
-	d = startDaemon(t, dir, time.Second)
+	d = start(time.Second)
 	sess = d.open(0)
-	_, status, e := d.tryStart("k.escaped", plugin(t, sess, "cooperative"))
-	assert.Equal(t, http.StatusConflict, status, "%+v", e)
-	assert.Equal(t, KindUnconfirmed, e.Kind)
+	if noNamespace {
+		_, status, e := d.tryStart("k.escaped", plugin(t, sess, "cooperative"))
+		assert.Equal(t, http.StatusConflict, status, "%+v", e)
+		assert.Equal(t, KindUnconfirmed, e.Kind)
+	}
 	for _, name := range []string{"k.idle", "k.stop", "k.start"} {
 		take(d.start(name, plugin(t, sess, "cooperative")))
 	}
@@ -158,9 +191,31 @@ func TestKill9(t *testing.T) {
 		return true
 	}, 15*time.Second, 20*time.Millisecond)
 	assert.False(t, alive(escaped), "stopped before its instance started again")
-	assert.Contains(t, d.log.String(), "a recorded process may still run")
+	if noNamespace {
+		assert.Contains(t, d.log.String(), "a recorded process may still run")
+	} else {
+		assert.NotContains(t, d.log.String(), "a recorded process may still run", "nothing was left")
+		assert.Contains(t, d.log.String(), "a recorded process is gone")
+	}
 	for name, gen := range handed {
 		assert.Equal(t, int64(2), gen, name)
 	}
 	d.kill()
+}
+
+// needNamespace skips a test where this process cannot make PID
+// namespaces, unless GRAFT_TEST_REQUIRE_ALL=1 makes that a failure; as
+// root it always can.
+func needNamespace(t *testing.T) {
+	t.Helper()
+	s := proc.NewSpawner()
+	iso := s.Isolation()
+	s.Close()
+	switch {
+	case iso.Namespace:
+	case os.Geteuid() == 0 || testprog.RequireAll():
+		t.Fatalf("processes get no PID namespace: %v", iso.Err)
+	default:
+		t.Skipf("processes get no PID namespace here (%v); as root this test runs", iso.Err)
+	}
 }

@@ -47,6 +47,9 @@ type Options struct {
 	// Limits bound the time to read a request's body (and, for a server
 	// made with guard.Server, its connections); zero: the defaults.
 	Limits guard.Limits
+	// NoNamespace runs processes without PID namespaces of their own, even
+	// where they can have them (see docs/stopping.md).
+	NoNamespace bool
 }
 
 // HeldError is returned by Open when another runner holds the state dir.
@@ -202,8 +205,9 @@ func Open(dir string, opt Options) (*Runner, error) {
 	// to it: a failed ready check's stop, and what a process leaves
 	// running when it exits. Both get the runner's grace.
 	r.local = local.New(local.Options{
-		Timing:  runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
-		Started: r.spawned,
+		Timing:      runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
+		Started:     r.spawned,
+		NoNamespace: opt.NoNamespace,
 	})
 	if err := r.recoverRecords(); err != nil {
 		r.local.Close()
@@ -212,6 +216,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 		return nil, err
 	}
 	log.Info("runner open", "dir", dir, "lease", opt.Lease, "grace", opt.Grace)
+	r.local.LogIsolation(log, "the runner")
 	return r, nil
 }
 
