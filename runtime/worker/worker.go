@@ -221,21 +221,6 @@ func environ(req runtime.Request, id runtime.Identity) map[string]string {
 	return env
 }
 
-// mounts shows the module its mounts, read-only unless writable; it sees
-// no other host file.
-func mounts(req runtime.Request) wazero.FSConfig {
-	fs := wazero.NewFSConfig()
-	for _, m := range slices.Clone(req.Plugin.Mounts) {
-		host := resolve(req.Dir, m.Host)
-		if m.Writable {
-			fs = fs.WithDirMount(host, m.Guest)
-		} else {
-			fs = fs.WithReadOnlyDirMount(host, m.Guest)
-		}
-	}
-	return fs
-}
-
 func resolve(dir, path string) string {
 	if filepath.IsAbs(path) {
 		return path

@@ -425,3 +425,26 @@ func TestCompiledCodeReleased(t *testing.T) {
 	w.mu.Unlock()
 	run("again", 0) // and it starts again
 }
+
+// TestNoSymlinkOutOfAMount: a module cannot make a symbolic link in a
+// writable mount, which the host would resolve: one to a file above the
+// mount would show it any host file.
+func TestNoSymlinkOutOfAMount(t *testing.T) {
+	w := newWorker(t, short)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "out"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("the host's"), 0o600))
+	p := plug("escape", "escape")
+	p.Mounts = []spec.Mount{{Host: "out", Guest: "/out", Writable: true}}
+	out := placementtest.NewRecorder()
+	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+	require.NoError(t, err)
+	<-h.Done()
+	assert.True(t, h.Exit().Success(), "%v", h.Exit())
+	require.Len(t, out.Tail(), 2)
+	assert.Contains(t, out.Tail()[0], "symlink ../secret.txt /out/up: ")
+	assert.NotEqual(t, "symlink: <nil>", out.Tail()[0])
+	assert.NotContains(t, out.Tail()[1], "the host's")
+	_, err = os.Lstat(filepath.Join(dir, "out", "up"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no link was made")
+}

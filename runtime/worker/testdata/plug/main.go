@@ -11,6 +11,7 @@
 //	napper       say "ready", read stdin to its end on one goroutine while
 //	             another sleeps an hour, and keep sleeping after it ended
 //	ballast      hold 32 MiB, every page written, then cooperative
+//	escape       link /out/up to a file above its mount, then read it
 //	fifo         say "ready", then open /in/fifo, a named pipe, and read it
 package main
 
@@ -71,6 +72,11 @@ func main() {
 			ballast[i] = 1 // every page written
 		}
 		cooperative()
+	case "escape":
+		err := os.Symlink("../secret.txt", "/out/up")
+		fmt.Printf("symlink: %v\n", err)
+		b, err := os.ReadFile("/out/up")
+		fmt.Printf("read %q %v\n", b, err)
 	case "fifo":
 		fmt.Println("ready")
 		b, err := os.ReadFile("/in/fifo")
