@@ -112,7 +112,14 @@ var ErrCancelled = errors.New("apply cancelled: steps not begun were skipped")
 // steps under way finish, and skips the rest. Run returns every failure,
 // aggregated (each a *StepError), and ErrCancelled if ctx ended first;
 // nil when every step succeeded.
+//
+// A graph that would leave a step never begun (a step waiting on one the
+// plan lacks, a cycle, an id listed twice) is refused, as a
+// *plan.CheckError, before any step begins.
 func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
+	if err := p.CheckSteps(); err != nil {
+		return err
+	}
 	if opt.Parallelism <= 0 {
 		opt.Parallelism = DefaultParallelism
 	}
@@ -216,7 +223,26 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 		}
 		r.errs = multierror.Append(r.errs, ErrCancelled)
 	}
+	if err := r.unbegun(order); err != nil {
+		r.errs = multierror.Append(r.errs, err)
+	}
 	return r.errs.ErrorOrNil()
+}
+
+// unbegun reports the steps that neither began nor were skipped, which
+// only a graph CheckSteps refuses leaves: a run never succeeds without
+// doing every step.
+func (r *runner) unbegun(order []plan.Step) error {
+	var never []string
+	for _, s := range order {
+		if !r.begun[s.ID] && r.waiting[s.ID] >= 0 {
+			never = append(never, s.ID)
+		}
+	}
+	if len(never) == 0 {
+		return nil
+	}
+	return &plan.CheckError{Reason: fmt.Sprintf("steps never began, waiting on steps that never ran: %s", strings.Join(never, ", "))}
 }
 
 // do runs one step and reports its outcome.

@@ -234,3 +234,52 @@ func TestUnconfirmedStopFails(t *testing.T) {
 	assert.NotContains(t, ex.ended, "stop:db")
 	assert.Contains(t, ex.ended, "start:x")
 }
+
+// TestRefusesBrokenGraphs: a step waiting on a step the plan lacks, or a
+// cycle, is refused before any step begins, as a *plan.CheckError; such a
+// run never reports success with work left undone.
+func TestRefusesBrokenGraphs(t *testing.T) {
+	for name, edit := range map[string]func(p *plan.Plan){
+		"missing": func(p *plan.Plan) { p.Steps[len(p.Steps)-1].After = append(p.Steps[len(p.Steps)-1].After, "stop:nope") },
+		"cycle":   func(p *plan.Plan) { p.Steps[0].After = []string{p.Steps[len(p.Steps)-1].ID} },
+		"twice":   func(p *plan.Plan) { p.Steps = append(p.Steps, p.Steps[0]) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := chainPlan(t)
+			edit(p)
+			ex := newScript(0)
+			var events []Event
+			err := Run(context.Background(), p, ex, Options{Events: func(e Event) { events = append(events, e) }})
+			var bad *plan.CheckError
+			require.ErrorAs(t, err, &bad)
+			assert.Empty(t, ex.began, "no step began")
+			assert.Empty(t, events)
+		})
+	}
+}
+
+// TestUnbegunIsAnError: were a graph CheckSteps refuses ever run, the
+// steps it left waiting make the run fail, naming them.
+func TestUnbegunIsAnError(t *testing.T) {
+	steps := []plan.Step{
+		{ID: "stop:a", Op: plan.OpStop, Plugin: "a"},
+		{ID: "start:a", Op: plan.OpStart, Plugin: "a", After: []string{"stop:a", "stop:nope"}},
+		{ID: "stop:b", Op: plan.OpStop, Plugin: "b", After: []string{"start:b"}},
+		{ID: "start:b", Op: plan.OpStart, Plugin: "b", After: []string{"stop:b"}},
+	}
+	ex := newScript(0)
+	r := &runner{ex: ex, opt: Options{Parallelism: 2}, steps: map[string]plan.Step{}, waiting: map[string]int{},
+		next: map[string][]string{}, begun: map[string]bool{}, done: make(chan outcome)}
+	for _, s := range steps {
+		r.steps[s.ID] = s
+		r.waiting[s.ID] = len(s.After)
+		for _, a := range s.After {
+			r.next[a] = append(r.next[a], s.ID)
+		}
+	}
+	err := r.run(context.Background(), steps)
+	var bad *plan.CheckError
+	require.ErrorAs(t, err, &bad)
+	assert.Contains(t, err.Error(), "steps never began, waiting on steps that never ran: start:a, stop:b, start:b")
+	assert.Contains(t, ex.ended, "stop:a", "the step that could run did")
+}

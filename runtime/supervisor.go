@@ -206,10 +206,22 @@ func (s *Supervisor) scheduleRetry() {
 
 // Backoff is the wait before restart number attempt (1 for the first):
 // delay × factor^(attempt-1), capped at max, times a jitter between 0.8
-// and 1.2 drawn from u in [0, 1), and capped at max again.
+// and 1.2 drawn from u in [0, 1), and capped at max again. It saturates:
+// however many the attempts (factor^attempt is +Inf past ~1000 of them)
+// and however large max (time.Duration(float64(math.MaxInt64)) wraps to
+// negative), it is between 0 and max, never NaN, never wrapped.
 func Backoff(delay time.Duration, factor float64, max time.Duration, attempt int, u float64) time.Duration {
-	base := math.Min(float64(delay)*math.Pow(factor, float64(attempt-1)), float64(max))
-	return time.Duration(math.Min(base*(0.8+0.4*u), float64(max)))
+	if delay <= 0 || max <= 0 {
+		return 0
+	}
+	d := float64(delay) * math.Pow(factor, float64(attempt-1))
+	d = math.Min(d, float64(max)) * (0.8 + 0.4*u)
+	// float64(max) may round up past max (to 2^63 for math.MaxInt64),
+	// where converting back wraps: compare as floats, return max itself.
+	if !(d < float64(max)) { // NaN too
+		return max
+	}
+	return time.Duration(math.Max(d, 0))
 }
 
 // Stop stops the plugin, as Handle.Stop does, and cancels any retry; a

@@ -96,7 +96,8 @@ type Plugin struct {
 	// Mounts are host directories a worker sees, read-only unless
 	// writable.
 	Mounts []Mount `yaml:"mounts"`
-	// Memory bounds a worker's linear memory; zero: WebAssembly's 4 GiB.
+	// Memory bounds a worker's linear memory; zero: worker.DefaultMemory,
+	// 256 MiB.
 	Memory Size `yaml:"memory"`
 	// Env is added to the process environment.
 	Env map[string]string `yaml:"env"`

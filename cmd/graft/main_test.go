@@ -92,6 +92,7 @@ func TestScripts(t *testing.T) {
 			"applyas":     cmdApplyAs,
 			"bruteforce":  cmdBruteforce,
 			"oldstatus":   cmdOldStatus,
+			"jsonset":     cmdJSONSet,
 		},
 	})
 }

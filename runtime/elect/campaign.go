@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Campaign returns once this host leads, with its term. Until then it runs
@@ -17,7 +18,8 @@ import (
 // Cancelling ctx ends the wait: Campaign returns ctx's error (with the last
 // I/O error, if any, for the log). Once the lease is written the term is
 // returned even if ctx ended meanwhile; ctx does not bound the term (Resign
-// and Close do). It returns ErrClosed if the election is closed.
+// and Close do). It returns ErrClosed if the election is closed, and an
+// *ExhaustedError at once when the next epoch would be past math.MaxInt64.
 //
 // A host calls Campaign only while it holds no term of this election: a
 // second campaign would take its own lease from it.
@@ -38,6 +40,10 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		t, err := e.contend(ctx)
 		if t != nil {
 			return t, nil
+		}
+		var exhausted *ExhaustedError
+		if errors.As(err, &exhausted) {
+			return nil, err
 		}
 		if err != nil && !errors.Is(err, errLockBusy) {
 			lastErr = err
@@ -90,10 +96,14 @@ func (e *Election) contend(ctx context.Context) (*Term, error) {
 		return nil, nil
 	}
 	// The epoch only grows: also past what this host saw before, should the
-	// file have been deleted or left unreadable.
+	// file have been deleted or left unreadable; and never wraps.
 	e.mu.Lock()
-	epoch := e.maxEpoch + 1
+	last := e.maxEpoch
 	e.mu.Unlock()
+	if last == math.MaxInt64 {
+		return nil, &ExhaustedError{Instance: e.cfg.Instance, Dir: e.cfg.Dir}
+	}
+	epoch := last + 1
 	l := Lease{Holder: e.cfg.HostID, Address: e.cfg.Address, Epoch: epoch}
 	if err := e.writeLease(l); err != nil {
 		return nil, err

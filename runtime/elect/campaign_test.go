@@ -3,6 +3,7 @@ package elect
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -277,4 +278,43 @@ func TestCampaignOnClosedElection(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	_, ok := <-e.Observe(context.Background())
 	assert.False(t, ok, "a closed election's Observe is closed")
+}
+
+// TestEpochExhausted: a lease that has had epoch math.MaxInt64 is never
+// followed by a wrapped or repeated one: a contender gets an
+// *ExhaustedError at once, the lease unchanged; the epoch below it is
+// still taken.
+func TestEpochExhausted(t *testing.T) {
+	t.Run("the largest is taken", func(t *testing.T) {
+		c := newCluster(t)
+		c.putLease(Lease{Holder: "ghost", Address: "ghost:9530", Epoch: math.MaxInt64 - 1, Released: true})
+		term, err := c.host("S001").Campaign(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, int64(math.MaxInt64), term.Epoch())
+		term.Close()
+	})
+	t.Run("none is left", func(t *testing.T) {
+		c := newCluster(t)
+		last := Lease{Holder: "ghost", Address: "ghost:9530", Epoch: math.MaxInt64, Released: true}
+		c.putLease(last)
+		term, err := c.host("S001").Campaign(context.Background())
+		assert.Nil(t, term)
+		var exhausted *ExhaustedError
+		require.ErrorAs(t, err, &exhausted)
+		assert.Equal(t, "elect "+instance+" in "+c.dir+": the lease has had epoch 9223372036854775807, the largest there is: no later one can be elected", err.Error())
+		assert.Contains(t, exhausted.Hint(), "another instance name")
+		l, _ := c.lease()
+		assert.Equal(t, last, l, "the lease is left as it was")
+		assert.NoFileExists(t, c.lockPath(), "the lock is dropped")
+	})
+	t.Run("a lease file lost after the largest", func(t *testing.T) {
+		c := newCluster(t)
+		c.putLease(Lease{Holder: "ghost", Address: "ghost:9530", Epoch: math.MaxInt64, Released: true})
+		e := c.host("S001")
+		e.noteEpoch(math.MaxInt64) // read before the file was lost
+		require.NoError(t, os.Remove(filepath.Join(c.dir, instance+".lease.json")))
+		_, err := e.Campaign(context.Background())
+		var exhausted *ExhaustedError
+		require.ErrorAs(t, err, &exhausted, "what this host saw still counts")
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,23 @@ var (
 	// ErrClosed: the election was closed.
 	ErrClosed = errors.New("election closed")
 )
+
+// ExhaustedError is a campaign that cannot go on: the lease has had epoch
+// math.MaxInt64, and epochs, the plugin's generations, never wrap to
+// negative nor repeat. Campaign returns it at once.
+type ExhaustedError struct {
+	Instance string
+	Dir      string
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("elect %s in %s: the lease has had epoch %d, the largest there is: no later one can be elected", e.Instance, e.Dir, int64(math.MaxInt64))
+}
+
+// Hint tells the operator what to do about it.
+func (e *ExhaustedError) Hint() string {
+	return "give the plugin another instance name (instance: in plugins.yaml) on every host; its epochs begin again at 1"
+}
 
 // ConfigError says which field of a Config New refused, and why.
 type ConfigError struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
@@ -173,13 +174,14 @@ func statusFor(err error) int {
 		stale    *StaleError
 		nothing  *NothingAppliedError
 		bad      spec.Errors
+		badPlan  *plan.CheckError
 	)
 	switch {
 	case errors.As(err, &notFound):
 		return http.StatusNotFound
 	case errors.As(err, &locked), errors.As(err, &stale), errors.As(err, &nothing):
 		return http.StatusConflict
-	case errors.As(err, &bad):
+	case errors.As(err, &bad), errors.As(err, &badPlan):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

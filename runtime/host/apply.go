@@ -175,8 +175,9 @@ func (h *Host) parseDesired(src plan.Source) (*spec.Spec, error) {
 	return spec.ParseIn(filepath.Join(h.dir, "nothing"), h.dir, []byte(empty))
 }
 
-// plan is the plan of an apply: a saved one, checked against what runs,
-// or a fresh diff.
+// plan is the plan of an apply: a saved one, checked against what runs
+// and against the plan its spec and that state give (plan.Plan.Check), or
+// a fresh diff.
 func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	if req.Plan == nil {
 		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
@@ -187,15 +188,20 @@ func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (
 		}
 		return p, err
 	}
-	want, err := h.savedDigest(req.Plan, req.Source, desired)
+	keyed, err := h.savedSpec(req.Plan, req.Source, desired)
 	if err != nil {
 		return nil, err
 	}
 	if req.Plan.State != running.Digest() {
 		return nil, &StaleError{Reason: "the running state changed since the plan was made"}
 	}
-	if req.Plan.Desired != want {
+	if req.Plan.Desired != keyed.Digest() {
 		return nil, &StaleError{Reason: "the plan's spec is not the one it was made from"}
+	}
+	// The digests tie the plan to this spec and state; its steps must be
+	// the ones they give, checked before anything runs.
+	if err := req.Plan.Check(keyed, running); err != nil {
+		return nil, err
 	}
 	return req.Plan, nil
 }
@@ -261,6 +267,10 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome
 // Start starts the plugin as the desired spec says. A failed plugin of
 // the same name (perhaps retrying) is stopped first.
 func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
+	p := x.desired.Plugins[name]
+	if p == nil { // plan.Plan.Check refuses such a plan; never crash on one
+		return apply.Result{}, fmt.Errorf("start %s: not in the spec being applied", name)
+	}
 	if old := x.h.entry(name); old != nil {
 		// A failed plugin, perhaps retrying, or one whose stop was not
 		// confirmed: nothing new starts beside it until its end is.
@@ -268,7 +278,6 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 			return apply.Result{}, err
 		}
 	}
-	p := x.desired.Plugins[name]
 	out, err := x.h.logOf(name)
 	if err != nil {
 		return apply.Result{}, err

@@ -77,22 +77,23 @@ func (e *DigestKeyError) Hint() string {
 	return "chmod 600 " + e.Path + ", or remove it: the host makes a new one (saved plans and statuses made under the old one no longer compare)"
 }
 
-// savedDigest is what a saved plan's Desired must equal: the digest of
-// desired under the key the plan says it was made with, the host's or,
-// for a plan made without a host, the one-time key its source carries.
-// A plan made under another key is stale: its digests cannot be checked.
-func (h *Host) savedDigest(p *plan.Plan, src plan.Source, desired *spec.Spec) (string, error) {
+// savedSpec is desired under the key a saved plan says it was made with,
+// the host's or, for a plan made without a host, the one-time key its
+// source carries: its Digest is what the plan's Desired must equal, and
+// its hashes those of the plan's changes. A plan made under another key
+// is stale: its digests cannot be checked.
+func (h *Host) savedSpec(p *plan.Plan, src plan.Source, desired *spec.Spec) (*spec.Spec, error) {
 	switch {
 	case p.KeyID == "" || p.KeyID == h.key.ID():
 		// "": a plan of a graft before keyed digests; one with env values
 		// does not match, and is stale.
-		return desired.Digest(), nil
+		return desired, nil
 	case src.DigestKey != "":
 		k, err := spec.ParseDigestKey(src.DigestKey)
 		if err != nil || k.ID() != p.KeyID {
-			return "", &StaleError{Reason: "its source's digest key is not the one its keyID names: the plan file was changed"}
+			return nil, &StaleError{Reason: "its source's digest key is not the one its keyID names: the plan file was changed"}
 		}
-		return desired.WithKey(k).Digest(), nil
+		return desired.WithKey(k), nil
 	}
-	return "", &StaleError{Reason: fmt.Sprintf("it was made with digest key %s, not this host's (%s): against another host, or before the state dir's key was made again", p.KeyID, h.key.ID())}
+	return nil, &StaleError{Reason: fmt.Sprintf("it was made with digest key %s, not this host's (%s): against another host, or before the state dir's key was made again", p.KeyID, h.key.ID())}
 }

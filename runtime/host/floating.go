@@ -44,11 +44,13 @@ type floater struct {
 	leader   elect.Lease         // who leads, as last seen
 	known    chan struct{}       // closed once a leader is known
 	since    time.Time
+	ended    chan struct{} // closed when the campaign cannot go on; then:
+	why      error         // why (an *elect.ExhaustedError)
 }
 
 func newFloater(h *Host, req runtime.Request) *floater {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &floater{h: h, req: req, ctx: ctx, cancel: cancel, known: make(chan struct{}), since: time.Now()}
+	return &floater{h: h, req: req, ctx: ctx, cancel: cancel, known: make(chan struct{}), ended: make(chan struct{}), since: time.Now()}
 }
 
 // Start joins the election and returns once some host leads, this one or
@@ -82,6 +84,8 @@ func (f *floater) Start(ctx context.Context) error {
 	select {
 	case <-f.known:
 		return nil
+	case <-f.ended:
+		return fmt.Errorf("start %s: %w", p.Name, f.why)
 	case <-wait.C:
 		return fmt.Errorf("start %s: no leader elected in %s within %s: is the directory readable and writable on every host?", p.Name, e.Dir, e.TTL.Std()+e.Poll.Std())
 	case <-ctx.Done():
@@ -96,7 +100,14 @@ func (f *floater) campaign(el *elect.Election) {
 	for {
 		term, err := el.Campaign(f.ctx)
 		if err != nil {
-			return // stopped
+			if f.ctx.Err() == nil { // not stopped: it cannot go on
+				f.h.log.Error("the election cannot go on", "plugin", f.req.Plugin.Name, "err", err)
+				f.mu.Lock()
+				f.why = err
+				f.mu.Unlock()
+				close(f.ended)
+			}
+			return
 		}
 		f.lead(term)
 		select {
@@ -210,6 +221,9 @@ func (f *floater) State() runtime.State {
 	defer f.mu.Unlock()
 	if f.sup != nil {
 		return f.sup.State()
+	}
+	if f.why != nil { // the campaign ended: no host leads, nor can
+		return runtime.State{Status: runtime.Failed, Since: f.since, LastError: f.why.Error()}
 	}
 	st := runtime.State{Status: runtime.Standby, Since: f.since}
 	if f.leader.Epoch > 0 {

@@ -80,6 +80,7 @@ const (
 	KindCleanup   = "cleanup"   // a *runtime.CleanupError: a stop that failed, its end unconfirmed
 	KindStart     = "start"     // a *runtime.StartError: a start that ran and failed
 	KindCancelled = "cancelled" // apply.ErrCancelled
+	KindPlan      = "plan"      // a *plan.CheckError: a saved plan refused by its checks
 )
 
 // errorBody is err as it crosses the API, with its kind and fields.
@@ -92,6 +93,7 @@ func errorBody(err error) ErrorBody {
 		cleanup *runtime.CleanupError
 		start   *runtime.StartError
 		bad     spec.Errors
+		badPlan *plan.CheckError
 		hint    interface{ Hint() string }
 	)
 	b := ErrorBody{Error: err.Error()}
@@ -108,6 +110,8 @@ func errorBody(err error) ErrorBody {
 		b.Kind, detail = KindStale, stale
 	case errors.As(err, &bad):
 		b.Kind = KindSpec
+	case errors.As(err, &badPlan):
+		b.Kind, detail = KindPlan, badPlan
 	case errors.As(err, &cleanup):
 		b.Kind, detail = KindCleanup, cleanup
 	case errors.As(err, &start):
@@ -142,6 +146,8 @@ func (b ErrorBody) Err() error {
 		err = decodeDetail(b, &runtime.StartError{})
 	case KindCancelled:
 		err = apply.ErrCancelled
+	case KindPlan:
+		err = decodeDetail(b, &plan.CheckError{})
 	default:
 		err = &hinted{msg: b.Error, hint: b.Hint}
 	}

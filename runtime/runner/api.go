@@ -22,6 +22,7 @@ const (
 	KindBusy         = "starting"
 	KindStartFailed  = "start-failed"
 	KindState        = "state"
+	KindExhausted    = "exhausted"
 	KindInternal     = "internal"
 )
 

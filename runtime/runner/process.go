@@ -99,6 +99,11 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 		r.wg.Done()
 	}()
 
+	// An instance without a next generation refuses the start before its
+	// process is replaced.
+	if err := r.state.canAdvance(name); err != nil {
+		return nil, r.noGeneration(name, err)
+	}
 	if old != nil {
 		r.log.Info("replacing", "instance", name, "generation", old.gen, "pid", old.pid, "session", req.Session)
 		if _, ok := r.stopProcess(old, stopReplace, defaultShutdown); !ok {
@@ -113,8 +118,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	}
 	gen, err := r.state.next(name)
 	if err != nil {
-		r.log.Error("start refused: the state dir cannot be written", "instance", name, "err", err)
-		return nil, apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+		return nil, r.noGeneration(name, err)
 	}
 	p := &process{
 		name:       name,
@@ -487,6 +491,18 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.body.Error }
+
+// noGeneration is the answer to a start that could not take a
+// generation: none is left, or the state dir could not be read or written.
+func (r *Runner) noGeneration(name string, err error) error {
+	var exhausted *ExhaustedError
+	if errors.As(err, &exhausted) {
+		r.log.Error("start refused: no generation is left", "instance", name, "err", err)
+		return apiErr(409, KindExhausted, "start %s: %v: nothing was started", name, err)
+	}
+	r.log.Error("start refused: the state dir cannot be written", "instance", name, "err", err)
+	return apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+}
 
 func apiErr(status int, kind, format string, args ...any) *apiError {
 	return &apiError{status: status, body: ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,6 +32,23 @@ type StateError struct {
 
 func (e *StateError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *StateError) Unwrap() error { return e.Err }
+
+// ExhaustedError is a start refused because its instance has had the
+// largest generation there is, math.MaxInt64: a next one would wrap to
+// negative, and fencing on generations would accept an older writer.
+// Nothing was started or stopped.
+type ExhaustedError struct {
+	Instance string
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("instance %s has had generation %d, the largest there is: no later one can be handed out", e.Instance, int64(math.MaxInt64))
+}
+
+// Hint tells the operator what to do about it.
+func (e *ExhaustedError) Hint() string {
+	return "give the plugin another instance name (instance: in plugins.yaml); its generations begin again at 1"
+}
 
 // record is what the state dir keeps of a process that may be running,
 // from before its start until its exit is confirmed: enough for the next
@@ -99,18 +117,16 @@ func (s *state) recordPath(name string) string {
 }
 
 // next takes the next generation of instance name and writes it, synced
-// with its directory, before returning it. Callers never ask for one
-// instance from two goroutines at once.
+// with its directory, before returning it; an *ExhaustedError after
+// math.MaxInt64. Callers never ask for one instance from two goroutines
+// at once.
 func (s *state) next(name string) (int64, error) {
-	s.mu.Lock()
-	last, known := s.last[name]
-	s.mu.Unlock()
-	if !known {
-		n, err := s.readGeneration(name)
-		if err != nil {
-			return 0, &StateError{Op: "read the generation of " + name, Err: err}
-		}
-		last = n
+	last, err := s.lastOf(name)
+	if err != nil {
+		return 0, err
+	}
+	if last == math.MaxInt64 {
+		return 0, &ExhaustedError{Instance: name}
 	}
 	gen := last + 1
 	s.mu.Lock()
@@ -120,6 +136,32 @@ func (s *state) next(name string) (int64, error) {
 		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: err}
 	}
 	return gen, nil
+}
+
+// lastOf is the highest generation of name known: handed out, tried or
+// recorded.
+func (s *state) lastOf(name string) (int64, error) {
+	s.mu.Lock()
+	last, known := s.last[name]
+	s.mu.Unlock()
+	if known {
+		return last, nil
+	}
+	n, err := s.readGeneration(name)
+	if err != nil {
+		return 0, &StateError{Op: "read the generation of " + name, Err: err}
+	}
+	return n, nil
+}
+
+// canAdvance reports an *ExhaustedError when name has no next generation,
+// so that a start that could not take one stops nothing first.
+func (s *state) canAdvance(name string) error {
+	last, err := s.lastOf(name)
+	if err == nil && last == math.MaxInt64 {
+		return &ExhaustedError{Instance: name}
+	}
+	return err
 }
 
 // writeGeneration writes a generation durably. It is a variable so a test

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -267,4 +268,43 @@ func TestRemoveRecordOfItsGeneration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, recs)
 	require.NoError(t, st.removeRecord("rm", 2), "a record already gone")
+}
+
+// TestGenerationExhausted: an instance that has had generation
+// math.MaxInt64 gets no next one: its start is refused, 409 exhausted,
+// naming the instance, before its running process is replaced, and in
+// the next runner too; generations never wrap to negative.
+func TestGenerationExhausted(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "generations"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generations", escape("big")),
+		[]byte(strconv.FormatInt(math.MaxInt64-1, 10)+"\n"), 0o600))
+	h := newHarness(t, short, dir)
+	sess := h.open(0)
+	last := h.start("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(math.MaxInt64), last.Generation, "the largest is handed out")
+
+	_, status, e := h.tryStart("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, "start big: instance big has had generation 9223372036854775807, the largest there is: no later one can be handed out: nothing was started", e.Error)
+	assert.True(t, alive(last.PID), "the process of the last generation was not replaced")
+	require.Len(t, h.status().Instances, 1)
+	assert.Contains(t, h.log.String(), "start refused: no generation is left")
+	b, err := os.ReadFile(filepath.Join(dir, "generations", escape("big")))
+	require.NoError(t, err)
+	assert.Equal(t, "9223372036854775807\n", string(b))
+
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	_, status, e = h.tryStart("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
+
+	var exhausted *ExhaustedError
+	_, err = h.r.state.next("big")
+	require.ErrorAs(t, err, &exhausted)
+	assert.Contains(t, exhausted.Hint(), "another instance name")
 }

@@ -61,7 +61,10 @@ func (m *module) Exit() runtime.Exit         { <-m.done; return m.exit }
 // which runs its _start, then waits for that to return or for a stop, and
 // records how it ended. Whatever the module does (trap, exit, run out of
 // memory) ends on that goroutine: nothing of it reaches the host.
-func (m *module) run(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule, cfg wazero.ModuleConfig, stdin *os.File, gone func(*module)) {
+//
+// release is called on that goroutine once it has returned from the
+// module, and only then: the module's code is no longer needed.
+func (m *module) run(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule, cfg wazero.ModuleConfig, stdin *os.File, gone func(*module), release func()) {
 	var err error
 	go func() {
 		defer close(m.returned)
@@ -71,6 +74,7 @@ func (m *module) run(ctx context.Context, rt wazero.Runtime, compiled wazero.Com
 			mod.Close(context.Background())
 		}
 		stdin.Close()
+		release()
 	}()
 	requested := false
 	select {
@@ -80,10 +84,17 @@ func (m *module) run(ctx context.Context, rt wazero.Runtime, compiled wazero.Com
 		requested = true
 		m.outcome, m.err = m.stopInOrder()
 	}
-	<-m.returned
 	m.eof.Close()
 	m.kill()
-	m.exit = exitOf(err)
+	select {
+	case <-m.returned:
+		m.exit = exitOf(err)
+	default:
+		// Closed, yet still in a host call that no close ends (stopInOrder
+		// waited killWait for it): it runs none of its code again, and its
+		// goroutine returns when the call does.
+		m.exit = runtime.Exit{Code: -1, Error: "terminated"}
+	}
 	m.exit.Requested, m.exit.Outcome, m.exit.Tail, m.exit.At = requested, m.outcome, m.out.Tail(), time.Now()
 	gone(m)
 	close(m.done)
@@ -118,8 +129,13 @@ func (m *module) Stop(ctx context.Context) (runtime.Outcome, error) {
 	return m.outcome, m.err
 }
 
-// killWait bounds the wait after the module is closed.
-const killWait = 10 * time.Second
+// killWait bounds the wait for the module's goroutine after the module is
+// closed. Every host call a module can block in ends when it is closed
+// (its sleeps, see nanosleep) or when its stdin ends (the first step of
+// every stop), so only a call into the host's files that blocks (a read
+// of a named pipe under a mount) waits it out; the stop then ends Killed
+// all the same. A variable, so a test can shorten it.
+var killWait = 10 * time.Second
 
 func (m *module) stopInOrder() (runtime.Outcome, error) {
 	graceful := time.Now().Add(m.timing.ShutdownTimeout)
@@ -139,7 +155,7 @@ func (m *module) stopInOrder() (runtime.Outcome, error) {
 	select {
 	case <-m.returned:
 	case <-time.After(killWait):
-		causes = multierror.Append(causes, fmt.Errorf("still running %s after it was closed", killWait))
+		causes = multierror.Append(causes, fmt.Errorf("still in a host call %s after it was closed: it runs none of its code again", killWait))
 	}
 	return runtime.Killed, &runtime.CleanupError{Plugin: m.name, Outcome: runtime.Killed, Causes: causes}
 }

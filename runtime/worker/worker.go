@@ -6,7 +6,6 @@ package worker
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,10 +19,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-multierror"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/spec"
 )
 
 // Options configures a Worker placement.
@@ -47,14 +46,11 @@ type Worker struct {
 	live   map[*module]bool
 	closed bool
 	// One wazero runtime per memory limit (a runtime-wide setting), and
-	// each module compiled once per runtime: a start only instantiates.
+	// each module compiled once per runtime while instances of it run: a
+	// start only instantiates (see compiled.go).
 	runtimes map[uint32]wazero.Runtime
-	compiled map[compiledKey]wazero.CompiledModule
-}
-
-type compiledKey struct {
-	pages uint32
-	sum   [sha256.Size]byte
+	compiled map[compiledKey]*compiled
+	idle     []*compiled // compiled modules no instance runs, the oldest first
 }
 
 var _ runtime.Placement = (*Worker)(nil)
@@ -77,7 +73,7 @@ func New(opt Options) (*Worker, error) {
 		}
 	}
 	return &Worker{timing: t, cache: cache, live: map[*module]bool{},
-		runtimes: map[uint32]wazero.Runtime{}, compiled: map[compiledKey]wazero.CompiledModule{}}, nil
+		runtimes: map[uint32]wazero.Runtime{}, compiled: map[compiledKey]*compiled{}}, nil
 }
 
 // Start compiles the plugin's module (or takes it from the cache), and
@@ -97,11 +93,8 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	pages := uint32(0)
-	if p.Memory > 0 {
-		pages = uint32((int64(p.Memory) + 65535) / 65536)
-	}
-	rt, compiled, err := w.compile(pages, bin)
+	pages := memoryPages(p.Memory)
+	rt, code, err := w.compile(pages, bin)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: compile %s: %w", p.Name, p.Module, err)
 	}
@@ -110,6 +103,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	run, kill := context.WithCancel(context.Background())
 	fail := func(what string, err error) (runtime.Handle, error) {
 		kill()
+		w.release(code)
 		return nil, fmt.Errorf("start %s: %s: %w", p.Name, what, err)
 	}
 	// An *os.File for stdin, not an io.Pipe: wazero polls a file, so Go
@@ -130,7 +124,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		WithStderr(req.Output).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(nanosleep(run)).
 		WithRandSource(rand.Reader).
 		WithFSConfig(mounts(req))
 	env := environ(req, id)
@@ -148,7 +142,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	m := newModule(p.Name, id, w.timing, req.Output, eof, kill)
 	w.live[m] = true
 	w.mu.Unlock()
-	go m.run(run, rt, compiled, cfg, stdin, w.forget)
+	go m.run(run, rt, code.mod, cfg, stdin, w.forget, func() { w.release(code) })
 
 	if err := wait(ctx, m, req); err != nil {
 		return nil, err
@@ -156,38 +150,19 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	return m, nil
 }
 
-// compile returns the runtime of a memory limit, made on first use with
-// WASI, and the module compiled in it, compiled on first use (from the
-// compilation cache when it holds it).
-func (w *Worker) compile(pages uint32, bin []byte) (wazero.Runtime, wazero.CompiledModule, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, nil, errors.New("placement closed")
+// DefaultMemory bounds the linear memory of a worker whose plugin sets no
+// memory: 256 MiB, so that a worker that leaks or is hostile fails
+// (runs out of memory, and its retry applies) long before the host does.
+const DefaultMemory = 256 << 20
+
+// memoryPages is a memory limit in WebAssembly pages of 64 KiB, rounded
+// up; zero is DefaultMemory, and no limit is above WebAssembly's 4 GiB.
+func memoryPages(memory spec.Size) uint32 {
+	const page, most = 64 << 10, 1 << 16
+	if memory <= 0 {
+		memory = DefaultMemory
 	}
-	rt := w.runtimes[pages]
-	if rt == nil {
-		cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithCompilationCache(w.cache)
-		if pages > 0 {
-			cfg = cfg.WithMemoryLimitPages(pages)
-		}
-		rt = wazero.NewRuntimeWithConfig(context.Background(), cfg)
-		if _, err := wasi_snapshot_preview1.Instantiate(context.Background(), rt); err != nil {
-			rt.Close(context.Background())
-			return nil, nil, err
-		}
-		w.runtimes[pages] = rt
-	}
-	key := compiledKey{pages: pages, sum: sha256.Sum256(bin)}
-	c := w.compiled[key]
-	if c == nil {
-		var err error
-		if c, err = rt.CompileModule(context.Background(), bin); err != nil {
-			return nil, nil, err
-		}
-		w.compiled[key] = c
-	}
-	return rt, c, nil
+	return uint32(min((int64(memory)+page-1)/page, most))
 }
 
 // forget drops a finished module from the live ones.
@@ -197,8 +172,9 @@ func (w *Worker) forget(m *module) {
 	w.mu.Unlock()
 }
 
-// Close stops every module still running, as Stop does, and closes the
-// compilation cache.
+// Close stops every module still running, as Stop does, closes the
+// runtimes, but for one an instance has not returned from (see
+// killWait), and closes the compilation cache.
 func (w *Worker) Close() error {
 	w.mu.Lock()
 	w.closed = true
@@ -213,7 +189,10 @@ func (w *Worker) Close() error {
 	w.mu.Unlock()
 	errs := multierror.Append(nil, runtime.StopAll(context.Background(), live))
 	w.mu.Lock()
-	for _, rt := range w.runtimes {
+	for pages, rt := range w.runtimes {
+		if w.busy(pages) {
+			continue // an instance has not returned: its code must stay (see release)
+		}
 		if err := rt.Close(context.Background()); err != nil {
 			errs = multierror.Append(errs, err)
 		}
@@ -240,21 +219,6 @@ func environ(req runtime.Request, id runtime.Identity) map[string]string {
 	env[instance.EnvGeneration] = strconv.FormatInt(id.Generation, 10)
 	env[instance.EnvPlugin] = req.Plugin.Name
 	return env
-}
-
-// mounts shows the module its mounts, read-only unless writable; it sees
-// no other host file.
-func mounts(req runtime.Request) wazero.FSConfig {
-	fs := wazero.NewFSConfig()
-	for _, m := range slices.Clone(req.Plugin.Mounts) {
-		host := resolve(req.Dir, m.Host)
-		if m.Writable {
-			fs = fs.WithDirMount(host, m.Guest)
-		} else {
-			fs = fs.WithReadOnlyDirMount(host, m.Guest)
-		}
-	}
-	return fs
 }
 
 func resolve(dir, path string) string {

@@ -6,12 +6,20 @@
 //	failing      say "one", "two", "three", exit 3
 //	identity     say "id=ID generation=N plugin=NAME extra=EXTRA", then cooperative
 //	hog          allocate memory until there is none
+//	sleeper      say "ready", ignore stdin, sleep an hour (a poll_oneoff
+//	             with a clock subscription only)
+//	napper       say "ready", read stdin to its end on one goroutine while
+//	             another sleeps an hour, and keep sleeping after it ended
+//	ballast      hold 32 MiB, every page written, then cooperative
+//	escape       link /out/up to a file above its mount, then read it
+//	fifo         say "ready", then open /in/fifo, a named pipe, and read it
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 func main() {
@@ -46,6 +54,33 @@ func main() {
 			keep = append(keep, make([]byte, 1<<20))
 			keep[len(keep)-1][0] = 1
 		}
+	case "sleeper":
+		fmt.Println("ready")
+		time.Sleep(time.Hour)
+		fmt.Println("woke up")
+	case "napper":
+		fmt.Println("ready")
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			fmt.Println("ignoring the end of stdin")
+		}()
+		time.Sleep(time.Hour)
+		fmt.Println("woke up")
+	case "ballast":
+		ballast = make([]byte, 32<<20)
+		for i := 0; i < len(ballast); i += 4096 {
+			ballast[i] = 1 // every page written
+		}
+		cooperative()
+	case "escape":
+		err := os.Symlink("../secret.txt", "/out/up")
+		fmt.Printf("symlink: %v\n", err)
+		b, err := os.ReadFile("/out/up")
+		fmt.Printf("read %q %v\n", b, err)
+	case "fifo":
+		fmt.Println("ready")
+		b, err := os.ReadFile("/in/fifo")
+		fmt.Printf("read %q %v\n", b, err)
 	case "mounts":
 		b, err := os.ReadFile("/in/hello.txt")
 		fmt.Printf("read %q %v\n", b, err)
@@ -57,6 +92,9 @@ func main() {
 		fmt.Printf("host files hidden: %v\n", err != nil)
 	}
 }
+
+// ballast is what the ballast role holds until it stops.
+var ballast []byte
 
 func cooperative() {
 	fmt.Println("ready")
