@@ -54,6 +54,18 @@ func Dir(dir string, perm os.FileMode) error {
 	return checkDir(dir, fi)
 }
 
+// Check checks dir as Dir does, if it exists: a missing dir is nil.
+func Check(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return checkDir(dir, fi)
+}
+
 func mkdir(dir string, perm os.FileMode) error {
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 		return nil // checked next, whatever it is

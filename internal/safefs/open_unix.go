@@ -54,6 +54,17 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return f, nil
 }
 
+// CheckFile checks that the file at path could be opened for writing, as
+// OpenFile checks: a regular file, not a link, of this process's user,
+// under one name.
+func CheckFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	return checkFile(path, fi, true)
+}
+
 func checkFile(path string, fi fs.FileInfo, write bool) error {
 	if !fi.Mode().IsRegular() {
 		return &UnsafeError{Path: path, Problem: "is " + kind(fi) + ", not a regular file", Fix: "rm " + path}

@@ -27,6 +27,21 @@ func Dir(dir string, perm os.FileMode) error {
 	return nil
 }
 
+// Check checks that dir, if it exists, is a directory.
+func Check(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return &UnsafeError{Path: dir, Problem: "is not a directory", Fix: "move " + dir + " away"}
+	}
+	return nil
+}
+
 // OpenFile opens the file at path, and refuses anything but a regular
 // file.
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
@@ -36,4 +51,16 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	return os.OpenFile(path, flag, perm)
+}
+
+// CheckFile checks that path is a regular file.
+func CheckFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &UnsafeError{Path: path, Problem: "is not a regular file", Fix: "remove " + path}
+	}
+	return nil
 }
