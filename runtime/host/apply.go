@@ -75,12 +75,9 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 	}
 	if save {
 		a := &applied{Source: req.Source, Digest: desired.Digest(), At: time.Now()}
-		if err := saveApplied(h.dir, a); err != nil {
+		if err := h.recordApplied(a); err != nil {
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
-		h.mu.Lock()
-		h.spec = a
-		h.mu.Unlock()
 	}
 	events(Message{Type: MsgPlan, Plan: p})
 	h.refreshRemotes(desired)
