@@ -31,7 +31,7 @@ const ReadyFD = 3
 // through a link put there. A host that fails to come up is an error with
 // the tail of host.log.
 func StartBackground(exe, dir string, timeout time.Duration) error {
-	if err := safefs.Root(dir, 0o750); err != nil {
+	if err := checkStateDir(dir); err != nil {
 		return err
 	}
 	logPath := filepath.Join(dir, HostLog)
