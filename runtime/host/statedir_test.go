@@ -290,3 +290,25 @@ func TestStartUpWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, os.SameFile(before[appliedFile], fi), "a new spec is a new file")
 }
+
+// TestSocketLinkIsAPipe: a client does not wait on a named pipe where the
+// host records its socket's path.
+func TestSocketLinkIsAPipe(t *testing.T) {
+	state := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(state, socketLink), 0o600))
+	done := make(chan error, 1)
+	go func() {
+		c, err := NewClient(state)
+		if err == nil {
+			_, err = c.Status(context.Background())
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, ErrNoHost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client waits on the pipe")
+	}
+}
