@@ -312,3 +312,19 @@ func TestSocketLinkIsAPipe(t *testing.T) {
 		t.Fatal("the client waits on the pipe")
 	}
 }
+
+// TestLinkedStateDir: a state dir may be a link of the host's own user to
+// a directory of its own.
+func TestLinkedStateDir(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	require.NoError(t, os.Mkdir(real, 0o700))
+	link := filepath.Join(dir, ".graft")
+	require.NoError(t, os.Symlink(real, link))
+	h := open(t, link)
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	require.NoError(t, err)
+	require.NoError(t, h.Shutdown(context.Background()))
+	assert.FileExists(t, filepath.Join(real, appliedFile))
+	assert.FileExists(t, filepath.Join(real, "logs", "db.log"))
+}

@@ -74,12 +74,12 @@ type Log struct {
 }
 
 // Open opens the log at path for appending, creating its directory (0o750)
-// and the file (0o640); a directory that safefs.Dir refuses is an error.
+// and the file (0o640); a directory that safefs.Root refuses is an error.
 // An existing file is appended to and its size counts towards MaxSize.
 // Open writes nothing: a host that starts on a full disk still starts.
 func Open(path string, opt Options) (*Log, error) {
 	opt = opt.withDefaults()
-	if err := safefs.Dir(filepath.Dir(path), 0o750); err != nil {
+	if err := safefs.Root(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
 	l := &Log{

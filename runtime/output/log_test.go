@@ -208,6 +208,27 @@ func TestRefusesOthers(t *testing.T) {
 	assert.Equal(t, "root:x:0:0\n", readFile(t, target))
 }
 
+// TestDirOfOthers: a log's directory that others may write is refused; one
+// that is a link of the log's own user, to a directory of its own, is not.
+func TestDirOfOthers(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.Mkdir(open, 0o700))
+	require.NoError(t, os.Chmod(open, 0o777))
+	_, err := Open(filepath.Join(open, "api.log"), Options{})
+	var unsafe *safefs.UnsafeError
+	require.ErrorAs(t, err, &unsafe)
+	assert.Equal(t, open, unsafe.Path)
+
+	require.NoError(t, os.Chmod(open, 0o750))
+	require.NoError(t, os.Symlink(open, filepath.Join(dir, "link")))
+	l, err := Open(filepath.Join(dir, "link", "api.log"), Options{})
+	require.NoError(t, err)
+	write(t, l, "a\n")
+	require.NoError(t, l.Close())
+	assert.Equal(t, "a\n", readFile(t, filepath.Join(open, "api.log")))
+}
+
 func TestLastOf(t *testing.T) {
 	l, path := openLog(t, Options{MaxSize: 20, Keep: 2})
 	for i := range 12 {
