@@ -85,10 +85,10 @@ plugins:
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.
 	logPath := filepath.Join(c.state, "logs", "noisy.log")
 	const notice = "[graft: less than 20.5 KiB free on this disk: output is not written to this file until there is room again]"
-	require.Eventually(t, func() bool {
+	eventually(t, func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), notice)
-	}, 30*time.Second, 10*time.Millisecond, "the log stops: %s", c.log)
+	}, "the log stops", c, logPath)
 	time.Sleep(1500 * time.Millisecond) // more than a look at the free space
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
@@ -142,15 +142,39 @@ plugins:
 	assert.Equal(t, appliedBefore.ModTime(), appliedAfter.ModTime())
 	assert.Equal(t, kept, keptSpec(t, c))
 
-	// Room again (the operator removes the filler and empties the log):
+	// Its plugin's output flows, though none of it can be written.
+	live.Reset()
+	follow, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+	require.NoError(t, cl.Logs(follow, "noisy", 0, true, &live))
+	cancel()
+	assert.Greater(t, lastNumber(t, live.String()), 0)
+
+	// Room again (the operator empties the log, and removes the filler):
 	// the log says what it left out, and writes again.
-	require.NoError(t, os.Remove(filepath.Join(c.state, "filler")))
 	require.NoError(t, os.Truncate(logPath, 0))
-	require.Eventually(t, func() bool {
+	require.NoError(t, os.Remove(filepath.Join(c.state, "filler")))
+	eventually(t, func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "[graft: room again on this disk: ")
-	}, 30*time.Second, 10*time.Millisecond, "the log resumes")
+	}, "the log resumes", c, logPath)
 	require.Equal(t, "closed", c.say(t, "close"))
+}
+
+// eventually waits up to 30 seconds for cond, and fails the test saying
+// what it waited for, the free space, the end of the log and the host's own
+// log.
+func eventually(t *testing.T, cond func() bool, what string, c *child, logPath string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			var fs unix.Statfs_t
+			unix.Statfs(c.state, &fs)
+			b, _ := os.ReadFile(logPath)
+			head, tail := b[:min(len(b), 300)], b[max(0, len(b)-300):]
+			t.Fatalf("%s: not within 30s; %d bytes free; the log, of %d bytes, begins %q and ends %q; the host's log:\n%s",
+				what, int64(fs.Bavail)*fs.Bsize, len(b), head, tail, c.log)
+		}
+	}
 }
 
 // keptSpec is the YAML of the applied.json of c's state dir.
