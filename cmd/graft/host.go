@@ -20,6 +20,7 @@ type HostCmd struct {
 	LogFormat    string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	HostID       string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
 	ReadyFD      int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+	HostLog      bool          `hidden:"" name:"host-log" help:"Write the log, stdout and stderr to host.log in the state dir, rotated (a host started in the background)."`
 	ClockSkew    time.Duration `hidden:"" name:"clock-skew" help:"Run the elections on a wall clock this far off the machine's (for tests: it must change nothing)."`
 	PIDNamespace string        `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each local plugin in a PID namespace of its own where the system allows it, so that nothing it starts outlives the host; off: never."`
 }
@@ -27,9 +28,18 @@ type HostCmd struct {
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
 // then stops every plugin in order, consumers first, and exits.
 func (c *HostCmd) Run(g *Globals) (err error) {
-	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
+	out := g.stderr
+	if c.HostLog {
+		l, err := host.OpenHostLog(g.stateDir(g.File))
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		out = l
+	}
+	var handler slog.Handler = slog.NewTextHandler(out, nil)
 	if c.LogFormat == "json" {
-		handler = slog.NewJSONHandler(g.stderr, nil)
+		handler = slog.NewJSONHandler(out, nil)
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)

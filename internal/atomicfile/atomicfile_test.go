@@ -46,3 +46,19 @@ func TestWriteFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ents, 1)
 }
+
+// TestWriteOverLink: a link where path goes is replaced, not followed: the
+// file it points at is left as it was.
+func TestWriteOverLink(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "passwd")
+	require.NoError(t, os.WriteFile(target, []byte("root:x:0:0\n"), 0o644))
+	path := filepath.Join(t.TempDir(), "applied.json")
+	require.NoError(t, os.Symlink(target, path))
+	require.NoError(t, Write(path, []byte("{}\n"), 0o600))
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "root:x:0:0\n", string(b))
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+}

@@ -4,9 +4,10 @@ package dirlock
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/graftland/graft/internal/safefs"
 )
 
 // HeldError is returned when another process holds the lock.
@@ -26,7 +27,7 @@ func (e *HeldError) Error() string {
 
 // readPID reads the pid a holder wrote in its lock file.
 func readPID(path string) int {
-	b, err := os.ReadFile(path)
+	b, err := safefs.ReadFile(path, 64)
 	if err != nil {
 		return 0
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/safefs"
 )
 
 func TestLock(t *testing.T) {
@@ -33,4 +35,21 @@ func TestLock(t *testing.T) {
 	f, err = Lock(path)
 	require.NoError(t, err)
 	f.Close()
+}
+
+// TestLockRefusesLink: a lock file that is a symbolic link, to a file of
+// this user, is refused, and the file it points at is left as it was.
+func TestLockRefusesLink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "passwd")
+	require.NoError(t, os.WriteFile(target, []byte("root:x:0:0\n"), 0o644))
+	path := filepath.Join(dir, "x.lock")
+	require.NoError(t, os.Symlink(target, path))
+	_, err := Lock(path)
+	var unsafe *safefs.UnsafeError
+	require.ErrorAs(t, err, &unsafe)
+	assert.Equal(t, path, unsafe.Path)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "root:x:0:0\n", string(b))
 }

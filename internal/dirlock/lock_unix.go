@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/graftland/graft/internal/safefs"
 )
 
 // Lock takes the lock file at path for this process, creating it, and
@@ -18,8 +20,13 @@ import (
 // however it dies. Closing the file releases it. The file is never
 // removed: removing it while another process opens it would let two
 // processes lock two files of one name.
+//
+// The file is opened as safefs.OpenFile does: a symbolic link, a named
+// pipe, or a file of another user put there is refused, never written.
+// The pid is written when there is room for it: a full disk does not keep
+// the lock from being taken (the next holder's error then names no pid).
 func Lock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -30,13 +37,8 @@ func Lock(path string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
-		f.Close()
-		return nil, err
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
 }

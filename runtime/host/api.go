@@ -208,21 +208,22 @@ func (h *Host) serveLogs(w http.ResponseWriter, r *http.Request) {
 		n = 20
 	}
 	follow := r.URL.Query().Get("follow") == "1"
-	lines, live, stop, err := h.Follow(name, n, follow)
+	s, err := h.Follow(name, n, follow)
 	if errors.Is(err, ErrNoLog) {
 		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("%s: %v", name, err)})
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, ErrorBody{Error: err.Error()})
+		writeError(w, statusFor(err), errorBody(err))
 		return
 	}
-	defer stop()
+	defer s.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	flusher, _ := w.(http.Flusher)
-	for _, l := range lines {
-		fmt.Fprintln(w, l)
+	if err := s.WriteBacklog(w); err != nil {
+		return // the client is gone, or a file could not be read: the answer ends short
 	}
+	live := s.Live()
 	if live == nil {
 		return
 	}

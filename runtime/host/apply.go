@@ -77,12 +77,9 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
 		a := &applied{Source: src, Digest: desired.Digest(), At: time.Now()}
-		if err := saveApplied(h.dir, a); err != nil {
+		if err := h.recordApplied(a); err != nil {
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
-		h.mu.Lock()
-		h.spec = a
-		h.mu.Unlock()
 	}
 	events(Message{Type: MsgPlan, Plan: p})
 	h.refreshRemotes(desired)

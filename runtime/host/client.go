@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
 )
 
@@ -70,7 +70,7 @@ func NewClient(dir string) (*Client, error) {
 // socketOf finds the socket of the host of dir: the one its host recorded,
 // else where SocketPath says.
 func socketOf(dir string) (string, error) {
-	if b, err := os.ReadFile(filepath.Join(dir, socketLink)); err == nil {
+	if b, err := safefs.ReadFile(filepath.Join(dir, socketLink), 4096); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
 	return SocketPath(dir)

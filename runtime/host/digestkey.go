@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	goruntime "runtime"
 
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -40,7 +40,7 @@ func openDigestKey(dir string) (spec.DigestKey, error) {
 // guesses of env values against every status and plan.
 func ReadDigestKey(dir string) (spec.DigestKey, error) {
 	path := filepath.Join(dir, DigestKeyFile)
-	f, err := os.Open(path)
+	f, err := safefs.Open(path) // no link, no pipe
 	if err != nil {
 		return spec.DigestKey{}, err
 	}

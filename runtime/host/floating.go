@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/elect"
 	"github.com/graftland/graft/spec"
@@ -262,6 +266,9 @@ func (f *floater) lease(ctx context.Context) (elect.Lease, time.Duration, error)
 
 // Leader is the lease of floating plugin name as this host sees it.
 func (h *Host) Leader(ctx context.Context, name string) (LeaderInfo, error) {
+	if err := checkName(name); err != nil {
+		return LeaderInfo{}, err
+	}
 	e := h.entry(name)
 	if e == nil {
 		return LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q does not run on this host", name)}
@@ -369,18 +376,35 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 // machine apart.
 const hostIDFile = "host-id"
 
-// defaultHostID is the hostname and an id kept in the state dir.
+// defaultHostID is the hostname and an id kept in the state dir, made
+// the first time (or when the file holds no id: a write a crash cut
+// short), and only then written.
 func defaultHostID(dir string) (string, error) {
 	name, _ := os.Hostname()
 	path := filepath.Join(dir, hostIDFile)
-	b, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		b = []byte(uuid.NewString()[:8])
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return "", err
-		}
-	} else if err != nil {
+	b, err := safefs.ReadFile(path, 64)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	return name + "-" + strings.TrimSpace(string(b)), nil
+	id := strings.TrimSpace(string(b))
+	if err != nil || !validHostID(id) {
+		id = uuid.NewString()[:8]
+		if err := atomicfile.Write(path, []byte(id+"\n"), 0o600); err != nil {
+			return "", err
+		}
+	}
+	return name + "-" + id, nil
+}
+
+// validHostID reports whether id is one defaultHostID could have made.
+func validHostID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, c := range id {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -69,6 +68,7 @@ type Host struct {
 	plugins map[string]*entry
 	logs    map[string]*output.Log // by plugin; kept across its restarts
 	spec    *applied               // the last applied spec; nil before the first apply
+	specErr error                  // a *KeptSpecError: the last applied spec cannot be read
 	// lastStops is how each plugin's last stop ended, for its status.
 	lastStops map[string]*plan.LastStop
 
@@ -86,18 +86,18 @@ type holder struct {
 }
 
 // Open takes the state dir dir for a new host: it makes the directory,
-// takes its lock (failing with a *HeldError if another host holds it),
-// and makes this process a child subreaper, so that nothing a plugin
-// forks escapes.
+// checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
+// names what cannot, and the fix), takes its lock (failing with a
+// *HeldError if another host holds it), and makes this process a child
+// subreaper, so that nothing a plugin forks escapes. Open writes nothing
+// that is already there: a host starts on a full disk.
 func Open(dir string, opt Options) (*Host, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range []string{logDir, instancesDir} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
-			return nil, fmt.Errorf("make the state dir: %w", err)
-		}
+	if err := checkStateDir(dir); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(dir)
 	if err != nil {
@@ -138,16 +138,20 @@ func Open(dir string, opt Options) (*Host, error) {
 		h.close()
 		return nil, err
 	}
-	if h.spec, err = loadApplied(dir); err != nil {
-		h.close()
-		return nil, err
-	}
+	// A last applied spec that cannot be read does not keep the host from
+	// starting: it runs nothing, graft status answers, and graft down
+	// removes the file.
+	h.spec, h.specErr = loadApplied(dir)
 	h.clock = opt.Clock
 	if h.hostID = opt.HostID; h.hostID == "" {
 		if h.hostID, err = defaultHostID(dir); err != nil {
 			h.close()
 			return nil, err
 		}
+	}
+	if err := h.cleanCache(); err != nil {
+		h.close()
+		return nil, err
 	}
 	h.cleanLeftovers()
 	h.local.LogIsolation(log, "the host")
@@ -189,10 +193,10 @@ func (h *Host) Reapply(ctx context.Context) error { return h.BeginReapply()(ctx)
 // and only releases the lock: a host that failed to start.
 func (h *Host) BeginReapply() func(ctx context.Context) error {
 	h.mu.Lock()
-	a := h.spec
+	a, aerr := h.spec, h.specErr
 	h.mu.Unlock()
 	if a == nil {
-		return func(context.Context) error { return nil }
+		return func(context.Context) error { return aerr }
 	}
 	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
 	locked := h.lockApply(context.Background(), req) == nil
@@ -233,8 +237,11 @@ func (*NothingAppliedError) Error() string { return "nothing was applied on this
 // restarts their consumers, planned as any apply.
 func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Message)) error {
 	h.mu.Lock()
-	a := h.spec
+	a, aerr := h.spec, h.specErr
 	h.mu.Unlock()
+	if aerr != nil {
+		return aerr
+	}
 	if a == nil {
 		return &NothingAppliedError{}
 	}
@@ -255,13 +262,7 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Messag
 func (h *Host) Down(ctx context.Context, req ApplyRequest, events func(Message)) error {
 	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
 	if err == nil {
-		err = os.Remove(filepath.Join(h.dir, appliedFile))
-		if errors.Is(err, os.ErrNotExist) {
-			err = nil
-		}
-		h.mu.Lock()
-		h.spec = nil
-		h.mu.Unlock()
+		err = h.forgetApplied()
 	}
 	h.downOnce.Do(func() { close(h.down) })
 	return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/proc"
 )
@@ -46,7 +47,7 @@ func (r recording) Start(ctx context.Context, req runtime.Request) (runtime.Hand
 	env[EnvInvocation] = inv
 	req.Env = env
 	path := filepath.Join(r.dir, inv)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := safefs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: record it in the state dir first: %w", req.Plugin.Name, err)
 	}
@@ -75,7 +76,11 @@ func (h *Host) cleanLeftovers() {
 	}
 	var marks []string
 	for _, e := range ents {
-		marks = append(marks, EnvInvocation+"="+e.Name())
+		// Only a record the host made: a uuid, for a mark no other
+		// process's environment holds by chance.
+		if _, err := uuid.Parse(e.Name()); err == nil && len(e.Name()) == 36 {
+			marks = append(marks, EnvInvocation+"="+e.Name())
+		}
 	}
 	left, err := proc.Marked(marks)
 	if err != nil {

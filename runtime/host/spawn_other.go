@@ -4,6 +4,7 @@ package host
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -11,3 +12,6 @@ import (
 func StartBackground(exe, dir string, timeout time.Duration) error {
 	return errors.New("the graft host runs on Linux and other Unix systems only")
 }
+
+// redirectStdio does nothing here: there is no background host.
+func redirectStdio(*os.File) {}

@@ -3,7 +3,6 @@
 package host
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/runtime/output"
 )
 
 // ReadyFD is the file descriptor on which a host started by
@@ -19,16 +23,19 @@ import (
 const ReadyFD = 3
 
 // StartBackground starts a host for state dir dir in the background, as
-// `exe host --state-dir dir --ready-fd 3`, detached in its own session
-// with its output appended to host.log in the state dir, and waits until
-// it listens, at most timeout. A host that fails to come up is an error
-// with the tail of host.log.
+// `exe host --state-dir dir --ready-fd 3 --host-log`, detached in its own
+// session, and waits until it listens, at most timeout. The host writes its
+// log to host.log in the state dir, rotated (OpenHostLog); until it has
+// opened it, its output is appended to host.log. A state dir that cannot be
+// trusted is refused first, a *safefs.UnsafeError, so nothing is written
+// through a link put there. A host that fails to come up is an error with
+// the tail of host.log.
 func StartBackground(exe, dir string, timeout time.Duration) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("make the state dir: %w", err)
+	if err := checkStateDir(dir); err != nil {
+		return err
 	}
 	logPath := filepath.Join(dir, HostLog)
-	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	log, err := safefs.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return err
 	}
@@ -38,7 +45,7 @@ func StartBackground(exe, dir string, timeout time.Duration) error {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, "host", "--state-dir", dir, "--ready-fd", fmt.Sprint(ReadyFD))
+	cmd := exec.Command(exe, "host", "--state-dir", dir, "--ready-fd", fmt.Sprint(ReadyFD), "--host-log")
 	cmd.Args[0] = "graft" // what ps shows, whatever the binary is called
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w} // fd 3
@@ -80,14 +87,24 @@ func (e *startError) Error() string {
 	return msg
 }
 
+// tailOf is the last n lines of the log at path, indented, read as
+// output.LastOf reads: from the end, a block at a time.
 func tailOf(path string, n int) string {
-	b, err := os.ReadFile(path)
+	s, err := output.LastOf(path, output.Options{}, n)
 	if err != nil {
 		return ""
 	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	defer s.Close()
+	lines, err := s.Lines()
+	if err != nil || len(lines) == 0 {
+		return ""
 	}
-	return "  " + string(bytes.Join(lines, []byte("\n  ")))
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// redirectStdio points this process's standard output and error at f.
+func redirectStdio(f *os.File) {
+	fd := int(f.Fd())
+	_ = unix.Dup2(fd, 1)
+	_ = unix.Dup2(fd, 2)
 }

@@ -16,32 +16,31 @@ type Follower struct {
 	ended   bool // guarded by log.mu
 }
 
-// Follow returns a Follower that receives the last n lines of the files (as
-// Last) and then every line written later, with no gap and no duplicate:
-// both are taken under the lock Write holds. An unfinished last line is left
-// out of the backlog and arrives live once it ends, so it is not sent twice.
-// Follow(0) reads no file and never fails. On a closed Log the channel holds
-// the backlog and is closed.
-func (l *Log) Follow(n int) (*Follower, error) {
+// Follow returns a Follower that receives every line written from now on,
+// and the Section of the files holding the last n lines before them (as
+// Last counts them), to be written out first: with no gap and no
+// duplicate, as both are taken under the lock Write holds. An unfinished
+// last line is left out of the backlog and arrives live once it ends, so
+// it is not sent twice. The backlog is read from the files when written
+// out, so its memory is bounded however large n is; the caller closes it.
+// On a closed Log the Follower's channel is closed at once.
+func (l *Log) Follow(n int) (backlog *Section, f *Follower, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	backlog, err := l.last(n, int64(len(l.partial)))
+	backlog, err = l.last(n, true)
 	if err != nil {
-		return nil, fmt.Errorf("read log back: %w", err)
+		return nil, nil, fmt.Errorf("read log back: %w", err)
 	}
-	// The slot past the backlog and the live buffer is kept for the notice
-	// of dropped lines, so that end can always deliver it without blocking.
-	f := &Follower{log: l, ch: make(chan string, len(backlog)+followBuffer+1)}
-	for _, line := range backlog {
-		f.ch <- line
-	}
+	// The slot past the live buffer is kept for the notice of dropped
+	// lines, so that end can always deliver it without blocking.
+	f = &Follower{log: l, ch: make(chan string, followBuffer+1)}
 	if l.closed {
 		f.ended = true
 		close(f.ch)
-		return f, nil
+		return backlog, f, nil
 	}
 	l.followers[f] = struct{}{}
-	return f, nil
+	return backlog, f, nil
 }
 
 // Lines delivers the lines; it is closed when the Follower or the Log closes.

@@ -10,12 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func follow(t *testing.T, l *Log, n int) *Follower {
+// follow follows l, and returns the backlog of n lines written out.
+func follow(t *testing.T, l *Log, n int) ([]string, *Follower) {
 	t.Helper()
-	f, err := l.Follow(n)
+	backlog, f, err := l.Follow(n)
 	require.NoError(t, err)
 	t.Cleanup(f.Close)
-	return f
+	defer backlog.Close()
+	lines, err := backlog.Lines()
+	require.NoError(t, err)
+	return lines, f
 }
 
 // drain reads f until its channel closes.
@@ -49,8 +53,9 @@ func TestFollow(t *testing.T) {
 		for i := range 10 {
 			write(t, l, fmt.Sprintf("l%02d\n", i))
 		}
-		f := follow(t, l, 7) // reads back into path.1
-		assert.Equal(t, numbered(3, 10), queued(f))
+		backlog, f := follow(t, l, 7) // reads back into path.1
+		assert.Equal(t, numbered(3, 10), backlog)
+		assert.Empty(t, queued(f))
 		write(t, l, "l10\n", "l1")
 		assert.Equal(t, []string{"l10"}, queued(f))
 		write(t, l, "1\n")
@@ -59,26 +64,28 @@ func TestFollow(t *testing.T) {
 	t.Run("unfinished line arrives once, whole", func(t *testing.T) {
 		l, _ := openLog(t, Options{})
 		write(t, l, "a\nha")
-		f := follow(t, l, 5)
-		assert.Equal(t, []string{"a"}, queued(f))
+		backlog, f := follow(t, l, 5)
+		assert.Equal(t, []string{"a"}, backlog)
 		write(t, l, "lf\n")
 		assert.Equal(t, []string{"half"}, queued(f))
 	})
 	t.Run("Close ends followers after the unfinished line", func(t *testing.T) {
 		l, _ := openLog(t, Options{})
-		f, g := follow(t, l, 0), follow(t, l, 0)
+		_, f := follow(t, l, 0)
+		_, g := follow(t, l, 0)
 		write(t, l, "a\nb")
 		require.NoError(t, l.Close())
 		assert.Equal(t, []string{"a", "b"}, drain(f))
 		assert.Equal(t, []string{"a", "b"}, drain(g))
 		f.Close() // after the Log closed: no-op
 
-		h := follow(t, l, 1)
-		assert.Equal(t, []string{"b"}, drain(h), "a closed Log gives the backlog")
+		backlog, h := follow(t, l, 1)
+		assert.Equal(t, []string{"b"}, backlog, "a closed Log gives the backlog")
+		assert.Empty(t, drain(h))
 	})
 	t.Run("Follower.Close", func(t *testing.T) {
 		l, _ := openLog(t, Options{})
-		f := follow(t, l, 0)
+		_, f := follow(t, l, 0)
 		write(t, l, "a\n")
 		f.Close()
 		f.Close()
@@ -90,7 +97,8 @@ func TestFollow(t *testing.T) {
 func TestFollowSlowReader(t *testing.T) {
 	const lines = 100_000
 	l, _ := openLog(t, Options{MaxSize: 1 << 20})
-	f, g := follow(t, l, 0), follow(t, l, 0) // never read while writing
+	_, f := follow(t, l, 0) // never read while writing
+	_, g := follow(t, l, 0)
 	start := time.Now()
 	for i := range lines {
 		_, err := fmt.Fprintf(l, "line %d\n", i)
@@ -139,11 +147,15 @@ func TestFollowConcurrent(t *testing.T) {
 			}
 		})
 	}
-	var followers []*Follower
-	backlog := []int{5, writers * each, 0, 1}
-	for _, n := range backlog {
+	var (
+		followers []*Follower
+		backlogs  [][]string
+	)
+	for _, n := range []int{5, writers * each, 0, 1} {
 		time.Sleep(time.Millisecond)
-		followers = append(followers, follow(t, l, n))
+		backlog, f := follow(t, l, n)
+		followers = append(followers, f)
+		backlogs = append(backlogs, backlog)
 	}
 	close(started)
 	wg.Wait()
@@ -151,7 +163,7 @@ func TestFollowConcurrent(t *testing.T) {
 
 	all := last(t, l, 100*writers*each)
 	for i, f := range followers {
-		got := drain(f)
+		got := append(backlogs[i], drain(f)...)
 		require.NotEmpty(t, got)
 		assert.Equal(t, all[len(all)-len(got):], got, "follower %d: not a suffix of the file", i)
 		assert.NotContains(t, got[0], "dropped")

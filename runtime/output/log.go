@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/graftland/graft/internal/safefs"
 )
 
 // maxLine is the longest line handed to Tail, Last and followers. Longer
@@ -21,6 +23,14 @@ type Options struct {
 	MaxSize   int64 // rotate when the file would grow past this; default 10 MiB
 	Keep      int   // rotated files kept (path.1 … path.Keep); default 3
 	TailLines int   // lines kept in memory for Tail; default 20
+	// Reserve is the free space the file system holding the log keeps for
+	// graft's state: below it the log stops writing its file (see
+	// space.go). Default: 1% of the file system, at most 16 MiB.
+	Reserve int64
+	// Opened, when set, is called with the file each time the Log opens
+	// it: at Open and after each rotation. A host's own log uses it to
+	// point its standard output and error at the current file.
+	Opened func(f *os.File)
 }
 
 func (o Options) withDefaults() Options {
@@ -39,26 +49,37 @@ func (o Options) withDefaults() Options {
 // Log is one plugin's merged stdout and stderr. A local process writes into
 // it from the goroutine copying its pipe, a WebAssembly worker directly.
 // All methods are safe for concurrent use; none starts a goroutine.
+//
+// Its files are opened as safefs.OpenFile does: a symbolic link, a named
+// pipe, a device or a file of another user where a log should be is
+// refused, never written or read.
 type Log struct {
 	path string
 	opt  Options
 
-	mu        sync.Mutex
-	f         *os.File // nil after Close or a failed rotation; the next Write reopens it
-	regular   bool     // only a regular file is rotated and read back: not /dev/null, a FIFO, ...
-	size      int64
-	closed    bool
+	mu     sync.Mutex
+	f      *os.File // nil after Close or a failed rotation; the next Write reopens it
+	size   int64
+	closed bool
+	// earlier is set when the file ends in a line an earlier writer left
+	// unfinished (a plugin killed mid-line): the next write to the file
+	// ends it first, so that this run's first line does not join it.
+	earlier bool
+	// midLine is set when the last byte written to the file is not '\n'.
+	midLine   bool
+	space     space
 	partial   []byte // the current line, not yet ended by '\n'; at most maxLine bytes
 	tail      ring
 	followers map[*Follower]struct{}
 }
 
 // Open opens the log at path for appending, creating its directory (0o750)
-// and the file (0o640). An existing file is appended to and its size counts
-// towards MaxSize.
+// and the file (0o640); a directory that safefs.Root refuses is an error.
+// An existing file is appended to and its size counts towards MaxSize.
+// Open writes nothing: a host that starts on a full disk still starts.
 func Open(path string, opt Options) (*Log, error) {
 	opt = opt.withDefaults()
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err := safefs.Root(filepath.Dir(path), 0o750); err != nil {
 		return nil, err
 	}
 	l := &Log{
@@ -66,20 +87,25 @@ func Open(path string, opt Options) (*Log, error) {
 		opt:       opt,
 		tail:      newRing(opt.TailLines),
 		followers: make(map[*Follower]struct{}),
+		space:     space{reserve: opt.Reserve},
 	}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
-	if err := l.endEarlierLine(); err != nil {
-		_ = l.f.Close()
-		return nil, err
+	if l.size > 0 {
+		last, err := lastByte(l.path, l.size)
+		if err != nil {
+			_ = l.f.Close()
+			return nil, err
+		}
+		l.earlier = last != '\n'
 	}
 	return l, nil
 }
 
 // open opens path for appending and counts what it already holds.
 func (l *Log) open() error {
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := safefs.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return err
 	}
@@ -88,40 +114,35 @@ func (l *Log) open() error {
 		_ = f.Close()
 		return err
 	}
-	l.f, l.size, l.regular = f, fi.Size(), fi.Mode().IsRegular()
+	l.f, l.size = f, fi.Size()
+	if l.opt.Opened != nil {
+		l.opt.Opened(f)
+	}
 	return nil
 }
 
-// endEarlierLine ends a line the previous writer left unfinished (a plugin
-// killed mid-line), so that this run's first line does not join it in the
-// file and in Last. After this the file's unfinished end is always l.partial,
-// which Follow relies on to leave it out of the backlog.
-func (l *Log) endEarlierLine() error {
-	if !l.regular || l.size == 0 {
-		return nil
-	}
-	r, err := os.Open(l.path)
+// lastByte reads the last byte of the first size bytes of the file at
+// path.
+func lastByte(path string, size int64) (byte, error) {
+	r, err := safefs.Open(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer r.Close()
 	var b [1]byte
-	if _, err := r.ReadAt(b[:], l.size-1); err != nil {
-		return err
+	if _, err := r.ReadAt(b[:], size-1); err != nil {
+		return 0, err
 	}
-	if b[0] == '\n' {
-		return nil
-	}
-	n, err := l.f.Write([]byte{'\n'})
-	l.size += int64(n)
-	return err
+	return b[0], nil
 }
 
 // Write appends p to the file and hands its lines to Tail and the followers;
 // it never waits for a follower. p is always consumed whole: when the file
 // cannot take it (disk full, rotation failed), Tail and the followers still
 // get its lines and Write returns len(p) with the error, so the caller can
-// report it and keep writing. After Close it returns os.ErrClosed.
+// report it and keep writing. While the disk is nearly full (see space.go)
+// the file is not written, without an error. After Close it returns
+// os.ErrClosed.
 func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -142,15 +163,31 @@ func (l *Log) writeFile(p []byte) error {
 			return err
 		}
 	}
+	if !l.room(len(p)) {
+		return nil
+	}
+	if l.earlier {
+		p = append([]byte{'\n'}, p...)
+	}
 	// A write is never split across files, so one larger than MaxSize goes
 	// whole into a fresh file.
-	if l.regular && l.size > 0 && l.size+int64(len(p)) > l.opt.MaxSize {
+	if l.size > 0 && l.size+int64(len(p)) > l.opt.MaxSize {
 		if err := l.rotate(); err != nil {
 			return err
 		}
 	}
-	n, err := l.f.Write(p)
+	return l.put(p)
+}
+
+// put writes b at the end of the file, and keeps count.
+func (l *Log) put(b []byte) error {
+	n, err := l.f.Write(b)
 	l.size += int64(n)
+	l.space.written += int64(n)
+	if n > 0 {
+		l.earlier = false
+		l.midLine = b[n-1] != '\n'
+	}
 	return err
 }
 
@@ -176,7 +213,10 @@ func (l *Log) rotate() error {
 	return l.open()
 }
 
-func (l *Log) rotated(i int) string { return l.path + "." + strconv.Itoa(i) }
+func (l *Log) rotated(i int) string { return rotated(l.path, i) }
+
+// rotated is the path of the log at path's i-th rotated file.
+func rotated(path string, i int) string { return path + "." + strconv.Itoa(i) }
 
 // split cuts p into lines for Tail and the followers, carrying an unfinished
 // line over to the next Write.

@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,30 +177,95 @@ func TestRotation(t *testing.T) {
 	})
 }
 
-func TestFullDisk(t *testing.T) {
-	const full = "/dev/full"
-	_, err := os.Stat(full)
-	require.NoError(t, err, "Linux's %s fails every write with ENOSPC", full)
-	l, err := Open(full, Options{})
-	require.NoError(t, err)
-	f, err := l.Follow(10)
-	require.NoError(t, err)
-
-	for _, chunk := range []string{"a\nb", "\n"} {
-		n, err := l.Write([]byte(chunk))
-		require.ErrorIs(t, err, syscall.ENOSPC)
-		assert.Equal(t, len(chunk), n, "p is consumed whole")
+func TestLastOf(t *testing.T) {
+	l, path := openLog(t, Options{MaxSize: 20, Keep: 2})
+	for i := range 12 {
+		write(t, l, fmt.Sprintf("l%02d\n", i))
 	}
-	assert.Equal(t, []string{"a", "b"}, l.Tail())
-	assert.Equal(t, "a", <-f.Lines())
-	assert.Equal(t, "b", <-f.Lines())
-
-	lines, err := l.Last(10)
-	require.NoError(t, err)
-	assert.Empty(t, lines, "a device is not read back")
 	require.NoError(t, l.Close())
-	_, open := <-f.Lines()
-	assert.False(t, open)
+	s, err := LastOf(path, Options{Keep: 2}, 4)
+	require.NoError(t, err)
+	defer s.Close()
+	var b strings.Builder
+	n, err := s.WriteTo(&b)
+	require.NoError(t, err)
+	assert.Equal(t, "l08\nl09\nl10\nl11\n", b.String())
+	assert.Equal(t, int64(b.Len()), n)
+
+	_, err = LastOf(filepath.Join(t.TempDir(), "none.log"), Options{}, 4)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// fakeSpace makes every Log's file system look as free as the returned
+// value says, of size total, and free space looked at every few
+// milliseconds. A fake: a real disk cannot be filled on demand in this
+// package's tests; runtime/host's fill a real tmpfs.
+func fakeSpace(t *testing.T, total int64) *atomic.Int64 {
+	var free atomic.Int64
+	free.Store(total)
+	old, every := statFS, checkEvery
+	statFS = func(*os.File) (int64, int64, bool) { return free.Load(), total, true }
+	checkEvery = 5 * time.Millisecond
+	t.Cleanup(func() { statFS, checkEvery = old, every })
+	return &free
+}
+
+// TestReserve: below its reserve a log stops writing its file, with one
+// notice, while Tail and followers still get every line; with room again
+// it says how much it left out and writes again.
+func TestReserve(t *testing.T) {
+	t.Run("by time", func(t *testing.T) {
+		free := fakeSpace(t, 100<<20) // reserve: 1%, 1 MiB
+		l, path := openLog(t, Options{})
+		_, f := follow(t, l, 0)
+		write(t, l, "before\npart")
+		free.Store(512 << 10)
+		time.Sleep(20 * time.Millisecond)
+		write(t, l, "ial\n", "lost\n")
+		time.Sleep(20 * time.Millisecond)
+		write(t, l, "more\n") // 512 KiB is still less than twice the reserve
+		notice := "[graft: less than 1 MiB free on this disk: output is not written to this file until there is room again]\n"
+		assert.Equal(t, "before\npart\n"+notice, readFile(t, path), "one notice, on a line of its own")
+		assert.Equal(t, []string{"before", "partial", "lost", "more"}, l.Tail())
+		assert.Equal(t, []string{"before", "partial", "lost", "more"}, queued(f), "followers get every line")
+
+		free.Store(3 << 20)
+		time.Sleep(20 * time.Millisecond)
+		write(t, l, "after\n")
+		assert.Equal(t, "before\npart\n"+notice+
+			"[graft: room again on this disk: 14 bytes of output were not written to this file]\nafter\n", readFile(t, path))
+	})
+	t.Run("by bytes", func(t *testing.T) {
+		free := fakeSpace(t, 1<<20) // reserve: 1%, 10.2 KiB; looked at every 4 KiB
+		checkEvery = time.Hour
+		l, path := openLog(t, Options{})
+		line := strings.Repeat("x", 99) + "\n"
+		write(t, l, line) // the first write looks
+		free.Store(5 << 10)
+		for range 50 {
+			write(t, l, line)
+		}
+		b := readFile(t, path)
+		assert.Less(t, len(b), 4096+2*len(line)+200, "at most 4 KiB more before the next look")
+		assert.Equal(t, 1, strings.Count(b, "[graft: less than 10.2 KiB free"))
+	})
+	t.Run("a reserve of its own", func(t *testing.T) {
+		free := fakeSpace(t, 1<<40)
+		l, path := openLog(t, Options{Reserve: 100 << 20})
+		free.Store(50 << 20)
+		write(t, l, "a\n")
+		assert.Equal(t, "[graft: less than 100 MiB free on this disk: output is not written to this file until there is room again]\n", readFile(t, path))
+	})
+	t.Run("open writes nothing", func(t *testing.T) {
+		fakeSpace(t, 100<<20)
+		l, path := openLog(t, Options{})
+		write(t, l, "killed mid-li")
+		require.NoError(t, l.Close())
+		l, err := Open(path, Options{})
+		require.NoError(t, err)
+		defer l.Close()
+		assert.Equal(t, "killed mid-li", readFile(t, path))
+	})
 }
 
 func TestConcurrentWrite(t *testing.T) {
@@ -228,4 +294,19 @@ func TestConcurrentWrite(t *testing.T) {
 		require.Equal(t, next[w], i, "writer %d out of order", w)
 		next[w]++
 	}
+}
+
+// TestOpened: Opened is given the file at Open and after each rotation.
+func TestOpened(t *testing.T) {
+	var names []string
+	var sizes []int64
+	l, path := openLog(t, Options{MaxSize: 10, Opened: func(f *os.File) {
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		names = append(names, f.Name())
+		sizes = append(sizes, fi.Size())
+	}})
+	write(t, l, "12345\n", "67890\n")
+	assert.Equal(t, []string{path, path}, names)
+	assert.Equal(t, []int64{0, 0}, sizes, "a fresh file after the rotation")
 }

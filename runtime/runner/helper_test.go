@@ -167,7 +167,7 @@ func daemonMain() {
 	if size := os.Getenv("RUNNER_TEST_TMPFS"); size != "" {
 		// A state dir on a small file system of its own, in this
 		// process's own mount namespace.
-		if err := unix.Mount("tmpfs", os.Getenv("RUNNER_TEST_DIR"), "tmpfs", 0, "size="+size); err != nil {
+		if err := unix.Mount("tmpfs", os.Getenv("RUNNER_TEST_DIR"), "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
 			fmt.Println("mount:", err)
 			os.Exit(1)
 		}

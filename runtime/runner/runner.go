@@ -18,6 +18,7 @@ import (
 
 	"github.com/graftland/graft/internal/dirlock"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/proc"
@@ -141,7 +142,7 @@ func (inst *instance) exitOf(gen int64) (runtime.Exit, bool) {
 const killWait = 10 * time.Second
 
 // Open opens the state dir dir for a new runner: it makes the directory,
-// takes its lock (a *HeldError if another runner holds it), reads the
+// checks that it and its subdirectories can be trusted, takes its lock (a *HeldError if another runner holds it), reads the
 // records of processes a previous runner left, and starts stopping those
 // that still run. Their instances refuse starts until they are gone.
 func Open(dir string, opt Options) (*Runner, error) {
@@ -165,8 +166,11 @@ func Open(dir string, opt Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("make the state dir: %w", err)
+	// A state dir another user may write, or made, is refused: they could
+	// make the runner write where they choose (a *safefs.UnsafeError
+	// names the path and the fix).
+	if err := safefs.Root(dir, 0o700); err != nil {
+		return nil, err
 	}
 	lock, err := dirlock.Lock(filepath.Join(dir, lockFile))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/safefs"
 )
 
 // The files of a state dir (docs/runner-api.md, "The state dir").
@@ -22,6 +23,10 @@ const (
 	generationsDir = "generations" // <escaped instance>: its last generation
 	recordsDir     = "records"     // <escaped instance>.json: its process that may run
 )
+
+// maxStateFile bounds a generation or a record file: the runner writes
+// far less; a larger file is not one of its own.
+const maxStateFile = 64 << 10
 
 // StateError is a write to the state dir that failed: nothing was started
 // and the generation it was for is never handed out.
@@ -81,8 +86,8 @@ type state struct {
 
 func openState(dir string) (*state, error) {
 	for _, d := range []string{generationsDir, recordsDir} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			return nil, fmt.Errorf("make the state dir: %w", err)
+		if err := safefs.Dir(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
 		}
 		removeTemporary(filepath.Join(dir, d))
 	}
@@ -203,7 +208,7 @@ func (s *state) handedOut(name string) (int64, error) {
 
 // readGeneration reads the last generation of name; 0 when it never ran.
 func (s *state) readGeneration(name string) (int64, error) {
-	b, err := os.ReadFile(s.generationPath(name))
+	b, err := safefs.ReadFile(s.generationPath(name), maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -234,7 +239,7 @@ func (s *state) writeRecord(rec record) error {
 // runner finds gone.
 func (s *state) removeRecord(name string, gen int64) error {
 	path := s.recordPath(name)
-	b, err := os.ReadFile(path)
+	b, err := safefs.ReadFile(path, maxStateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -262,7 +267,7 @@ func (s *state) records() (recs []record, bad []string, err error) {
 	}
 	for _, e := range ents {
 		path := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(path)
+		b, err := safefs.ReadFile(path, maxStateFile)
 		var rec record
 		if err == nil {
 			err = json.Unmarshal(b, &rec)
