@@ -155,12 +155,20 @@ func (c *Client) Restart(ctx context.Context, req ApplyRequest, on func(Message)
 // Down stops every plugin, consumers first, forgets the applied spec and
 // ends the host; it returns once the host has gone.
 func (c *Client) Down(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	pid := 0
+	if c.socket != "" {
+		// A host of this machine: Down returns once its process is gone,
+		// so that the state dir's lock is free for the next host.
+		if st, err := c.Status(ctx); err == nil && st.Host != nil {
+			pid = st.Host.PID
+		}
+	}
 	if err := c.stream(ctx, "/v1/down", req, on); err != nil {
 		return err
 	}
-	// The host closes its socket as it exits.
+	// The host closes its socket as it exits, then releases its lock.
 	for {
-		if err := c.Ping(ctx, time.Second); errors.Is(err, ErrNoHost) {
+		if err := c.Ping(ctx, time.Second); errors.Is(err, ErrNoHost) && (pid == 0 || gone(pid)) {
 			return nil
 		}
 		select {
