@@ -670,8 +670,8 @@ func TestFloatingSoak(t *testing.T) {
 					continue
 				}
 				r, err := h.relay()
-				if err != nil || r.Role != "leader" || h.isFrozen() {
-					continue
+				if err != nil || r.Role != "leader" || r.Generation == 0 || h.isFrozen() {
+					continue // generation 0: a leader whose relay is still starting
 				}
 				mu.Lock()
 				if claimed[r.Generation] == nil {

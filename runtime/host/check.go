@@ -1,6 +1,8 @@
 package host
 
 import (
+	"github.com/graftland/graft/spec"
+
 	"errors"
 	"fmt"
 	"math"
@@ -55,8 +57,8 @@ func checkRestart(req *ApplyRequest) error {
 // checkNames checks the plugins a request names to restart.
 func checkNames(names []string) error {
 	for _, name := range names {
-		if !pluginName(name) {
-			return fmt.Errorf("restart %q: not a plugin's name: %s", name, nameRule)
+		if !spec.ValidName(name) {
+			return fmt.Errorf("restart %q: not a plugin's name: a plugin's name has %s", name, spec.NameRule)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -159,8 +160,8 @@ func (c *Client) Down(ctx context.Context, req ApplyRequest, on func(Message)) e
 	if c.socket != "" {
 		// A host of this machine: Down returns once its process is gone,
 		// so that the state dir's lock is free for the next host.
-		if st, err := c.Status(ctx); err == nil && st.Host != nil {
-			pid = st.Host.PID
+		if st, err := c.Status(ctx); err == nil && st.Host != nil && st.Host.PID != os.Getpid() {
+			pid = st.Host.PID // a host in this process (a Go program's) ends with it
 		}
 	}
 	if err := c.stream(ctx, "/v1/down", req, on); err != nil {

@@ -27,8 +27,8 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	}
 	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if !pluginName(seg[2]) {
-				writeError(w, http.StatusBadRequest, ErrorBody{Error: fmt.Sprintf("%q is not a plugin's name: %s", seg[2], nameRule)})
+			if err := checkName(seg[2]); err != nil {
+				writeError(w, statusFor(err), errorBody(err))
 				return
 			}
 			r.SetPathValue("plugin", seg[2])
@@ -69,24 +69,4 @@ func segments(escaped string) ([]string, error) {
 		parts[i] = u
 	}
 	return parts, nil
-}
-
-// nameRule is spec's rule for plugins' names.
-const nameRule = "want lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 63 characters"
-
-// pluginName reports whether s follows nameRule.
-func pluginName(s string) bool {
-	if s == "" || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '-' || c == '_') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
