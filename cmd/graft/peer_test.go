@@ -192,3 +192,72 @@ func procUID(t *testing.T, pid int) string {
 	t.Fatalf("no Uid in /proc/%d/status", pid)
 	return ""
 }
+
+// TestAnotherUserGetsNoWayIn: another local user (nobody, running graft)
+// reaches a host neither through its TCP listener, loopback though it is,
+// without the token, nor through its unix socket: nothing of what it asks
+// happens, and the plugin runs on.
+func TestAnotherUserGetsNoWayIn(t *testing.T) {
+	asnobody.Need(t)
+	theirs := asnobody.Dir(t)
+	prog := asnobody.Program(t, theirs, "graft")
+	wrong := filepath.Join(theirs, "token")
+	require.NoError(t, os.WriteFile(wrong, []byte("guessed\n"), 0o644))
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  api: {command: [plug, serve, api]}\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600))
+	addr := freeAddr(t)
+	hostCmd := exec.Command("graft", "host", "--listen", "tcp://"+addr, "--token-file", filepath.Join(dir, "token"))
+	hostCmd.Dir = dir
+	hostCmd.Env = append(os.Environ(), "NO_COLOR=1", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+dir)
+	require.NoError(t, hostCmd.Start())
+	exited := make(chan struct{})
+	go func() { hostCmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		hostCmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			hostCmd.Process.Kill()
+			<-exited
+		}
+	})
+	state := filepath.Join(dir, ".graft")
+	waitUntil(t, 15*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, "the host listens on TCP")
+	out, err := graftAs(t, dir, nil, "apply")
+	require.NoError(t, err, out)
+
+	for _, args := range [][]string{
+		{"--host", "tcp://" + addr, "--token-file", wrong, "down"},
+		{"--state-dir", state, "down"},
+		{"--state-dir", state, "status"},
+	} {
+		cmd := asnobody.Command(prog, args...)
+		cmd.Dir = theirs
+		cmd.Env = append(os.Environ(), "NO_COLOR=1", "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "graft %v as nobody: %s", args, out)
+		t.Logf("graft %v as nobody: %s", args, strings.TrimSpace(string(out)))
+		if args[0] == "--host" {
+			assert.Contains(t, string(out), "bad or missing token")
+		} else {
+			assert.Contains(t, string(out), "permission denied")
+		}
+	}
+	c, err := host.NewClient(state)
+	require.NoError(t, err)
+	defer c.Close()
+	st, err := c.Status(context.Background())
+	require.NoError(t, err)
+	require.Len(t, st.Plugins, 1)
+	assert.Equal(t, "running", string(st.Plugins[0].Status), "nothing nobody asked for happened")
+	out, err = graftAs(t, dir, nil, "down")
+	require.NoError(t, err, out)
+}
