@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime/elect"
-	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/host"
 )
 
 var (

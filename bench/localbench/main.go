@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/spec"
 )
 
@@ -61,7 +61,7 @@ func main() {
 const restarts = 10
 
 // pause is longer than the window in which graft's process table is kept
-// up to date without a whole read (see runtime/proc).
+// up to date without a whole read (see internal/proc).
 const pause = 150 * time.Millisecond
 
 // graftRound starts n sleeps on a local placement one after another, as
@@ -70,15 +70,15 @@ const pause = 150 * time.Millisecond
 func graftRound(sleep string, n int) [4][]time.Duration {
 	l := local.New(local.Options{})
 	out := discard{}
-	req := func(i int) runtime.Request {
-		return runtime.Request{
+	req := func(i int) placement.Request {
+		return placement.Request{
 			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
 			Dir:    os.TempDir(), Output: out,
 		}
 	}
 	var d [4][]time.Duration
 	began := time.Now()
-	hs := make([]runtime.Handle, n)
+	hs := make([]placement.Handle, n)
 	for i := range hs {
 		h, err := l.Start(context.Background(), req(i))
 		if err != nil {

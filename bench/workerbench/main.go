@@ -20,9 +20,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/runtime/local"
-	"github.com/graftland/graft/runtime/worker"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/placement/worker"
 	"github.com/graftland/graft/spec"
 )
 
@@ -72,20 +72,20 @@ func main() {
 }
 
 func warm(w *worker.Worker, module string) {
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: &spec.Plugin{Name: "warm", Run: spec.Worker, Module: module, Args: []string{"-every", "1h"}}, Output: discard{}})
+	h, err := w.Start(context.Background(), placement.Request{Plugin: &spec.Plugin{Name: "warm", Run: spec.Worker, Module: module, Args: []string{"-every", "1h"}}, Output: discard{}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	h.Stop(context.Background())
 }
 
-func measure(name string, p runtime.Placement, n int, plugin func(int) *spec.Plugin) {
+func measure(name string, p placement.Placement, n int, plugin func(int) *spec.Plugin) {
 	goruntime.GC()
 	before := rss()
 	began := time.Now()
-	hs := make([]runtime.Handle, n)
+	hs := make([]placement.Handle, n)
 	for i := range hs {
-		h, err := p.Start(context.Background(), runtime.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: discard{}})
+		h, err := p.Start(context.Background(), placement.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: discard{}})
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
 

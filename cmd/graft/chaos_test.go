@@ -17,8 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // TestChaos kills the host with SIGKILL at random moments while it applies

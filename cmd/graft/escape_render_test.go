@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // raw matches what a terminal acts on: C0 (but newlines), DEL, C1 and the
@@ -73,7 +73,7 @@ func TestProgressEscaped(t *testing.T) {
 	step := plan.Step{ID: "stop:db", Op: plan.OpStop, Plugin: "db" + title}
 	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began}})
 	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded,
-		Result: apply.Result{Outcome: runtime.Killed, Cleanup: &runtime.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
+		Result: apply.Result{Outcome: placement.Killed, Cleanup: &placement.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
 	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Failed, Error: "start db: " + title + "\n  tail"}})
 	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Skipped, Error: "skipped: " + title}})
 	p.Close()

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // applyas HOLDER FILE begins an apply of FILE on the host of $WORK/.graft

@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/elect"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // The floating tests run several real `graft host` processes on this

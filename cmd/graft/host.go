@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime/elect"
-	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/host"
 )
 
 // HostCmd is `graft host`: the daemon, in the foreground.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/host"
 )
 
 // stateDir is --state-dir, else .graft beside the plugins file.

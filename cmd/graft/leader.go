@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/termtext"
-	"github.com/graftland/graft/runtime/elect"
-	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
 

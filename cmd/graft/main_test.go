@@ -22,7 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
-	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/host"
 )
 
 var update = flag.Bool("update", false, "rewrite the cmp files of testdata/script")

@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/asnobody"
-	"github.com/graftland/graft/runtime/host"
-	"github.com/graftland/graft/runtime/runner"
+	"github.com/graftland/graft/runner"
 )
 
 // nobodysRunner runs graft runner as nobody (a copy of this test binary

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // progress prints an apply's stream: the plan, then a line as each step

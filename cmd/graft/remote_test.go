@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/faultproxy"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 )
 
 // These tests run a real `graft runner` and a real `graft host` as

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/graftland/graft/runtime/host"
+	"github.com/graftland/graft/host"
 )
 
 // RestartCmd is `graft restart PLUGIN...`.

@@ -12,10 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/runtime/host"
-	"github.com/graftland/graft/runtime/proc"
-	"github.com/graftland/graft/runtime/runner"
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/runner"
 	"github.com/graftland/graft/spec"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/testprog"
-	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
 

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime/host"
 	"github.com/graftland/graft/spec"
 )
 

@@ -5,7 +5,7 @@
 //
 // Its small job: every -every it hashes the next block of a counter and
 // writes the running digest to -out (a file in a writable mount), so its
-// consumer can read it. It reads who it is with runtime/instance, and
+// consumer can read it. It reads who it is with instance, and
 // stops when its stdin ends, which is how graft asks a worker to stop.
 package main
 
@@ -19,7 +19,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/instance"
 )
 
 func main() {

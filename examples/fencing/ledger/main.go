@@ -1,6 +1,6 @@
 // Command ledger is the external system of graft's fencing example: an
 // HTTP service that accepts a write only if its generation is at least the
-// highest it has seen for the write's key (runtime/fence), so a slow old
+// highest it has seen for the write's key (fence), so a slow old
 // copy of a plugin cannot overwrite what its replacement wrote.
 //
 //	POST /write   {"key": "orders", "owner": "fencing.writer", "generation": 3, "value": "n=5"}
@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime/fence"
+	"github.com/graftland/graft/fence"
 )
 
 // write is one write, as posted and as listed.

@@ -1,6 +1,6 @@
 // Command writer is the plugin of graft's fencing example: every -every it
 // posts a write to the ledger at $LEDGER_ADDR (default 127.0.0.1:7390),
-// signed with the identity graft gave it (runtime/instance): its instance
+// signed with the identity graft gave it (instance): its instance
 // ID as owner and its generation. Once a newer generation has written, the
 // ledger rejects this one's writes; the writer says so and keeps trying,
 // since showing that rejection is the point of the example. It stops on
@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/instance"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/instance"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command writer claims its identity in a ledger, as the seed's "writer"
-// plugin does: it reads who it is with runtime/instance and appends
+// plugin does: it reads who it is with instance and appends
 // "owner=ID generation=N" to the ledger file, then runs until SIGTERM.
 // Started by graft it is a fresh UUID and generation 1 locally, or its
 // instance name and a growing generation through a runner; started by
@@ -7,7 +7,7 @@
 //
 // An external system that keeps the highest generation it has seen, and
 // refuses claims from lower ones, fences off a slow old copy (see
-// runtime/fence).
+// fence).
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/graftland/graft/runtime/instance"
+	"github.com/graftland/graft/instance"
 )
 
 func main() {

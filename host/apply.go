@@ -1,0 +1,406 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
+)
+
+// LockedError is a refused apply: another holds the apply lock.
+type LockedError struct {
+	Holder string    `json:"holder"`
+	Since  time.Time `json:"since"`
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("another apply is under way: %s, since %s (%s ago)",
+		e.Holder, e.Since.Format("15:04:05"), time.Since(e.Since).Round(time.Second))
+}
+
+// Hint tells the operator what to do about it.
+func (e *LockedError) Hint() string { return "wait for it, or pass --lock-timeout to wait here" }
+
+// StaleError is a saved plan made against a state that has changed.
+type StaleError struct {
+	Reason string `json:"reason"`
+}
+
+func (e *StaleError) Error() string { return "stale plan: " + e.Reason }
+
+// Hint tells the operator what to do about it.
+func (e *StaleError) Hint() string { return "make a new plan with graft plan --out" }
+
+// Apply brings about the spec of req and returns the plan it carried out.
+// events, when set, receives the plan and every step's progress. Applies
+// run one at a time: while one is under way another fails with a
+// *LockedError, or waits up to req.LockWait. Cancelling ctx begins no
+// further step; the steps under way finish (see apply.Run).
+func (h *Host) Apply(ctx context.Context, req ApplyRequest, events func(Message)) (*plan.Plan, error) {
+	return h.apply(ctx, req, events, true)
+}
+
+// apply is Apply; save records the spec as the last applied one (the
+// host's own shutdown does not).
+func (h *Host) apply(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
+	if err := h.lockApply(ctx, req); err != nil {
+		return nil, err
+	}
+	defer h.unlockApply()
+	return h.applyLocked(ctx, req, events, save)
+}
+
+// applyLocked is apply, with the apply lock held.
+func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
+	if events == nil {
+		events = func(Message) {}
+	}
+
+	desired, err := h.desired(req.Source)
+	if err != nil {
+		return nil, err
+	}
+	running := h.State()
+	p, err := h.plan(req, desired, running)
+	if err != nil {
+		return nil, err
+	}
+	if save {
+		src := req.Source
+		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
+		a := &applied{Source: src, Digest: desired.Digest(), At: time.Now()}
+		if err := h.recordApplied(a); err != nil {
+			return nil, fmt.Errorf("record the applied spec: %w", err)
+		}
+	}
+	events(Message{Type: MsgPlan, Plan: p})
+	h.refreshRemotes(desired)
+	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
+		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
+	err = apply.Run(ctx, p, executor{h: h, desired: desired}, apply.Options{
+		Parallelism: req.Parallelism,
+		Events: func(e apply.Event) {
+			h.logEvent(e)
+			events(Message{Type: MsgEvent, Event: &e})
+		},
+	})
+	h.closeUnusedLogs()
+	h.pruneRemotes()
+	h.pruneLastStops()
+	return p, err
+}
+
+// lockApply takes the apply lock, waiting as req allows, or for the
+// host's own start-up apply, which any apply waits for.
+func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
+	select {
+	case h.applying <- struct{}{}:
+		h.setHolder(req.Holder)
+		return nil
+	default:
+	}
+	h.mu.Lock()
+	held := h.holder
+	h.mu.Unlock()
+	wait := time.Duration(req.LockWait) * time.Millisecond
+	if held.who == startupHolder {
+		wait = 24 * time.Hour // part of starting the host: wait for it
+	}
+	if wait <= 0 {
+		return &LockedError{Holder: held.who, Since: held.since}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case h.applying <- struct{}{}:
+		h.setHolder(req.Holder)
+		return nil
+	case <-timer.C:
+		return &LockedError{Holder: held.who, Since: held.since}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Host) setHolder(who string) {
+	if who == "" {
+		who = "an unnamed client"
+	}
+	h.mu.Lock()
+	h.holder = holder{who: who, since: time.Now()}
+	h.mu.Unlock()
+}
+
+func (h *Host) unlockApply() {
+	h.mu.Lock()
+	h.holder = holder{}
+	h.mu.Unlock()
+	<-h.applying
+}
+
+// desired parses the spec to bring about, its digests keyed with the
+// host's key; no source is the empty spec, of the last applied spec's
+// project.
+func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
+	s, err := h.parseDesired(src)
+	if err != nil {
+		return nil, err
+	}
+	return s.WithKey(h.key), nil
+}
+
+func (h *Host) parseDesired(src plan.Source) (*spec.Spec, error) {
+	if src.YAML != "" {
+		return src.Spec()
+	}
+	empty := "plugins: {}\n"
+	h.mu.Lock()
+	if h.spec != nil {
+		if s, err := h.spec.Source.Spec(); err == nil {
+			empty = "name: " + s.Name + "\n" + empty
+		}
+	}
+	h.mu.Unlock()
+	return spec.ParseIn(filepath.Join(h.dir, "nothing"), h.dir, []byte(empty))
+}
+
+// plan is the plan of an apply: a saved one, checked against what runs
+// and against the plan its spec and that state give (plan.Plan.Check), or
+// a fresh diff.
+func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
+	if req.Plan == nil {
+		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
+		if err == nil && req.Source.YAML == "" {
+			for i := range p.Changes {
+				p.Changes[i].Reason = "everything stops: " + req.Holder
+			}
+		}
+		return p, err
+	}
+	keyed, err := h.savedSpec(req.Plan, req.Source, desired)
+	if err != nil {
+		return nil, err
+	}
+	if req.Plan.State != running.Digest() {
+		return nil, &StaleError{Reason: "the running state changed since the plan was made"}
+	}
+	if req.Plan.Desired != keyed.Digest() {
+		return nil, &StaleError{Reason: "the plan's spec is not the one it was made from"}
+	}
+	// The digests tie the plan to this spec and state; its steps must be
+	// the ones they give, checked before anything runs.
+	if err := req.Plan.Check(keyed, running); err != nil {
+		return nil, err
+	}
+	return req.Plan, nil
+}
+
+func (h *Host) logEvent(e apply.Event) {
+	attrs := []any{"step", e.Step.ID}
+	switch e.Phase {
+	case apply.Began:
+		h.log.Info("step began", attrs...)
+	case apply.Succeeded:
+		if c := e.Result.Cleanup; c != nil {
+			h.log.Warn("step done, forced", append(attrs, "outcome", e.Result.Outcome, "took", e.Took, "cause", c.Causes.Error())...)
+			return
+		}
+		if e.Step.Op == plan.OpStop {
+			attrs = append(attrs, "outcome", e.Result.Outcome)
+		} else {
+			attrs = append(attrs, "instance", e.Result.Identity.ID, "generation", e.Result.Identity.Generation, "pid", e.Result.PID)
+		}
+		h.log.Info("step done", append(attrs, "took", e.Took)...)
+	default:
+		h.log.Warn("step "+string(e.Phase), append(attrs, "err", e.Error)...)
+	}
+}
+
+// executor carries out an apply's steps on the host's plugins.
+type executor struct {
+	h       *Host
+	desired *spec.Spec
+}
+
+// Stop stops the plugin and forgets it, once its end is confirmed. A stop
+// that had to force the plugin still succeeds (apply.Run reports its
+// *placement.CleanupError as a warning); an unconfirmed one keeps the entry,
+// status unconfirmed ("may still be running"): the next apply stops it
+// again, and its runner refuses a replacement until it confirms.
+func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
+	e := x.h.entry(name)
+	if e == nil {
+		return apply.Result{Outcome: placement.Exited}, nil
+	}
+	outcome, err := x.h.stop(ctx, name, e)
+	return apply.Result{Outcome: outcome}, err
+}
+
+// stop stops e, name's entry, records how the stop ended, and forgets e
+// unless its end is unconfirmed.
+func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outcome, error) {
+	outcome, err := e.unit.Stop(ctx)
+	last := &plan.LastStop{Outcome: string(outcome), At: time.Now()}
+	for _, c := range unwrapAll(err) {
+		last.Causes = append(last.Causes, plan.StopCause{Kind: placement.CauseKind(c), Message: c.Error()})
+	}
+	h.mu.Lock()
+	h.lastStops[name] = last
+	if outcome != placement.Unconfirmed && h.plugins[name] == e {
+		delete(h.plugins, name)
+	}
+	h.mu.Unlock()
+	return outcome, err
+}
+
+// Start starts the plugin as the desired spec says. A failed plugin of
+// the same name (perhaps retrying) is stopped first.
+func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
+	p := x.desired.Plugins[name]
+	if p == nil { // plan.Plan.Check refuses such a plan; never crash on one
+		return apply.Result{}, fmt.Errorf("start %s: not in the spec being applied", name)
+	}
+	if old := x.h.entry(name); old != nil {
+		// A failed plugin, perhaps retrying, or one whose stop was not
+		// confirmed: nothing new starts beside it until its end is.
+		if outcome, err := x.h.stop(ctx, name, old); outcome == placement.Unconfirmed {
+			return apply.Result{}, err
+		}
+	}
+	out, err := x.h.logOf(name)
+	if err != nil {
+		return apply.Result{}, err
+	}
+	pl, err := x.h.placement(x.desired, p)
+	if err != nil {
+		return apply.Result{}, err
+	}
+	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}
+	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
+	// The addresses of floating providers are read and the entry recorded
+	// under one lock, so a leader change either shows in the environment or
+	// finds the entry to restart (leaderChanged).
+	x.h.mu.Lock()
+	req.Env = x.h.providerEnv(x.desired, p)
+	if p.Run == spec.Floating {
+		e.unit = newFloater(x.h, req)
+	} else {
+		e.unit = placement.NewSupervisor(pl, req)
+	}
+	e.env = req.Env
+	x.h.plugins[name] = e
+	x.h.mu.Unlock()
+	err = e.unit.Start(ctx)
+	st := e.unit.State()
+	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+}
+
+// pruneLastStops forgets how plugins the host no longer tracks stopped.
+func (h *Host) pruneLastStops() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name := range h.lastStops {
+		if h.plugins[name] == nil {
+			delete(h.lastStops, name)
+		}
+	}
+}
+
+// placement is where plugin p of desired runs.
+func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
+	switch p.Run {
+	case spec.Local, spec.Floating: // a floating plugin's leader runs it as a local process
+		return h.locals, nil
+	case spec.Worker:
+		return h.workers, nil
+	case spec.Remote:
+		return h.remotePlacement(desired, p)
+	}
+	return nil, fmt.Errorf("placement %q is not supported yet", p.Run)
+}
+
+// entry is one plugin the host runs or tracks.
+type entry struct {
+	record    plan.Record // what its spec decides (plan.Applied)
+	unit      unit
+	placement placement.Placement // where it runs
+	env       map[string]string   // what the host added to its environment
+}
+
+// unit keeps one plugin running: a placement.Supervisor, or a floater that
+// runs it only while this host leads its election.
+type unit interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) (placement.Outcome, error)
+	State() placement.State
+}
+
+func (h *Host) entry(name string) *entry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.plugins[name]
+}
+
+// State is what runs, as plan.Diff and graft status read it.
+func (h *Host) State() *plan.State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := &plan.State{
+		Host: &plan.Host{
+			PID:      os.Getpid(),
+			Version:  h.opt.Version,
+			StateDir: h.dir,
+			Since:    h.started,
+			Applying: h.holder.who,
+		},
+		Plugins: []plan.Record{},
+	}
+	if h.spec != nil {
+		st.Host.Spec = h.spec.Digest
+		if s, err := h.spec.Source.Spec(); err == nil {
+			st.Host.Project = s.Name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
+		e := h.plugins[name]
+		r := e.record
+		s := e.unit.State()
+		r.Status = statusOf(s.Status)
+		if f, ok := e.unit.(*floater); ok {
+			r.Role, r.Address = f.role()
+		}
+		r.Instance = s.Identity.ID
+		r.Generation = s.Identity.Generation
+		r.PID = s.PID
+		r.Since = s.Since
+		r.Restarts = s.Restarts
+		r.LastError = s.LastError
+		r.LastStop = h.lastStops[name]
+		st.Plugins = append(st.Plugins, r)
+	}
+	return st
+}
+
+func statusOf(s placement.Status) plan.Status {
+	switch s {
+	case placement.Starting:
+		return plan.Starting
+	case placement.Running:
+		return plan.Running
+	case placement.Failed:
+		return plan.Failed
+	case placement.Standby:
+		return plan.Standby
+	case placement.StopUnconfirmed:
+		return plan.Unconfirmed
+	}
+	return plan.Stopping // stopping, or stopped and about to be forgotten
+}

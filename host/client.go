@@ -1,0 +1,297 @@
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/plan"
+)
+
+// ErrNoHost is returned when no host answers on the state dir's socket.
+var ErrNoHost = errors.New("no host is running")
+
+// Client talks to the host of a state dir, or to a host over TCP.
+type Client struct {
+	dir    string
+	socket string // the unix socket; "" for TCP
+	base   string // http://graft, or http://HOST:PORT
+	token  string // sent as a bearer token, over TCP
+	http   *http.Client
+}
+
+// NewTCPClient returns a client of the host listening at addr
+// (tcp://HOST:PORT), sending token with every request.
+func NewTCPClient(addr, token string) (*Client, error) {
+	hostport, ok := strings.CutPrefix(addr, "tcp://")
+	if !ok {
+		return nil, fmt.Errorf("host %q: want tcp://HOST:PORT", addr)
+	}
+	return &Client{
+		base:  "http://" + hostport,
+		token: token,
+		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+	}, nil
+}
+
+// NewClient returns a client of the host of state dir dir. It connects on
+// each call; a host that is not running is ErrNoHost. It sends nothing
+// through a socket whose listener runs as another user: that is a
+// *privsock.PeerError.
+func NewClient(dir string) (*Client, error) {
+	socket, err := socketOf(dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{dir: dir, socket: socket, base: "http://graft"}
+	c.http = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return privsock.Dial(ctx, c.socket)
+		},
+		DisableKeepAlives: true,
+	}}
+	return c, nil
+}
+
+// socketOf finds the socket of the host of dir: the one its host recorded,
+// else where SocketPath says.
+func socketOf(dir string) (string, error) {
+	if b, err := safefs.ReadFile(filepath.Join(dir, socketLink), 4096); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	return SocketPath(dir)
+}
+
+// Close releases the client's connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Ping reports whether a host answers, within timeout.
+func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := c.Status(ctx)
+	return err
+}
+
+// Status returns what runs.
+func (c *Client) Status(ctx context.Context) (*plan.State, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var st plan.State
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	return &st, nil
+}
+
+// Leader returns floating plugin's lease, as the host sees it.
+func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/leader/"+url.PathEscape(plugin), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var info LeaderInfo
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&info); err != nil {
+		return nil, fmt.Errorf("read leader: %w", err)
+	}
+	return &info, nil
+}
+
+// ApplyError is an apply that ran and had failures: its steps' errors,
+// each with the type the host gave it (an *apply.StepError around a
+// *placement.CleanupError or a *placement.StartError, apply.ErrCancelled), so
+// that errors.As and errors.Is find them through it.
+type ApplyError struct{ Errors []error }
+
+func (e *ApplyError) Error() string {
+	if len(e.Errors) == 1 {
+		return e.Errors[0].Error()
+	}
+	msgs := make([]string, len(e.Errors))
+	for i, err := range e.Errors {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%d errors:\n  %s", len(e.Errors), strings.Join(msgs, "\n  "))
+}
+
+// Unwrap returns the failures, so errors.As and errors.Is look into each.
+func (e *ApplyError) Unwrap() []error { return e.Errors }
+
+// Apply asks the host to apply req, calling on for each message as it
+// comes. When the host refuses before it begins, it returns a
+// *LockedError (another apply holds the lock), a *StaleError (a saved plan
+// that no longer matches), spec problems, or another error of the host;
+// when steps failed, an *ApplyError that holds each failure with its type.
+// A forced stop whose end was confirmed is no failure: its step's event
+// carries the *placement.CleanupError (apply.Result.Cleanup).
+func (c *Client) Apply(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	return c.stream(ctx, "/v1/apply", req, on)
+}
+
+// Restart replaces plugins of the last applied spec, and restarts their
+// consumers.
+func (c *Client) Restart(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	return c.stream(ctx, "/v1/restart", req, on)
+}
+
+// Down stops every plugin, consumers first, forgets the applied spec and
+// ends the host; it returns once the host has gone.
+func (c *Client) Down(ctx context.Context, req ApplyRequest, on func(Message)) error {
+	pid := 0
+	if c.socket != "" {
+		// A host of this machine: Down returns once its process is gone,
+		// so that the state dir's lock is free for the next host.
+		if st, err := c.Status(ctx); err == nil && st.Host != nil && st.Host.PID != os.Getpid() {
+			pid = st.Host.PID // a host in this process (a Go program's) ends with it
+		}
+	}
+	if err := c.stream(ctx, "/v1/down", req, on); err != nil {
+		return err
+	}
+	// The host closes its socket as it exits, then releases its lock.
+	for {
+		if err := c.Ping(ctx, time.Second); errors.Is(err, ErrNoHost) && (pid == 0 || gone(pid)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on func(Message)) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	resp, err := c.do(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), maxBody)
+	for sc.Scan() {
+		var m Message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return fmt.Errorf("read the host's answer: %w", err)
+		}
+		if on != nil {
+			on(m)
+		}
+		if m.Type == MsgDone {
+			return m.err()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read the host's answer: %w", err)
+	}
+	return errors.New("the host ended the apply without saying how it went: see its log, " + filepath.Join(c.dir, HostLog) + ", or graft status")
+}
+
+// Logs writes the last n lines of plugin's log to w and, with follow,
+// every later line until ctx ends.
+func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w io.Writer) error {
+	q := url.Values{"n": {strconv.Itoa(n)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/v1/logs/"+url.PathEscape(plugin)+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	if ctx.Err() != nil {
+		return nil // the follower was stopped, as asked
+	}
+	return err
+}
+
+// do sends a request and turns error answers into errors.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var peer *privsock.PeerError
+		switch {
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+			return nil, ErrNoHost
+		case errors.As(err, &peer):
+			return nil, peer // it names the socket
+		}
+		return nil, fmt.Errorf("talk to the host at %s: %w", c.where(), err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, ErrUnauthorized
+	}
+	defer resp.Body.Close()
+	var eb ErrorBody
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&eb); err != nil {
+		return nil, fmt.Errorf("the host answered %s", resp.Status)
+	}
+	return nil, eb.Err()
+}
+
+// limitAnswer bounds what is read of an answer that is one JSON value.
+func limitAnswer(r io.Reader) io.Reader { return io.LimitReader(r, maxBody) }
+
+// where names the host the client talks to.
+func (c *Client) where() string {
+	if c.socket != "" {
+		return c.socket
+	}
+	return c.base
+}
+
+// err is the error a MsgDone reports: nil, or an *ApplyError.
+func (m Message) err() error {
+	var errs []error
+	for _, f := range m.Failures {
+		errs = append(errs, f.Err())
+	}
+	if len(errs) == 0 {
+		// A host that sends only the text of its errors.
+		for _, e := range m.Errors {
+			errs = append(errs, errors.New(e))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ApplyError{Errors: errs}
+}

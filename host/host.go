@@ -1,0 +1,316 @@
+// Package host is the daemon that owns one project's plugins: it keeps
+// their desired spec and running state, carries out applies one at a
+// time, and serves the CLI over a unix socket in its state dir.
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/output"
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/placement/worker"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
+)
+
+// Options configures a Host.
+type Options struct {
+	// Version is reported in the status.
+	Version string
+	// Timing is the local placement's stop windows; zero: the seed's.
+	Timing placement.Timing
+	// Logger receives the host's own log; nil: slog's default.
+	Logger *slog.Logger
+	// TCP, when its Addr is set, is a second listener for remote clients.
+	TCP TCP
+	// Limits bound the connections of each listener; zero: the defaults.
+	Limits guard.Limits
+	// HostID names the host in elections; default: the hostname and an id
+	// kept in the state dir, so two hosts of one machine differ.
+	HostID string
+	// Clock is the elections' clock; nil is real time.
+	Clock elect.Clock
+	// NoNamespace runs local plugins without PID namespaces of their own,
+	// even where they can have them (see docs/stopping.md).
+	NoNamespace bool
+}
+
+// Host owns the plugins of one state dir. Open it, Run it, and it stops
+// every plugin in order when Run returns.
+type Host struct {
+	dir     string
+	opt     Options
+	log     *slog.Logger
+	lock    *os.File
+	reaper  *proc.Reaper
+	local   *local.Local
+	locals  placement.Placement // local, recording the instances it starts
+	workers *worker.Worker
+	remotes remotes
+	hostID  string
+	clock   elect.Clock
+	key     spec.DigestKey // keys the digests of env values (digest.key)
+
+	background tasks // restarts of consumers when a leader moves
+	started    time.Time
+
+	mu      sync.Mutex
+	plugins map[string]*entry
+	logs    map[string]*output.Log // by plugin; kept across its restarts
+	spec    *applied               // the last applied spec; nil before the first apply
+	specErr error                  // a *KeptSpecError: the last applied spec cannot be read
+	// lastStops is how each plugin's last stop ended, for its status.
+	lastStops map[string]*plan.LastStop
+
+	applying chan struct{} // a token: held by the apply under way
+	holder   holder        // who holds it, while one does
+
+	down     chan struct{} // closed when graft down asks the host to end
+	downOnce sync.Once
+}
+
+// holder is who holds the apply lock.
+type holder struct {
+	who   string
+	since time.Time
+}
+
+// Open takes the state dir dir for a new host: it makes the directory,
+// checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
+// names what cannot, and the fix), takes its lock (failing with a
+// *HeldError if another host holds it), and makes this process a child
+// subreaper, so that nothing a plugin forks escapes. Open writes nothing
+// that is already there: a host starts on a full disk.
+func Open(dir string, opt Options) (*Host, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStateDir(dir); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	reaper, err := proc.StartReaper()
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	workers, err := worker.New(worker.Options{Timing: opt.Timing, CacheDir: filepath.Join(dir, wasmCacheDir)})
+	if err != nil {
+		reaper.Stop()
+		lock.Close()
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &Host{
+		dir:       dir,
+		opt:       opt,
+		log:       log,
+		lock:      lock,
+		reaper:    reaper,
+		local:     local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace}),
+		workers:   workers,
+		started:   time.Now(),
+		plugins:   map[string]*entry{},
+		logs:      map[string]*output.Log{},
+		lastStops: map[string]*plan.LastStop{},
+		applying:  make(chan struct{}, 1),
+		down:      make(chan struct{}),
+	}
+	h.locals = recording{Placement: h.local, dir: filepath.Join(dir, instancesDir)}
+	if h.key, err = openDigestKey(dir); err != nil {
+		h.close()
+		return nil, err
+	}
+	// A last applied spec that cannot be read does not keep the host from
+	// starting: it runs nothing, graft status answers, and graft down
+	// removes the file.
+	h.spec, h.specErr = loadApplied(dir)
+	h.clock = opt.Clock
+	if h.hostID = opt.HostID; h.hostID == "" {
+		if h.hostID, err = defaultHostID(dir); err != nil {
+			h.close()
+			return nil, err
+		}
+	}
+	if err := h.cleanCache(); err != nil {
+		h.close()
+		return nil, err
+	}
+	h.cleanLeftovers()
+	h.local.LogIsolation(log, "the host")
+	return h, nil
+}
+
+// Dir is the host's state dir.
+func (h *Host) Dir() string { return h.dir }
+
+// close releases what Open took.
+func (h *Host) close() {
+	if err := h.closeRemotes(); err != nil {
+		h.log.Error("stop remote plugins", "err", err)
+	}
+	if err := h.local.Close(); err != nil {
+		h.log.Error("stop plugins", "err", err)
+	}
+	if err := h.workers.Close(); err != nil {
+		h.log.Error("stop workers", "err", err)
+	}
+	h.mu.Lock()
+	for _, l := range h.logs {
+		l.Close()
+	}
+	h.mu.Unlock()
+	h.reaper.Stop()
+	h.lock.Close()
+}
+
+// Reapply brings about the last applied spec, as a host does when it
+// starts: a host restarted by systemd, or after a crash, brings its
+// plugins back.
+func (h *Host) Reapply(ctx context.Context) error { return h.BeginReapply()(ctx) }
+
+// BeginReapply takes the apply lock for Reapply now, so that no apply
+// gets ahead of it (those that come meanwhile wait for it), and returns
+// the apply to run, which releases the lock when it ends. A host calls it
+// before it listens. Running it with a ctx already ended applies nothing
+// and only releases the lock: a host that failed to start.
+func (h *Host) BeginReapply() func(ctx context.Context) error {
+	h.mu.Lock()
+	a, aerr := h.spec, h.specErr
+	h.mu.Unlock()
+	if a == nil {
+		return func(context.Context) error { return aerr }
+	}
+	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
+	locked := h.lockApply(context.Background(), req) == nil
+	return func(ctx context.Context) error {
+		if !locked {
+			if err := h.lockApply(ctx, req); err != nil {
+				return err
+			}
+		}
+		defer h.unlockApply()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
+		_, err := h.applyLocked(ctx, req, nil, true)
+		return err
+	}
+}
+
+// startupHolder holds the apply lock while a host brings back its last
+// applied spec; applies that find it wait.
+const startupHolder = "the host's start-up"
+
+// StopAll stops every plugin in order, consumers first, as an apply of an
+// empty spec, and keeps the last applied spec: the host's own shutdown.
+func (h *Host) StopAll(ctx context.Context) error {
+	_, err := h.apply(ctx, ApplyRequest{Holder: "the host's shutdown"}, nil, false)
+	return err
+}
+
+// NothingAppliedError is a restart asked of a host that has applied
+// nothing yet.
+type NothingAppliedError struct{}
+
+func (*NothingAppliedError) Error() string { return "nothing was applied on this host yet" }
+
+// Restart replaces req.Restart's plugins of the last applied spec, and
+// restarts their consumers, planned as any apply.
+func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Message)) error {
+	h.mu.Lock()
+	a, aerr := h.spec, h.specErr
+	h.mu.Unlock()
+	if aerr != nil {
+		return aerr
+	}
+	if a == nil {
+		return &NothingAppliedError{}
+	}
+	if s, err := a.Source.Spec(); err == nil {
+		for _, name := range req.Restart {
+			if s.Plugins[name] == nil {
+				return &NotFoundError{What: fmt.Sprintf("restart %s: no such plugin in %s", name, a.Source.File)}
+			}
+		}
+	}
+	req.Source, req.Plan = a.Source, nil
+	_, err := h.Apply(ctx, req, events)
+	return err
+}
+
+// Down stops every plugin, consumers first, whatever becomes of ctx, then
+// forgets the applied spec and ends the host (Serve returns).
+func (h *Host) Down(ctx context.Context, req ApplyRequest, events func(Message)) error {
+	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
+	if err == nil {
+		err = h.forgetApplied()
+	}
+	h.downOnce.Do(func() { close(h.down) })
+	return err
+}
+
+// Shutdown stops every plugin in order and releases the state dir. Work
+// under way in the background is cancelled first, and no more begins.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.background.Close()
+	err := h.StopAll(ctx)
+	h.close()
+	return err
+}
+
+// tasks counts a host's background work, and refuses more once closed.
+type tasks struct {
+	mu     sync.Mutex
+	closed bool
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Go runs f in the background, unless closed. f's context is cancelled
+// when the host shuts down.
+func (t *tasks) Go(f func(ctx context.Context)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	if t.ctx == nil {
+		t.ctx, t.cancel = context.WithCancel(context.Background())
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f(t.ctx)
+	}()
+}
+
+// Close refuses more tasks, cancels those under way and waits for them.
+func (t *tasks) Close() {
+	t.mu.Lock()
+	t.closed = true
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+}

@@ -1,0 +1,303 @@
+//go:build linux
+
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/asnobody"
+	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/placementtest"
+	"github.com/graftland/graft/plan"
+)
+
+const tcpToken = "host-test-token"
+
+// netHost is a host serving its socket and a TCP listener on loopback,
+// for the test's life.
+type netHost struct {
+	h    *Host
+	dir  string // the state dir
+	addr string // the TCP listener's host:port
+	log  *placementtest.Recorder
+	unix *Client
+}
+
+func serveNet(t *testing.T, limits guard.Limits) *netHost {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	n := &netHost{dir: filepath.Join(t.TempDir(), ".graft"), addr: addr, log: placementtest.NewRecorder()}
+	n.h, err = Open(n.dir, Options{
+		Logger: slog.New(slog.NewTextHandler(n.log, nil)),
+		Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
+		TCP:    TCP{Addr: "tcp://" + addr, Token: tcpToken},
+		Limits: limits,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { n.h.Shutdown(context.Background()) })
+	n.unix = serve(t, n.h)
+	return n
+}
+
+// raw sends a request over TCP (with the token when auth is set) or,
+// with tcp unset, over the host's socket, and returns the status and the
+// body.
+func (n *netHost) raw(t *testing.T, tcp, auth bool, method, path, body string, headers ...string) (int, string) {
+	t.Helper()
+	tr := &http.Transport{DisableKeepAlives: true}
+	base := "http://" + n.addr
+	if !tcp {
+		sock, err := SocketPath(n.dir)
+		require.NoError(t, err)
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+		base = "http://graft"
+	}
+	defer tr.CloseIdleConnections()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	require.NoError(t, err)
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+tcpToken)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestTCPNeedsAToken: a host does not listen on TCP without a token,
+// loopback included, and says which flag gives one.
+func TestTCPNeedsAToken(t *testing.T) {
+	h := open(t, filepath.Join(t.TempDir(), ".graft"))
+	defer h.Shutdown(context.Background())
+	h.opt.TCP = TCP{Addr: "tcp://127.0.0.1:0"}
+	err := h.Serve(context.Background(), func() { t.Error("it listened") })
+	var need *guard.TokenRequiredError
+	require.ErrorAs(t, err, &need)
+	assert.EqualError(t, err, "graft host --listen tcp://127.0.0.1:0: a TCP listener requires a token, loopback included: --token-file FILE")
+	assert.Error(t, TCP{Addr: "127.0.0.1:7070", Token: "t"}.Check())
+	assert.NoError(t, TCP{Addr: "tcp://0.0.0.0:7070", Token: "t"}.Check())
+}
+
+const sleeper = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n"
+
+// TestAPIRefusals: over TCP, every request needs the token; on either
+// listener, a web browser's request is refused, and so is a POST that is
+// not JSON; an apply without a source (which would be the empty spec, and
+// stop everything), a restart without names or with a source, a down
+// with one, a bad plugin name in a path: each refused with 400, and the
+// plugin runs on.
+func TestAPIRefusals(t *testing.T) {
+	n := serveNet(t, guard.Limits{})
+	dir := filepath.Dir(n.dir)
+	require.NoError(t, n.unix.Apply(context.Background(), ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	src, err := json.Marshal(source(t, dir, sleeper))
+	require.NoError(t, err)
+	jsonType := []string{"Content-Type", "application/json"}
+
+	for _, c := range []struct {
+		name      string
+		tcp, auth bool
+		method    string
+		path      string
+		body      string
+		headers   []string
+		status    int
+		want      string
+	}{
+		{"no token", true, false, "POST", "/v1/down", `{}`, jsonType, 401, "bad or missing token"},
+		{"no token, GET", true, false, "GET", "/v1/status", "", nil, 401, "bad or missing token"},
+		{"a cross-site form", true, true, "POST", "/v1/down", `{}`, []string{"Content-Type", "text/plain", "Origin", "https://evil.example"}, 403, "web browser"},
+		{"a browser, on the socket", false, false, "GET", "/v1/status", "", []string{"Sec-Fetch-Site", "same-origin"}, 403, "web browser"},
+		{"not JSON", false, false, "POST", "/v1/down", `{}`, []string{"Content-Type", "text/plain"}, 415, "application/json"},
+		{"an apply of null", false, false, "POST", "/v1/apply", `null`, jsonType, 400, "an apply needs a source"},
+		{"an apply of {}", true, true, "POST", "/v1/apply", `{}`, jsonType, 400, "an apply needs a source"},
+		{"an apply of an empty source", false, false, "POST", "/v1/apply", `{"source":{"file":"x","dir":"/"}}`, jsonType, 400, "an apply needs a source"},
+		{"an empty body", false, false, "POST", "/v1/apply", ``, jsonType, 400, "empty body"},
+		{"more after the value", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `} {}`, jsonType, 400, "more after the JSON value"},
+		{"an unknown field", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"nope":1}`, jsonType, 400, "unknown field"},
+		{"a negative parallelism", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"parallelism":-1}`, jsonType, 400, "parallelism -1"},
+		{"a long holder", false, false, "POST", "/v1/apply", `{"source":` + string(src) + `,"holder":"` + strings.Repeat("h", 1025) + `"}`, jsonType, 400, "holder: 1025 bytes"},
+		{"a restart of nothing", false, false, "POST", "/v1/restart", `{}`, jsonType, 400, "a restart names the plugins"},
+		{"a restart with a source", false, false, "POST", "/v1/restart", `{"restart":["db"],"source":` + string(src) + `}`, jsonType, 400, "carries no source"},
+		{"a restart of a bad name", false, false, "POST", "/v1/restart", `{"restart":["../db"]}`, jsonType, 400, "not a plugin's name"},
+		{"a down with a source", false, false, "POST", "/v1/down", `{"source":` + string(src) + `}`, jsonType, 400, "a down carries no source"},
+		{"a log outside", false, false, "GET", "/v1/logs/..%2F..%2Fhost", "", nil, 404, "no plugin is named"},
+		{"a leader outside", false, false, "GET", "/v1/leader/%2Fetc%2Fpasswd", "", nil, 404, "no plugin is named"},
+		{"no route", false, false, "GET", "/v2/status", "", nil, 404, "no route GET /v2/status"},
+		{"a cleaned path", false, false, "GET", "/v1/x/../status", "", nil, 404, "no route"},
+		{"another method", false, false, "GET", "/v1/apply", "", nil, 405, "want POST"},
+	} {
+		status, body := n.raw(t, c.tcp, c.auth, c.method, c.path, c.body, c.headers...)
+		assert.Equal(t, c.status, status, "%s: %s", c.name, body)
+		var eb ErrorBody
+		if assert.NoError(t, json.Unmarshal([]byte(body), &eb), "%s: %s", c.name, body) {
+			assert.Contains(t, eb.Error, c.want, c.name)
+		}
+	}
+	assert.Equal(t, map[string]plan.Status{"db": plan.Running}, statuses(n.h), "nothing stopped")
+
+	// What graft's clients send still works, on both listeners.
+	st, err := n.unix.Status(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, st.Plugins, 1)
+	tc, err := NewTCPClient("tcp://"+n.addr, tcpToken)
+	require.NoError(t, err)
+	defer tc.Close()
+	require.NoError(t, tc.Apply(context.Background(), ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	require.NoError(t, tc.Restart(context.Background(), ApplyRequest{Restart: []string{"db"}}, nil))
+	_, err = tc.Leader(context.Background(), "db")
+	var hint interface{ Hint() string }
+	assert.ErrorAs(t, err, &hint, "db is no floating plugin, and the answer says so: %v", err)
+
+	bad, err := NewTCPClient("tcp://"+n.addr, "not-it")
+	require.NoError(t, err)
+	_, err = bad.Status(context.Background())
+	assert.ErrorIs(t, err, ErrUnauthorized)
+	log := n.log.String()
+	assert.Contains(t, log, "refused a request with a bad or missing token")
+	assert.NotContains(t, log, tcpToken)
+	assert.NotContains(t, log, "not-it")
+}
+
+// TestSocketSurvivesATCPFlood: the TCP listener's connections are
+// limited apart from the socket's: with the limit's worth of idle TCP
+// connections open, a further TCP request waits, and the owner's socket
+// still answers at once.
+func TestSocketSurvivesATCPFlood(t *testing.T) {
+	n := serveNet(t, guard.Limits{})
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range guard.DefaultMaxConns {
+		c, err := net.Dial("tcp", n.addr)
+		require.NoError(t, err)
+		conns = append(conns, c)
+	}
+	// Each of them takes its slot once accepted; one that is answered
+	// shows that the listener has got to it.
+	fmt.Fprintf(conns[len(conns)-1], "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tcpToken)
+	resp, err := http.ReadResponse(bufio.NewReader(conns[len(conns)-1]), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	one, err := net.Dial("tcp", n.addr)
+	require.NoError(t, err)
+	defer one.Close()
+	fmt.Fprintf(one, "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", tcpToken)
+	one.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err = one.Read(make([]byte, 1))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "the TCP listener served one more than its limit")
+	require.True(t, ne.Timeout())
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := n.unix.Status(ctx)
+	require.NoError(t, err, "the owner's socket answers")
+	assert.Equal(t, os.Getpid(), st.Host.PID)
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	conns[0].Close()
+	one.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(one), nil)
+	require.NoError(t, err, "served once a slot is free")
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestSlowClientsCutOff: on either listener, a client that sends its
+// headers too slowly, or its body, is cut off; one idle after its answer
+// is closed.
+func TestSlowClientsCutOff(t *testing.T) {
+	n := serveNet(t, guard.Limits{HeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
+	sock, err := SocketPath(n.dir)
+	require.NoError(t, err)
+	for _, where := range []struct{ network, addr string }{{"unix", sock}, {"tcp", n.addr}} {
+		for _, req := range []string{
+			"GET /v1/status HTTP/1.1\r\nHost: x\r\n",
+			"POST /v1/down HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tcpToken + "\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{",
+			"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + tcpToken + "\r\n\r\n",
+		} {
+			c, err := net.Dial(where.network, where.addr)
+			require.NoError(t, err)
+			fmt.Fprint(c, req)
+			start := time.Now()
+			c.SetReadDeadline(start.Add(5 * time.Second))
+			b, err := io.ReadAll(c)
+			c.Close()
+			assert.NoError(t, err, "%s %q: not cut off", where.network, req)
+			assert.Greater(t, time.Since(start), 150*time.Millisecond)
+			if strings.HasPrefix(req, "POST") {
+				assert.Contains(t, string(b), "408 Request Timeout")
+			}
+		}
+	}
+	assert.Equal(t, map[string]plan.Status{}, statuses(n.h))
+	_, err = n.unix.Status(context.Background())
+	assert.NoError(t, err, "the host is still there")
+}
+
+// TestSocketDirOfAnotherUser: when the socket directory of a state dir
+// too deep for its socket is another user's (nobody's, for real), the
+// host does not listen there and its client does not dial there.
+func TestSocketDirOfAnotherUser(t *testing.T) {
+	uid := asnobody.Need(t)
+	tmp := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", tmp)
+	theirs := filepath.Join(tmp, "graft-0")
+	require.NoError(t, os.Mkdir(theirs, 0o700))
+	require.NoError(t, os.Chown(theirs, uid, uid))
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60), ".graft")
+
+	h := open(t, deep)
+	defer h.Shutdown(context.Background())
+	err := h.Serve(context.Background(), func() { t.Error("it listened") })
+	var de *privsock.DirError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, theirs, de.Dir)
+	assert.Contains(t, err.Error(), fmt.Sprintf("owned by uid %d", uid))
+
+	_, err = NewClient(deep)
+	require.ErrorAs(t, err, &de)
+	entries, err := os.ReadDir(theirs)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing made there")
+}

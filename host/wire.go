@@ -1,0 +1,199 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
+)
+
+// The control API is HTTP and JSON over the host's unix socket; it is
+// versioned by path (/v1/...). Applies answer with a stream of Messages,
+// one JSON object a line, so the CLI shows progress as it happens.
+
+// ApplyRequest asks the host to bring about a spec.
+type ApplyRequest struct {
+	// Source is the desired spec.
+	Source plan.Source `json:"source"`
+	// Plan, when set, is a saved plan to carry out exactly; the host
+	// refuses it if the running state changed since it was made.
+	Plan *plan.Plan `json:"plan,omitempty"`
+	// Restart names plugins to replace though unchanged (graft restart);
+	// their consumers restart as for any replacement.
+	Restart []string `json:"restart,omitempty"`
+	// Parallelism bounds the steps running at once; 0 is the default, 10.
+	Parallelism int `json:"parallelism,omitempty"`
+	// LockWait is how long to wait for an apply under way to finish, in
+	// milliseconds; 0 fails at once.
+	LockWait int64 `json:"lockWait,omitempty"`
+	// Holder says who applies, for whoever finds the apply lock held.
+	Holder string `json:"holder,omitempty"`
+}
+
+// MessageType says what a Message carries.
+type MessageType string
+
+// The messages of an apply's stream.
+const (
+	MsgPlan  MessageType = "plan"  // the plan being carried out
+	MsgEvent MessageType = "event" // a step's progress
+	MsgDone  MessageType = "done"  // the end, with every error
+)
+
+// Message is one line of an apply's stream.
+type Message struct {
+	Type  MessageType  `json:"type"`
+	Plan  *plan.Plan   `json:"plan,omitempty"`
+	Event *apply.Event `json:"event,omitempty"`
+	// Errors are the apply's errors, on MsgDone, as text.
+	Errors []string `json:"errors,omitempty"`
+	// Failures are the same errors with their kinds, so the client gives
+	// each its type back (errors.As finds a *placement.CleanupError, a
+	// *placement.StartError, ...).
+	Failures []ErrorBody `json:"failures,omitempty"`
+}
+
+// ErrorBody is an error as it crosses the API: the body of an error
+// answer, or one failure of an apply.
+type ErrorBody struct {
+	Error string `json:"error"`
+	// Kind names the error's type, so the client gives it back; empty for
+	// an error known by its message only.
+	Kind string `json:"kind,omitempty"`
+	// Detail holds the fields of the error's type, by Kind.
+	Detail json.RawMessage `json:"detail,omitempty"`
+	// Step is the step that failed, for a failure of an apply.
+	Step *plan.Step `json:"step,omitempty"`
+	// Hint tells the operator what to do.
+	Hint string `json:"hint,omitempty"`
+}
+
+// The kinds of errors.
+const (
+	KindLocked    = "locked"    // a *LockedError: another apply holds the apply lock
+	KindStale     = "stale"     // a *StaleError: a saved plan no longer matches what runs
+	KindSpec      = "spec"      // the spec is bad
+	KindNoSpec    = "nospec"    // a *NothingAppliedError (graft restart)
+	KindCleanup   = "cleanup"   // a *placement.CleanupError: a stop that failed, its end unconfirmed
+	KindStart     = "start"     // a *placement.StartError: a start that ran and failed
+	KindCancelled = "cancelled" // apply.ErrCancelled
+	KindPlan      = "plan"      // a *plan.CheckError: a saved plan refused by its checks
+)
+
+// errorBody is err as it crosses the API, with its kind and fields.
+func errorBody(err error) ErrorBody {
+	var (
+		step    *apply.StepError
+		locked  *LockedError
+		stale   *StaleError
+		nothing *NothingAppliedError
+		cleanup *placement.CleanupError
+		start   *placement.StartError
+		bad     spec.Errors
+		badPlan *plan.CheckError
+		hint    interface{ Hint() string }
+	)
+	b := ErrorBody{Error: err.Error()}
+	if errors.As(err, &step) {
+		b.Step = &step.Step
+	}
+	var detail any
+	switch {
+	case errors.As(err, &nothing):
+		b.Kind = KindNoSpec
+	case errors.As(err, &locked):
+		b.Kind, detail = KindLocked, locked
+	case errors.As(err, &stale):
+		b.Kind, detail = KindStale, stale
+	case errors.As(err, &bad):
+		b.Kind = KindSpec
+	case errors.As(err, &badPlan):
+		b.Kind, detail = KindPlan, badPlan
+	case errors.As(err, &cleanup):
+		b.Kind, detail = KindCleanup, cleanup
+	case errors.As(err, &start):
+		b.Kind, detail = KindStart, start
+	case errors.Is(err, apply.ErrCancelled):
+		b.Kind = KindCancelled
+	}
+	if detail != nil {
+		b.Detail, _ = json.Marshal(detail) // the types above always marshal
+	}
+	if errors.As(err, &hint) {
+		b.Hint = hint.Hint()
+	}
+	return b
+}
+
+// Err gives the error of b its type back, as the host had it: a kind it
+// knows becomes its type, wrapped in an *apply.StepError when it is a
+// step's; another is an error with b's message and hint.
+func (b ErrorBody) Err() error {
+	var err error
+	switch b.Kind {
+	case KindLocked:
+		err = decodeDetail(b, &LockedError{})
+	case KindStale:
+		err = decodeDetail(b, &StaleError{})
+	case KindNoSpec:
+		err = &NothingAppliedError{}
+	case KindCleanup:
+		err = decodeDetail(b, &placement.CleanupError{})
+	case KindStart:
+		err = decodeDetail(b, &placement.StartError{})
+	case KindCancelled:
+		err = apply.ErrCancelled
+	case KindPlan:
+		err = decodeDetail(b, &plan.CheckError{})
+	default:
+		err = &hinted{msg: b.Error, hint: b.Hint}
+	}
+	if b.Step != nil {
+		return &apply.StepError{Step: *b.Step, Err: err}
+	}
+	return err
+}
+
+// decodeDetail fills e from b's detail; one that does not decode (a host
+// of another version) is known by its message.
+func decodeDetail(b ErrorBody, e error) error {
+	if len(b.Detail) == 0 || json.Unmarshal(b.Detail, e) != nil {
+		return &hinted{msg: b.Error, hint: b.Hint}
+	}
+	return e
+}
+
+// hinted is an error known by its message, with the hint the host gave.
+type hinted struct{ msg, hint string }
+
+func (e *hinted) Error() string { return e.msg }
+
+// Hint tells the operator what to do about it.
+func (e *hinted) Hint() string { return e.hint }
+
+// LeaderInfo answers GET /v1/leader/{plugin}: a floating plugin's lease,
+// as this host sees it.
+type LeaderInfo struct {
+	Plugin   string `json:"plugin"`
+	Instance string `json:"instance"`
+	// Dir is the election's directory.
+	Dir string `json:"dir"`
+	// Holder, Address, Epoch, RenewCount and Released are the lease's.
+	Holder     string `json:"holder"`
+	Address    string `json:"address"`
+	Epoch      int64  `json:"epoch"`
+	RenewCount int64  `json:"renewCount"`
+	Released   bool   `json:"released"`
+	// AgeMillis is how long the lease file has looked unchanged to this
+	// host, on its own clock; TTLMillis is how long the leader may go
+	// without renewing it.
+	AgeMillis int64 `json:"ageMillis"`
+	TTLMillis int64 `json:"ttlMillis"`
+	// Role is this host's part: leader, follower or candidate.
+	Role string `json:"role"`
+	// HostID is this host's id in the election.
+	HostID string `json:"hostID"`
+}

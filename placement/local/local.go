@@ -1,0 +1,99 @@
+// Package local runs plugins as child processes of the host, each in its
+// own process group (and PID namespace, where it can), and stops them in
+// the seed's exact order.
+package local
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/placement"
+)
+
+// Options configures a Local placement.
+type Options struct {
+	// Timing holds the stop's windows; zero fields get
+	// placement.DefaultTiming's.
+	Timing placement.Timing
+	// Env is the environment of the daemon that starts the plugins, as
+	// KEY=VALUE: their minimal base (placement.BaseEnv) and what their
+	// inheritEnv names are taken from; nil means this process's own.
+	// Nothing else of it reaches a plugin.
+	Env []string
+	// Started, when set, is called with the handle of each plugin as soon
+	// as its process runs, before its ready check: the runner records the
+	// pid of a start by it before the start answers.
+	Started func(placement.Handle)
+	// NoNamespace starts plugins as the host's children, without a PID
+	// namespace of their own even where one can be made: what a plugin
+	// forks then outlives a host killed outright (see docs/stopping.md).
+	NoNamespace bool
+}
+
+// ErrNoNamespace is why plugins run without PID namespaces when
+// Options.NoNamespace says so.
+var ErrNoNamespace = errors.New("PID namespaces are turned off")
+
+func (o Options) withDefaults() Options {
+	d := placement.DefaultTiming()
+	if o.Timing.ShutdownTimeout <= 0 {
+		o.Timing.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if o.Timing.ExitWindow <= 0 {
+		o.Timing.ExitWindow = d.ExitWindow
+	}
+	if o.Timing.KillAfter <= 0 {
+		o.Timing.KillAfter = d.KillAfter
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	return o
+}
+
+// environ is the environment of one start: the minimal base taken from
+// parent, what the plugin's inheritEnv passes on of parent, the spec's
+// env, the request's, then graft's own variables, later ones replacing
+// earlier.
+func environ(parent []string, req placement.Request, id placement.Identity) []string {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	for _, kv := range append(placement.BaseEnv(parent), placement.Inherited(parent, req.Plugin.InheritEnv)...) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set(k, v)
+		}
+	}
+	for _, env := range []map[string]string{req.Plugin.Env, req.Env} {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			set(k, env[k])
+		}
+	}
+	set(instance.EnvID, id.ID)
+	set(instance.EnvGeneration, strconv.FormatInt(id.Generation, 10))
+	set(instance.EnvPlugin, req.Plugin.Name)
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = k + "=" + vars[k]
+	}
+	return out
+}
+
+// workDir is where the plugin runs: its dir, relative to the spec's.
+func workDir(req placement.Request) string {
+	if filepath.IsAbs(req.Plugin.Dir) {
+		return req.Plugin.Dir
+	}
+	return filepath.Join(req.Dir, req.Plugin.Dir)
+}

@@ -1,0 +1,187 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/ready"
+	"github.com/graftland/graft/placement"
+)
+
+// Local is the placement of plugins that run as child processes of the
+// host. It forks them all from one thread it keeps (see proc.Spawner),
+// each in a PID namespace of its own where the system allows it (see
+// Isolation), so that nothing of a plugin outlives the host.
+type Local struct {
+	opt     Options
+	spawner *proc.Spawner
+
+	mu     sync.Mutex
+	live   map[*process]bool
+	closed bool
+}
+
+var _ placement.Placement = (*Local)(nil)
+
+// New returns a Local placement.
+func New(opt Options) *Local {
+	return &Local{opt: opt.withDefaults(), spawner: proc.NewSpawner(), live: map[*process]bool{}}
+}
+
+// Isolation says whether plugins run in PID namespaces of their own, so
+// that nothing of theirs outlives the host, and why not.
+func (l *Local) Isolation() proc.Isolation {
+	if l.opt.NoNamespace {
+		return proc.Isolation{Err: ErrNoNamespace}
+	}
+	return l.spawner.Isolation()
+}
+
+// Start starts the plugin's command in its own process group with its env
+// and graft's identity variables, and returns once the program runs and,
+// if it has a ready check, is ready. See placement.Placement.
+func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
+	if req.Output == nil {
+		return nil, errors.New("local: start without an output")
+	}
+	id := placement.Identity{ID: uuid.NewString(), Generation: 1}
+	if req.Identity != nil {
+		id = *req.Identity
+	}
+	env := environ(l.opt.Env, req, id)
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		r.Close()
+		w.Close()
+		return nil, errors.New("local: placement closed")
+	}
+	pp, err := l.spawner.Start(proc.Cmd{
+		Argv:    req.Plugin.Command,
+		Dir:     workDir(req),
+		Env:     env,
+		Output:  w,
+		Marker:  instance.EnvID + "=" + id.ID,
+		Isolate: !l.opt.NoNamespace,
+	})
+	w.Close() // the child holds its copy
+	if err != nil {
+		l.mu.Unlock()
+		r.Close()
+		return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, err)
+	}
+	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
+	l.live[p] = true
+	l.mu.Unlock()
+	if l.opt.Started != nil {
+		l.opt.Started(p)
+	}
+
+	if req.Plugin.Ready != nil {
+		probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
+		err := ready.Wait(ctx, req.Plugin.Ready, probe, pp.Exited())
+		switch {
+		case err == nil:
+		case errors.Is(err, ready.ErrGone):
+			<-p.done
+			return nil, &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+		case ctx.Err() != nil:
+			p.Stop(canceled)
+			return nil, ctx.Err()
+		default:
+			p.Stop(context.Background())
+			return nil, &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+		}
+	}
+	if ctx.Err() != nil {
+		p.Stop(canceled)
+		return nil, ctx.Err()
+	}
+	return p, nil
+}
+
+// forget drops a reaped process from the live ones.
+func (l *Local) forget(p *process) {
+	l.mu.Lock()
+	delete(l.live, p)
+	l.mu.Unlock()
+}
+
+// canceled is a done context: a Stop with it forces the plugin at once.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// probe runs a ready command as the plugin runs, and kills it with its
+// group if ctx ends first.
+func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	pp, err := l.spawner.Start(proc.Cmd{Argv: argv, Dir: dir, Env: env, Output: w})
+	w.Close()
+	if err != nil {
+		return err
+	}
+	out := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(r, 4096))
+		out <- b
+	}()
+	select {
+	case <-pp.Exited():
+	case <-ctx.Done():
+	}
+	// Whatever the probe left behind in its group goes with it; the group
+	// id is safe to use until the probe is reaped.
+	pp.SignalGroup(syscall.SIGKILL)
+	st, err := pp.Reap()
+	r.Close()
+	b := <-out
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if st.Code != 0 || st.Signal != 0 {
+		return fmt.Errorf("%s: %s: %s", argv[0], describeStatus(st), trimOutput(b))
+	}
+	return nil
+}
+
+// Close stops every plugin still running, as Stop does, then ends the
+// spawner's thread.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	var live []*process
+	for p := range l.live {
+		select {
+		case <-p.stop: // its stop is under way, and its result its caller's
+		default:
+			live = append(live, p)
+		}
+	}
+	l.mu.Unlock()
+	err := placement.StopAll(context.Background(), live)
+	l.spawner.Close()
+	return err
+}

@@ -1,0 +1,32 @@
+//go:build !linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/placement"
+)
+
+// Local is the placement of plugins that run as child processes of the
+// host. Off Linux it starts nothing yet: graft's guarantees about process
+// families rest on pidfds, /proc and the child subreaper.
+type Local struct{}
+
+var _ placement.Placement = (*Local)(nil)
+
+// New returns a Local placement.
+func New(opt Options) *Local { return &Local{} }
+
+// Start fails with proc.ErrUnsupported.
+func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
+	return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, proc.ErrUnsupported)
+}
+
+// Isolation reports that processes are not supported.
+func (l *Local) Isolation() proc.Isolation { return proc.Isolation{Err: proc.ErrUnsupported} }
+
+// Close does nothing.
+func (l *Local) Close() error { return nil }

@@ -1,0 +1,401 @@
+// Package placementtest is the conformance suite every placement passes:
+// one set of tests, run against local processes, workers and remote
+// plugins alike, that holds each to what placement.Placement promises.
+package placementtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/spec"
+)
+
+// Behavior is what a plugin of the suite does.
+type Behavior string
+
+// The behaviours a Kit must provide.
+const (
+	// Cooperative prints "ready", runs until its graceful stop, then
+	// exits 0.
+	Cooperative Behavior = "cooperative"
+	// Stubborn prints "ready" and ignores its graceful stop: only force
+	// ends it.
+	Stubborn Behavior = "stubborn"
+	// Failing prints "one", "two", "three" and exits 3 at once.
+	Failing Behavior = "failing"
+	// Identity prints one line, "id=ID generation=N plugin=NAME
+	// extra=VALUE" with the values of GRAFT_INSTANCE_ID, GRAFT_GENERATION,
+	// GRAFT_PLUGIN and EXTRA, then behaves as Cooperative.
+	Identity Behavior = "identity"
+)
+
+// Kit is what the suite needs of a placement.
+type Kit struct {
+	// New returns a fresh placement; the suite closes it.
+	New func(t *testing.T) placement.Placement
+	// Plugin returns a plugin, named name, that behaves as b.
+	Plugin func(t *testing.T, name string, b Behavior) *spec.Plugin
+	// Timing is the stop's windows the placement was given.
+	Timing placement.Timing
+	// Forced reports whether the error of a forced stop holds the cause
+	// the placement must report (a LocalTerminationTimeout for local
+	// processes and workers).
+	Forced func(err error) bool
+	// Generation is the generation of a first start: 1.
+	Generation int64
+	// Gone reports whether nothing is left of a plugin whose Done is
+	// closed (no process with its pid, say).
+	Gone func(t *testing.T, h placement.Handle) bool
+	// Stable is true where a plugin's id is its instance name and every
+	// start of it replaces the last with a larger generation (a runner);
+	// false where every start has a fresh id.
+	Stable bool
+}
+
+// Main runs a placement package's tests, then fails them if a goroutine
+// or a file descriptor outlived them. Call it from TestMain.
+func Main(m *testing.M) {
+	fds := openFDs()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		if after := openFDs(); after > fds {
+			fmt.Fprintf(os.Stderr, "file descriptors leaked: %d open before the tests, %d after\n", fds, after)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// openFDs counts this process's open file descriptors. The runtime's
+// poller opens two of its own on first use; a pipe made and closed first
+// makes sure they are counted before the tests as well as after.
+func openFDs() int {
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+// Run runs the suite against the placement of kit.
+func Run(t *testing.T, kit Kit) {
+	tests := []struct {
+		name string
+		test func(*testing.T, Kit)
+	}{
+		{"Identity", testIdentity},
+		{"CooperativeStop", testCooperativeStop},
+		{"StubbornStopIsForced", testStubbornStop},
+		{"ExitOnItsOwn", testExitOnItsOwn},
+		{"StopIsIdempotent", testStopIdempotent},
+		{"CancelledStopForces", testCancelledStop},
+		{"StopWithCancelledCtxForces", testStopWithCancelledCtx},
+		{"CancelDuringStopForces", testCancelDuringStop},
+		{"CancelledStart", testCancelledStart},
+		{"CloseStopsAll", testCloseStopsAll},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, kit) })
+	}
+}
+
+func newPlacement(t *testing.T, kit Kit) placement.Placement {
+	p := kit.New(t)
+	t.Cleanup(func() { assert.NoError(t, p.Close()) })
+	return p
+}
+
+func start(t *testing.T, p placement.Placement, kit Kit, name string, b Behavior, out *Recorder) placement.Handle {
+	t.Helper()
+	h, err := p.Start(context.Background(), placement.Request{
+		Plugin:  kit.Plugin(t, name, b),
+		Project: "conformance",
+		Env:     map[string]string{"EXTRA": "from-request"},
+		Output:  out,
+	})
+	require.NoError(t, err)
+	return h
+}
+
+func testIdentity(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "who", Identity, out)
+	id := h.Identity()
+	require.NotEmpty(t, id.ID)
+	assert.Equal(t, kit.Generation, id.Generation)
+	want := fmt.Sprintf("id=%s generation=%d plugin=who extra=from-request", id.ID, id.Generation)
+	require.True(t, out.WaitFor(want, 10*time.Second), "the plugin sees its identity; output: %q", out.Tail())
+
+	again := start(t, p, kit, "who", Identity, NewRecorder())
+	switch {
+	case kit.Stable:
+		assert.Equal(t, id.ID, again.Identity().ID, "the id is the instance name")
+		assert.Greater(t, again.Identity().Generation, id.Generation, "a new start of an instance has a larger generation")
+		select {
+		case <-h.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the new start of the instance did not replace the old")
+		}
+	case id.ID != "" && kit.Generation == 1:
+		assert.NotEqual(t, id.ID, again.Identity().ID, "each start has a fresh identity")
+	}
+	for _, h := range []placement.Handle{h, again} {
+		_, err := h.Stop(context.Background())
+		require.NoError(t, err)
+	}
+}
+
+// testCooperativeStop: a plugin that ends when asked is seen to end at
+// once, not on a tick: well under 100 ms from Stop to its confirmed end,
+// round after round.
+func testCooperativeStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	for range 3 {
+		out := NewRecorder()
+		h := start(t, p, kit, "coop", Cooperative, out)
+		require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
+		select {
+		case <-h.Done():
+			t.Fatal("Done closed before the plugin ended")
+		default:
+		}
+		began := time.Now()
+		outcome, err := h.Stop(context.Background())
+		took := time.Since(began)
+		require.NoError(t, err)
+		assert.Equal(t, placement.Exited, outcome)
+		assert.Less(t, took, 100*time.Millisecond, "a cooperative plugin is seen to stop at once")
+		t.Logf("stopped in %s", took)
+		requireDone(t, h)
+		exit := h.Exit()
+		assert.True(t, exit.Requested)
+		assert.Equal(t, placement.Exited, exit.Outcome)
+		assert.True(t, exit.Success(), "exit: %v", exit)
+		assert.Contains(t, exit.Tail, "ready", "the exit keeps the last lines of output")
+		assert.True(t, kit.Gone(t, h))
+	}
+}
+
+func testStubbornStop(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	took := time.Since(began)
+	assert.Equal(t, placement.Killed, outcome)
+	var cleanup *placement.CleanupError
+	require.ErrorAs(t, err, &cleanup)
+	assert.Equal(t, placement.Killed, cleanup.Outcome)
+	assert.True(t, kit.Forced(err), "the forced stop's cause: %v", err)
+	assert.GreaterOrEqual(t, took, kit.Timing.ShutdownTimeout+kit.Timing.ExitWindow,
+		"forced only after the graceful stop and the exit window")
+	requireDone(t, h)
+	assert.Equal(t, placement.Killed, h.Exit().Outcome)
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testExitOnItsOwn(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "failing", Failing, out)
+	select {
+	case <-h.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a plugin that exits is not seen to")
+	}
+	exit := h.Exit()
+	assert.False(t, exit.Requested)
+	assert.Equal(t, 3, exit.Code)
+	assert.False(t, exit.Success())
+	require.GreaterOrEqual(t, len(exit.Tail), 3)
+	assert.Equal(t, []string{"one", "two", "three"}, exit.Tail[len(exit.Tail)-3:])
+
+	began := time.Now()
+	outcome, err := h.Stop(context.Background())
+	assert.NoError(t, err)
+	assert.Equal(t, placement.Exited, outcome)
+	assert.Less(t, time.Since(began), 100*time.Millisecond, "stopping what has exited returns at once")
+	assert.True(t, kit.Gone(t, h))
+}
+
+func testStopIdempotent(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "coop", Cooperative, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	var wg sync.WaitGroup
+	outcomes := make([]placement.Outcome, 5)
+	errs := make([]error, 5)
+	for i := range outcomes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outcomes[i], errs[i] = h.Stop(context.Background())
+		}()
+	}
+	wg.Wait()
+	for i := range outcomes {
+		assert.Equal(t, placement.Exited, outcomes[i])
+		assert.NoError(t, errs[i])
+	}
+	outcome, err := h.Stop(context.Background())
+	assert.Equal(t, placement.Exited, outcome)
+	assert.NoError(t, err)
+}
+
+// testCancelledStop: a ctx whose deadline comes during the graceful part
+// cuts it short.
+func testCancelledStop(t *testing.T, kit Kit) {
+	ctx, cancel := context.WithTimeout(context.Background(), kit.Timing.ShutdownTimeout/5)
+	defer cancel()
+	stopStubborn(t, kit, ctx)
+}
+
+// testStopWithCancelledCtx: a ctx already cancelled, with no deadline,
+// forces the plugin at once (Handle.Stop's contract), and the stop says
+// it was forced, its end confirmed.
+func testStopWithCancelledCtx(t *testing.T, kit Kit) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := stopStubborn(t, kit, ctx)
+	var cleanup *placement.CleanupError
+	if assert.ErrorAs(t, err, &cleanup, "the forced stop is reported") {
+		assert.True(t, cleanup.Confirmed(), "and its end confirmed")
+	}
+}
+
+// testCancelDuringStop: cancelling ctx, with no deadline, while the
+// graceful part is under way cuts it short.
+func testCancelDuringStop(t *testing.T, kit Kit) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(kit.Timing.ShutdownTimeout/10, cancel)
+	stopStubborn(t, kit, ctx)
+}
+
+// stopStubborn stops a plugin that ignores its graceful stop with ctx,
+// which must cut the graceful part short: the plugin is Killed well
+// within the shutdown timeout, and gone. It returns the stop's error.
+func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
+	t.Helper()
+	p := newPlacement(t, kit)
+	out := NewRecorder()
+	h := start(t, p, kit, "stubborn", Stubborn, out)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	began := time.Now()
+	outcome, err := h.Stop(ctx)
+	assert.Equal(t, placement.Killed, outcome)
+	assert.Less(t, time.Since(began), kit.Timing.ShutdownTimeout, "a cancelled stop forces at once")
+	requireDone(t, h)
+	assert.True(t, kit.Gone(t, h))
+	return err
+}
+
+func testCancelledStart(t *testing.T, kit Kit) {
+	p := newPlacement(t, kit)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h, err := p.Start(ctx, placement.Request{Plugin: kit.Plugin(t, "never", Cooperative), Project: "conformance", Output: NewRecorder()})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, h)
+}
+
+func testCloseStopsAll(t *testing.T, kit Kit) {
+	p := kit.New(t)
+	var hs []placement.Handle
+	for i := range 3 {
+		out := NewRecorder()
+		hs = append(hs, start(t, p, kit, fmt.Sprintf("p%d", i), Cooperative, out))
+		require.True(t, out.WaitFor("ready", 10*time.Second))
+	}
+	require.NoError(t, p.Close())
+	for _, h := range hs {
+		requireDone(t, h)
+		assert.True(t, h.Exit().Requested)
+		assert.True(t, kit.Gone(t, h))
+	}
+}
+
+func requireDone(t *testing.T, h placement.Handle) {
+	t.Helper()
+	select {
+	case <-h.Done():
+	default:
+		t.Fatal("Stop returned before Done closed")
+	}
+}
+
+// Recorder is a placement.Output that keeps everything written and lets a
+// test wait for a line.
+type Recorder struct {
+	mu      sync.Mutex
+	buf     strings.Builder
+	changed chan struct{}
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{})} }
+
+// Write keeps p and wakes whoever waits.
+func (r *Recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf.Write(p)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// Tail returns every complete or partial line written.
+func (r *Recorder) Tail() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := strings.TrimSuffix(r.buf.String(), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// String returns everything written.
+func (r *Recorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.String()
+}
+
+// WaitFor waits up to timeout for a line containing s to be written.
+func (r *Recorder) WaitFor(s string, timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		r.mu.Lock()
+		found, changed := strings.Contains(r.buf.String(), s), r.changed
+		r.mu.Unlock()
+		if found {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}

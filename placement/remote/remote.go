@@ -1,0 +1,477 @@
+// Package remote is the placement of plugins that run on a graft runner
+// (DESIGN §8, seed "Leases and network loss"): processes on another
+// machine, or on the runner embedded in the host, under a lease the host
+// renews. It is the host's side of the runner's API (docs/runner-api.md).
+//
+// A Remote holds one session with its runner at a time. Everything the
+// session started fails together when the session is lost (a renewal
+// fails, the event stream breaks or goes quiet for a lease): each handle
+// ends with a *RemoteError as its exit's error, and the next start opens a
+// new session, whose start of the same instance makes the runner replace
+// the old process, after confirming its exit, with a larger generation. A
+// stop of a handle whose session was lost goes through the new session
+// too: the runner answers for any process it started, whichever session
+// started it.
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runner"
+	"github.com/graftland/graft/spec"
+)
+
+// Config says how to reach one runner and hold a session with it.
+type Config struct {
+	// Name is the runner's name in the spec, for messages; default: the
+	// address.
+	Name string
+	// Address is tcp://HOST:PORT or unix:///PATH.
+	Address string
+	// Token is sent with every request, when set.
+	Token string
+	// TLS, when set, makes TCP connections use TLS with this config.
+	TLS *tls.Config
+	// Lease is the session's lease; zero means the runner's own.
+	Lease time.Duration
+	// Margin is added to the lease to bound the wait for a stop's
+	// confirmation: 5 seconds when zero.
+	Margin time.Duration
+	// Holder says who holds the session, for the runner's log.
+	Holder string
+	// Logger receives "Remote execution terminated" and the like.
+	Logger *slog.Logger
+	// ShutdownTimeout bounds the graceful stop: 5 seconds when zero.
+	ShutdownTimeout time.Duration
+	// SameMachine resolves a plugin's relative dir against the spec's
+	// directory, as for local plugins: the embedded runner shares the
+	// host's file system. Otherwise a relative dir is sent as it is, and
+	// is relative to the runner's working directory.
+	SameMachine bool
+}
+
+// Remote is the placement of the plugins of one runner.
+type Remote struct {
+	log *slog.Logger
+
+	mu     sync.Mutex
+	cfg    Config  // Update changes it: the next session uses it
+	c      *client // the client of cfg
+	sess   *session
+	closed bool
+	wg     sync.WaitGroup // background stops of starts answered after their caller gave up
+}
+
+// New returns the placement of the runner cfg describes. It connects at
+// the first start.
+func New(cfg Config) (*Remote, error) {
+	if cfg.Name == "" {
+		cfg.Name = cfg.Address
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = spec.DefaultMargin
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = spec.ShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := newClient(cfg.Name, cfg.Address, cfg.Token, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{cfg: cfg, c: c, log: cfg.Logger}, nil
+}
+
+// Update takes a new token, TLS config, lease and margin for the runner
+// (its name and address stay). The session under way keeps its own; the
+// next one, and every start and stop made through it, uses the new ones:
+// stops of what the old session started included, since a runner stops a
+// process of a lost session through a new one.
+func (r *Remote) Update(cfg Config) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cfg
+	if cfg.Token == old.Token && cfg.TLS == old.TLS && cfg.Lease == old.Lease && (cfg.Margin == old.Margin || cfg.Margin <= 0) {
+		return nil
+	}
+	c, err := newClient(old.Name, old.Address, cfg.Token, cfg.TLS)
+	if err != nil {
+		return err
+	}
+	if s := r.sess; s == nil || s.c != r.c {
+		r.c.close()
+	}
+	r.c = c
+	r.cfg.Token, r.cfg.TLS, r.cfg.Lease = cfg.Token, cfg.TLS, cfg.Lease
+	if cfg.Margin > 0 {
+		r.cfg.Margin = cfg.Margin
+	}
+	return nil
+}
+
+// Start starts the plugin on the runner and returns once it runs (and is
+// ready). The runner gives it the instance name as its id and the next
+// generation of the instance.
+func (r *Remote) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := req.Plugin
+	inst := p.Instance
+	if inst == "" {
+		inst = req.Project + "." + p.Name
+	}
+	op := "start " + inst
+	s, err := r.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body := runner.Start{
+		Session:    s.id,
+		Plugin:     p.Name,
+		Project:    req.Project,
+		Command:    p.Command,
+		Env:        env(p.Env, req.Env),
+		InheritEnv: p.InheritEnv,
+		Dir:        r.dir(req),
+		StopSignal: p.StopSignal,
+		Ready:      ready(p.Ready),
+	}
+	// The call ends with its caller or the session. The runner stops a
+	// start whose caller went away, and its process with it.
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	defer stop()
+	var started runner.Started
+	err = s.c.call(cctx, op, "POST", "/v1/instances/"+url.PathEscape(inst)+"/start", body, &started)
+	if ctx.Err() != nil {
+		if err == nil {
+			// Answered as its caller gave up: stop it now.
+			r.abandon(s.track(req, inst, started))
+		}
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		var api *APIError
+		if errors.As(err, &api) && api.Generation > 0 {
+			s.forget(key{inst, api.Generation})
+		}
+		return nil, r.startError(p.Name, err)
+	}
+	h := s.track(req, inst, started)
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		// Close may have listed the session's processes before this one:
+		// it is stopped here.
+		h.Stop(context.Background())
+		return nil, errors.New("remote: placement closed")
+	}
+	return h, nil
+}
+
+// abandon stops h: in the background, which Close waits for; once Close
+// began, at once.
+func (r *Remote) abandon(h *handle) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		h.Stop(context.Background())
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		h.Stop(context.Background())
+	}()
+}
+
+// startError turns a failed start into the error a placement reports: a
+// start that ran and failed is a *placement.StartError.
+func (r *Remote) startError(plugin string, err error) error {
+	var api *APIError
+	if errors.As(err, &api) {
+		if api.Kind == runner.KindStartFailed && api.Exit != nil {
+			return &placement.StartError{Plugin: plugin, Reason: api.ErrorBody.Error, Exit: *api.Exit}
+		}
+		return fmt.Errorf("start %s on runner %s: %w", plugin, r.cfg.Name, api)
+	}
+	return err
+}
+
+// dir is the working directory to ask for.
+func (r *Remote) dir(req placement.Request) string {
+	d := req.Plugin.Dir
+	if r.cfg.SameMachine && !filepath.IsAbs(d) {
+		return filepath.Join(req.Dir, d)
+	}
+	return d
+}
+
+func env(spec, extra map[string]string) map[string]string {
+	if len(spec)+len(extra) == 0 {
+		return nil
+	}
+	out := maps.Clone(spec)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, extra)
+	return out
+}
+
+func ready(r *spec.Ready) *runner.Ready {
+	if r == nil {
+		return nil
+	}
+	return &runner.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+}
+
+// session returns the live session, opening one if there is none.
+func (r *Remote) session(ctx context.Context) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.sess; s != nil && s.ctx.Err() == nil {
+		return s, nil // while closing too: Close stops through it
+	}
+	if r.closed {
+		return nil, errors.New("remote: placement closed")
+	}
+	s, err := openSession(ctx, r, r.cfg, r.c)
+	if err != nil {
+		return nil, err
+	}
+	r.sess = s
+	return s, nil
+}
+
+// Close stops every plugin the placement runs, ends its session and drops
+// its connections.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	s := r.sess
+	r.mu.Unlock()
+	r.wg.Wait()
+	var errs *multierror.Error
+	if s != nil {
+		errs = s.close()
+	}
+	r.mu.Lock()
+	r.c.close()
+	r.mu.Unlock()
+	return errs.ErrorOrNil()
+}
+
+// dropClient drops the idle connections of a session's client that an
+// Update replaced.
+func (r *Remote) dropClient(c *client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c != r.c {
+		c.close()
+	}
+}
+
+// waitConfirm bounds the wait for a stop's confirmation: the graceful
+// stop, then the lease plus margin.
+func waitConfirm(cfg Config, lease time.Duration) time.Duration {
+	return cfg.ShutdownTimeout + lease + cfg.Margin
+}
+
+// handle is one process on the runner: one generation of an instance.
+type handle struct {
+	r        *Remote
+	s        *session // the session that started it
+	req      placement.Request
+	instance string
+	gen      int64
+	pid      int
+	tail     *tail
+
+	done chan struct{}
+	mu   sync.Mutex
+	exit placement.Exit // set once done is closed; a later stop may confirm it
+
+	stopMu sync.Mutex // one stop request at a time
+}
+
+func (h *handle) Identity() placement.Identity {
+	return placement.Identity{ID: h.instance, Generation: h.gen}
+}
+func (h *handle) PID() int              { return h.pid }
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+// Exit is how the process ended. After a lost session or an unconfirmed
+// stop, a later stop that the runner confirms replaces it.
+func (h *handle) Exit() placement.Exit {
+	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.exit
+}
+
+// output writes a line of the process's output to its log.
+func (h *handle) output(line string) {
+	h.tail.add(line)
+	if out := h.req.Output; out != nil {
+		out.Write([]byte(line + "\n"))
+	}
+}
+
+// finish records how the process ended. The first end closes done; a
+// later one counts only if it confirms an end that was not confirmed.
+func (h *handle) finish(e placement.Exit) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	if len(e.Tail) == 0 {
+		e.Tail = h.tail.lines()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.done:
+		if !confirmedExit(h.exit) && confirmedExit(e) {
+			h.exit = e
+		}
+	default:
+		h.exit = e
+		close(h.done)
+	}
+}
+
+func confirmedExit(e placement.Exit) bool { return !e.Lost && e.Outcome != placement.Unconfirmed }
+
+// confirmed reports whether the runner confirmed the process's end.
+func (h *handle) confirmed() bool {
+	select {
+	case <-h.done:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return confirmedExit(h.exit)
+	default:
+		return false
+	}
+}
+
+// Stop asks the runner to stop the process (its graceful stop bounded by
+// the shutdown timeout, then interrupt, then kill after grace) and waits
+// at most the shutdown timeout plus lease plus margin for the runner to
+// confirm. Without a confirmation the outcome is
+// RemoteTerminationUnconfirmed: it may still be running. A process whose
+// session was lost is stopped through a new session. Stopping again after
+// an unconfirmed stop asks the runner again.
+//
+// Cancelling ctx (or its deadline) cuts the graceful part short: a ctx
+// already ended asks for a forced stop, and one that ends while the stop
+// is under way forces it then. Nothing shortens the wait for the
+// confirmation: only the runner can make sure the process is gone, and it
+// answers when it has. A process that had to be
+// interrupted or killed is Killed, with a *placement.RemoteForced among the
+// CleanupError's causes.
+func (h *handle) Stop(ctx context.Context) (placement.Outcome, error) {
+	h.stopMu.Lock()
+	defer h.stopMu.Unlock()
+	if h.confirmed() {
+		return h.exit.Outcome, nil
+	}
+	r := h.r
+	op := fmt.Sprintf("stop %s generation %d", h.instance, h.gen)
+	shutdown := r.cfg.ShutdownTimeout
+	if d, ok := ctx.Deadline(); ok {
+		shutdown = max(min(shutdown, time.Until(d)), time.Millisecond)
+	}
+	res, waited, err := h.askStop(ctx, op, shutdown)
+	if err != nil {
+		cause := &placement.RemoteTerminationUnconfirmed{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
+		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Plugin.Name, "remote.instance", h.instance,
+			"remote.generation", h.gen, "bound", waited, "err", err)
+		h.finish(placement.Exit{Code: -1, Error: cause.Error(), Requested: true, Outcome: placement.Unconfirmed})
+		return placement.Unconfirmed, &placement.CleanupError{Plugin: h.req.Plugin.Name, Outcome: placement.Unconfirmed, Causes: multierror.Append(nil, cause)}
+	}
+	if h.confirmed() {
+		return h.Exit().Outcome, nil // it exited on its own meanwhile
+	}
+	r.log.Info("Remote execution terminated", "plugin", h.req.Plugin.Name,
+		"remote.termination", string(res.Outcome), "remote.instance", h.instance, "remote.generation", h.gen)
+	exit := res.Exit
+	exit.Requested, exit.Outcome = true, res.Outcome
+	h.finish(exit)
+	h.s.untrack(h)
+	if res.Outcome == placement.Killed {
+		return res.Outcome, &placement.CleanupError{Plugin: h.req.Plugin.Name, Outcome: placement.Killed,
+			Causes: multierror.Append(nil, &placement.RemoteForced{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
+	}
+	return res.Outcome, nil
+}
+
+// askStop sends the stop through the live session (a new one if the
+// process's was lost) and waits for the answer, or for the bound, which
+// it returns. The stop is forced if ctx has ended, and forced once it ends
+// while the runner is carrying out the graceful part.
+func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
+	r := h.r
+	var res runner.StopResult
+	// The bound starts now: opening a session, when the last was lost,
+	// is part of it.
+	r.mu.Lock()
+	cfg, lease := r.cfg, r.cfg.Lease
+	if s := r.sess; s != nil && s.ctx.Err() == nil {
+		cfg, lease = s.cfg, s.lease
+	} else if lease <= 0 {
+		lease = runner.DefaultLease
+	}
+	r.mu.Unlock()
+	wait := waitConfirm(cfg, lease)
+	bctx, cancel := context.WithTimeoutCause(context.Background(), wait,
+		fmt.Errorf("no confirmation within %s (shutdown timeout + lease + margin)", wait))
+	defer cancel()
+	s, err := r.session(bctx)
+	if err != nil {
+		return res, wait, err
+	}
+	cctx, cancelCall := context.WithCancelCause(bctx)
+	defer cancelCall(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancelCall(context.Cause(s.ctx)) })
+	defer stop()
+	path := "/v1/instances/" + url.PathEscape(h.instance) + "/stop"
+	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1), Force: ctx.Err() != nil}
+	if body.Force {
+		err = s.c.call(cctx, op, "POST", path, body, &res)
+		return res, wait, err
+	}
+	hurried := make(chan struct{})
+	stopHurry := context.AfterFunc(ctx, func() {
+		// The caller stopped waiting for the graceful part: force it. The
+		// runner answers this one as it answers the stop under way.
+		defer close(hurried)
+		force := runner.Stop{Session: s.id, Generation: h.gen, Force: true}
+		if err := s.c.call(cctx, op+" (forced)", "POST", path, force, nil); err != nil && cctx.Err() == nil {
+			r.log.Warn("force a stop", "remote.instance", h.instance, "remote.generation", h.gen, "err", err)
+		}
+	})
+	err = s.c.call(cctx, op, "POST", path, body, &res)
+	if !stopHurry() {
+		cancelCall(nil)
+		<-hurried
+	}
+	return res, wait, err
+}

@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/graftland/graft/placement"
+)
+
+// The types of the runner's HTTP API, /v1 (docs/runner-api.md). Within
+// /v1 fields are only ever added.
+
+// MaxBody bounds a request body.
+const MaxBody = 1 << 20
+
+// The kinds of error answers.
+const (
+	KindBadRequest   = "bad-request"
+	KindUnauthorized = "unauthorized"
+	KindNoSession    = "no-session"
+	KindNoInstance   = "no-instance"
+	KindUnconfirmed  = "unconfirmed"
+	KindBusy         = "starting"
+	KindStartFailed  = "start-failed"
+	KindState        = "state"
+	KindExhausted    = "exhausted"
+	KindInternal     = "internal"
+)
+
+// ErrorBody is the body of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Kind  string `json:"kind"`
+	// Exit is how the process ended, on start-failed.
+	Exit *placement.Exit `json:"exit,omitempty"`
+	// Generation is the generation a failed start took, when it took
+	// one: the output events of that generation are all its process
+	// wrote.
+	Generation int64 `json:"generation,omitempty"`
+}
+
+// OpenSession is the body of POST /v1/sessions.
+type OpenSession struct {
+	// Holder says who holds the session, for the runner's log and status.
+	Holder string `json:"holder"`
+	// LeaseMillis is the session's lease; 0 means the runner's.
+	LeaseMillis int64 `json:"leaseMillis"`
+}
+
+// Session answers POST /v1/sessions.
+type Session struct {
+	Session     string `json:"session"`
+	LeaseMillis int64  `json:"leaseMillis"`
+	GraceMillis int64  `json:"graceMillis"`
+	// Runner is the runner's version.
+	Runner string `json:"runner"`
+	// BootID is the runner machine's boot id.
+	BootID string `json:"bootID"`
+}
+
+// Renewed answers POST /v1/sessions/{session}/renew.
+type Renewed struct {
+	LeaseMillis int64 `json:"leaseMillis"`
+}
+
+// Stopped is one process a session's end stopped.
+type Stopped struct {
+	Instance   string            `json:"instance"`
+	Generation int64             `json:"generation"`
+	Outcome    placement.Outcome `json:"outcome"`
+}
+
+// Closed answers DELETE /v1/sessions/{session}.
+type Closed struct {
+	Stopped []Stopped `json:"stopped"`
+}
+
+// The types of events.
+const (
+	EventOutput = "output"
+	EventExit   = "exit"
+	EventPing   = "ping"
+)
+
+// Event is one line of GET /v1/sessions/{session}/events.
+type Event struct {
+	Type       string          `json:"type"`
+	Instance   string          `json:"instance,omitempty"`
+	Generation int64           `json:"generation,omitempty"`
+	Line       string          `json:"line,omitempty"`
+	Exit       *placement.Exit `json:"exit,omitempty"`
+}
+
+// Ready is a readiness check run on the runner's machine: exactly one of
+// TCP, HTTP and Exec.
+type Ready struct {
+	TCP           string   `json:"tcp,omitempty"`
+	HTTP          string   `json:"http,omitempty"`
+	Exec          []string `json:"exec,omitempty"`
+	TimeoutMillis int64    `json:"timeoutMillis,omitempty"`
+}
+
+// Start is the body of POST /v1/instances/{instance}/start.
+type Start struct {
+	Session string            `json:"session"`
+	Plugin  string            `json:"plugin"`
+	Project string            `json:"project"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	// InheritEnv names variables of the runner's own environment that the
+	// process gets, when set there; it gets nothing else of it but a
+	// minimal base (placement.BaseEnv).
+	InheritEnv []string `json:"inheritEnv,omitempty"`
+	Dir        string   `json:"dir,omitempty"`
+	StopSignal string   `json:"stopSignal,omitempty"`
+	Ready      *Ready   `json:"ready,omitempty"`
+}
+
+// Started answers a start.
+type Started struct {
+	Instance   string    `json:"instance"`
+	Generation int64     `json:"generation"`
+	PID        int       `json:"pid"`
+	StartedAt  time.Time `json:"startedAt"`
+}
+
+// Stop is the body of POST /v1/instances/{instance}/stop.
+type Stop struct {
+	Session               string `json:"session"`
+	Generation            int64  `json:"generation"`
+	ShutdownTimeoutMillis int64  `json:"shutdownTimeoutMillis,omitempty"`
+	// Force skips the graceful stop, or cuts one under way short: the
+	// interrupt at once, SIGKILL grace later.
+	Force bool `json:"force,omitempty"`
+}
+
+// StopResult answers a stop once the exit is confirmed.
+type StopResult struct {
+	Instance   string            `json:"instance"`
+	Generation int64             `json:"generation"`
+	Outcome    placement.Outcome `json:"outcome"`
+	Exit       placement.Exit    `json:"exit"`
+}
+
+// SessionStatus is one session in GET /v1/status.
+type SessionStatus struct {
+	Session string    `json:"session"`
+	Holder  string    `json:"holder"`
+	Expires time.Time `json:"expires"`
+}
+
+// The statuses of an instance's process.
+const (
+	StatusRunning     = "running"
+	StatusStopping    = "stopping"
+	StatusUnconfirmed = "unconfirmed"
+)
+
+// InstanceStatus is one process in GET /v1/status.
+type InstanceStatus struct {
+	Instance   string    `json:"instance"`
+	Generation int64     `json:"generation"`
+	PID        int       `json:"pid"`
+	Session    string    `json:"session,omitempty"`
+	Status     string    `json:"status"`
+	StartedAt  time.Time `json:"startedAt"`
+}
+
+// Status answers GET /v1/status.
+type Status struct {
+	Runner      string           `json:"runner"`
+	PID         int              `json:"pid"`
+	Since       time.Time        `json:"since"`
+	LeaseMillis int64            `json:"leaseMillis"`
+	GraceMillis int64            `json:"graceMillis"`
+	Sessions    []SessionStatus  `json:"sessions"`
+	Instances   []InstanceStatus `json:"instances"`
+}

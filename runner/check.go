@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/graftland/graft/internal/proc"
+)
+
+// The checks of request bodies, after decoding: what they refuse is a
+// 400, and nothing of the request happens.
+
+func checkOpenSession(o *OpenSession) error {
+	if o.LeaseMillis < 0 || o.LeaseMillis > int64(maxLease/time.Millisecond) {
+		return fmt.Errorf("leaseMillis %d: want a positive number of milliseconds, or 0 for the runner's lease", o.LeaseMillis)
+	}
+	return noNUL("holder", o.Holder)
+}
+
+func checkStart(s *Start) error {
+	if s.Session == "" {
+		return errors.New("no session")
+	}
+	if s.Plugin == "" {
+		return errors.New("no plugin")
+	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return errors.New("no command")
+	}
+	for i, a := range s.Command {
+		if err := noNUL(fmt.Sprintf("command[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	for k, v := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env: bad name %q", k)
+		}
+		if err := noNUL("env "+k, v); err != nil {
+			return err
+		}
+	}
+	for _, k := range s.InheritEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("inheritEnv: bad name %q", k)
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"plugin", s.Plugin}, {"project", s.Project}, {"dir", s.Dir}} {
+		if err := noNUL(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if s.StopSignal != "" && !proc.KnownSignal(s.StopSignal) {
+		return fmt.Errorf("stopSignal %q: not a signal (want a name such as SIGTERM)", s.StopSignal)
+	}
+	if rd := s.Ready; rd != nil {
+		n := 0
+		for _, set := range []bool{rd.TCP != "", rd.HTTP != "", len(rd.Exec) > 0} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return errors.New("ready: want exactly one of tcp, http and exec")
+		}
+		if rd.TimeoutMillis < 0 || rd.TimeoutMillis > int64(maxLease/time.Millisecond) {
+			return fmt.Errorf("ready: timeoutMillis %d: want a positive number of milliseconds, or 0 for 30 seconds", rd.TimeoutMillis)
+		}
+		if rd.HTTP != "" {
+			u, err := url.Parse(rd.HTTP)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("ready: http %q: want an http or https URL", rd.HTTP)
+			}
+		}
+		if len(rd.Exec) > 0 && rd.Exec[0] == "" {
+			return errors.New("ready: exec: no command")
+		}
+		for i, a := range rd.Exec {
+			if err := noNUL(fmt.Sprintf("ready: exec[%d]", i), a); err != nil {
+				return err
+			}
+		}
+		if err := noNUL("ready: tcp", rd.TCP); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkStop(s *Stop) error {
+	if s.Session == "" {
+		return errors.New("no session")
+	}
+	if s.Generation <= 0 {
+		return fmt.Errorf("generation %d: want the generation its start answered", s.Generation)
+	}
+	if s.ShutdownTimeoutMillis < 0 || s.ShutdownTimeoutMillis > int64(maxLease/time.Millisecond) {
+		return fmt.Errorf("shutdownTimeoutMillis %d: want a positive number of milliseconds, or 0 for 5 seconds", s.ShutdownTimeoutMillis)
+	}
+	return nil
+}
+
+// noNUL refuses a string no process can be given.
+func noNUL(field, v string) error {
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("%s: holds a NUL byte", field)
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+//go:build linux
+
+package runner
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/placement"
+)
+
+// The lease tests' durations: short, with generous slack for a loaded
+// machine running -race.
+const (
+	testLease = 400 * time.Millisecond
+	testGrace = 200 * time.Millisecond
+	slack     = 1500 * time.Millisecond
+)
+
+// goneAt polls until pid is gone and returns when it was first seen gone.
+func goneAt(t *testing.T, pid int, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		require.True(t, time.Now().Before(deadline), "pid %d still alive after %s", pid, within)
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Now()
+}
+
+// TestLeaseRunsOut: a session nobody renews ends when its lease runs out,
+// not before: its processes are interrupted, and killed after grace, and
+// the session is forgotten.
+func TestLeaseRunsOut(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	sess := h.open(testLease)
+	ev := h.events(sess)
+	coop := h.start("lease.coop", plugin(t, sess, "cooperative"))
+	stub := h.start("lease.stubborn", plugin(t, sess, "stubborn"))
+	ev.ready(t)
+	ev.ready(t)
+	// The lease runs from the last renewal.
+	require.Equal(t, http.StatusOK, h.renew(sess))
+	renewed := time.Now()
+
+	coopGone := goneAt(t, coop.PID, testLease+testGrace+slack)
+	stubGone := goneAt(t, stub.PID, testLease+testGrace+slack)
+	assert.GreaterOrEqual(t, coopGone.Sub(renewed), testLease, "not before the lease ran out")
+	assert.GreaterOrEqual(t, stubGone.Sub(renewed), testLease+testGrace, "killed grace after the interrupt")
+	assert.Less(t, stubGone.Sub(renewed), testLease+testGrace+slack)
+
+	assert.Equal(t, http.StatusNotFound, h.renew(sess))
+	_, status, e := h.tryStart("lease.coop", plugin(t, sess, "cooperative"))
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoSession, e.Kind)
+	require.True(t, h.log.WaitFor("lease ran out", time.Second))
+	log := h.log.String()
+	assert.Contains(t, log, "level=WARN msg=\"lease ran out\" holder=TestLeaseRunsOut session="+sess)
+	assert.Contains(t, log, "processes=\"[lease.coop lease.stubborn]\"")
+	assert.Eventually(t, func() bool { return len(h.status().Instances) == 0 }, time.Second, 5*time.Millisecond)
+}
+
+// TestRenewalsKeepItAlive: a session renewed every third of its lease
+// outlives several leases; DELETE then stops its processes at once.
+func TestRenewalsKeepItAlive(t *testing.T) {
+	h := newHarness(t, Options{Grace: testGrace})
+	sess := h.open(testLease)
+	ev := h.events(sess)
+	st := h.start("renewed", plugin(t, sess, "cooperative"))
+	ev.ready(t)
+	for end := time.Now().Add(3 * testLease); time.Now().Before(end); {
+		time.Sleep(testLease / 3)
+		require.Equal(t, http.StatusOK, h.renew(sess))
+		require.True(t, alive(st.PID))
+	}
+	pings := 0
+	for len(ev.c) > 0 {
+		if e := <-ev.c; e.Type == EventPing {
+			pings++
+		}
+	}
+	assert.GreaterOrEqual(t, pings, 4, "a ping every third of the lease")
+
+	began := time.Now()
+	var closed Closed
+	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Less(t, time.Since(began), time.Second)
+	assert.Equal(t, []Stopped{{Instance: "renewed", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	assert.False(t, alive(st.PID), "stopped before the answer")
+	assert.Equal(t, http.StatusNotFound, h.renew(sess))
+	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoSession, e.Kind)
+}
+
+// TestSessionRequests: leases are checked; the status lists sessions.
+func TestSessionRequests(t *testing.T) {
+	h := newHarness(t, Options{Lease: 7 * time.Second, Grace: testGrace, Version: "graft v9"})
+	var s Session
+	status, e := h.call("POST", "/v1/sessions", OpenSession{Holder: "me"}, &s)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, int64(7000), s.LeaseMillis, "the runner's lease")
+	assert.Equal(t, int64(200), s.GraceMillis)
+	assert.Equal(t, "graft v9", s.Runner)
+	assert.Len(t, s.BootID, 36)
+	for _, lease := range []int64{-1, 1 << 62} {
+		status, e = h.call("POST", "/v1/sessions", OpenSession{LeaseMillis: lease}, nil)
+		assert.Equal(t, http.StatusBadRequest, status, "lease %d", lease)
+		assert.Equal(t, KindBadRequest, e.Kind)
+	}
+	var renewed Renewed
+	status, _ = h.call("POST", "/v1/sessions/"+s.Session+"/renew", nil, &renewed)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, int64(7000), renewed.LeaseMillis)
+	st := h.status()
+	assert.Equal(t, "graft v9", st.Runner)
+	require.Len(t, st.Sessions, 1)
+	assert.Equal(t, "me", st.Sessions[0].Holder)
+	assert.WithinDuration(t, time.Now().Add(7*time.Second), st.Sessions[0].Expires, time.Second)
+}
+
+// TestEndSessionDuringStart: a session ended while a start under it waits
+// for its process to be ready answers once that process is gone too, and
+// lists it; the start fails with no-session.
+func TestEndSessionDuringStart(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	sess := h.open(0)
+	ev := h.events(sess)
+	addr := freeAddr(t)
+	slow := plugin(t, sess, "listen", "1h", addr)
+	slow.Ready = &Ready{TCP: addr, TimeoutMillis: 60000}
+	type answer struct {
+		status int
+		e      ErrorBody
+	}
+	started := make(chan answer, 1)
+	go func() {
+		_, status, e := h.tryStart("end.slow", slow)
+		started <- answer{status, e}
+	}()
+	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "end.slow" && strings.HasPrefix(e.Line, "waiting") })
+	ps := marked(t)
+	require.Len(t, ps, 1)
+
+	var closed Closed
+	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.False(t, alive(ps[0].pid), "gone before the session's end answers")
+	assert.Equal(t, []Stopped{{Instance: "end.slow", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	a := <-started
+	assert.Equal(t, http.StatusNotFound, a.status)
+	assert.Equal(t, KindNoSession, a.e.Kind)
+}
+
+// TestStopThroughANewSession: a host that lost its session asks, through
+// a new one, for the stop of what it started under the old: a process
+// still running is stopped; one its lease's end is stopping is joined;
+// one gone answers its exit, remembered or not; a generation never
+// started is not found.
+func TestStopThroughANewSession(t *testing.T) {
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
+	old := h.open(testLease)
+	ev := h.events(old)
+	coop := h.start("again.coop", plugin(t, old, "cooperative"))
+	stub := h.start("again.stub", plugin(t, old, "stubborn"))
+	ev.ready(t)
+	ev.ready(t)
+	sess := h.open(0)
+
+	res, status, e := h.stop(sess, "again.coop", coop.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Exited, res.Outcome)
+	assert.False(t, alive(coop.PID))
+
+	// The old lease runs out: the stubborn one is interrupted, and killed
+	// after grace. A stop meanwhile waits for that.
+	require.Eventually(t, func() bool {
+		for _, in := range h.status().Instances {
+			if in.Instance == "again.stub" && in.Status == StatusStopping {
+				return true
+			}
+		}
+		return false
+	}, testLease+slack, 2*time.Millisecond, "the end of the old lease stops it")
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Killed, res.Outcome)
+	assert.False(t, alive(stub.PID))
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Killed, res.Outcome, "remembered")
+
+	_, status, e = h.stop(sess, "again.stub", stub.Generation+1, time.Second)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoInstance, e.Kind)
+
+	// A runner started again knows the generation ended, not how.
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace}, dir)
+	sess = h.open(0)
+	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Exited, res.Outcome)
+	assert.Equal(t, -1, res.Exit.Code)
+	_, status, _ = h.stop(sess, "again.never", 1, time.Second)
+	assert.Equal(t, http.StatusNotFound, status)
+}

@@ -1,0 +1,281 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graftland/graft/placement"
+)
+
+// maxLease is the longest lease a session may ask for: one that a
+// time.Duration still holds in nanoseconds.
+const maxLease = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
+
+// openSession opens a session for holder with lease (0: the runner's).
+func (r *Runner) openSession(req *OpenSession) (*Session, error) {
+	lease := time.Duration(req.LeaseMillis) * time.Millisecond
+	if req.LeaseMillis == 0 {
+		lease = r.opt.Lease
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{
+		id:     uuid.NewString(),
+		holder: req.Holder,
+		lease:  lease,
+		procs:  map[*process]bool{},
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel()
+		return nil, errClosing
+	}
+	s.expires = time.Now().Add(lease)
+	s.timer = time.AfterFunc(lease, func() { r.expire(s) })
+	r.sessions[s.id] = s
+	r.mu.Unlock()
+	r.log.Info("session opened", "session", s.id, "holder", s.holder, "lease", lease)
+	return &Session{
+		Session:     s.id,
+		LeaseMillis: lease.Milliseconds(),
+		GraceMillis: r.opt.Grace.Milliseconds(),
+		Runner:      r.opt.Version,
+		BootID:      r.bootID,
+	}, nil
+}
+
+// renew runs the session's lease again from now.
+func (r *Runner) renew(id string) (*Renewed, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[id]
+	if s == nil {
+		return nil, noSession(id)
+	}
+	s.expires = time.Now().Add(s.lease)
+	s.timer.Reset(s.lease)
+	return &Renewed{LeaseMillis: s.lease.Milliseconds()}, nil
+}
+
+// expire ends a session whose lease ran out: its processes are
+// interrupted, and killed after grace.
+func (r *Runner) expire(s *session) {
+	r.mu.Lock()
+	if r.closed || s.ended {
+		r.mu.Unlock()
+		return
+	}
+	if left := time.Until(s.expires); left > 0 {
+		// Renewed while the timer fired.
+		s.timer.Reset(left)
+		r.mu.Unlock()
+		return
+	}
+	procs := r.detach(s)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	var names []string
+	for _, p := range procs {
+		names = append(names, p.name)
+	}
+	sort.Strings(names)
+	r.log.Warn("lease ran out", "holder", s.holder, "session", s.id, "lease", s.lease, "processes", names)
+	for _, st := range r.stopAll(procs) {
+		r.log.Info("stopped: its lease ran out", "instance", st.Instance, "generation", st.Generation,
+			"session", s.id, "outcome", string(st.Outcome))
+	}
+}
+
+// endSession ends a session at its holder's request, as if its lease ran
+// out, and reports how its processes ended.
+func (r *Runner) endSession(id string) (*Closed, error) {
+	r.mu.Lock()
+	s := r.sessions[id]
+	if s == nil {
+		r.mu.Unlock()
+		return nil, noSession(id)
+	}
+	procs := r.detach(s)
+	r.mu.Unlock()
+	stopped := r.stopAll(procs)
+	// Starts under way stop what they started, now that it ended.
+	s.starts.Wait()
+	r.mu.Lock()
+	stopped = append(stopped, s.late...)
+	r.mu.Unlock()
+	r.log.Info("session ended", "session", s.id, "holder", s.holder, "stopped", len(stopped))
+	return &Closed{Stopped: stopped}, nil
+}
+
+// detach ends s: it is forgotten, its stream ends, starts under it stop.
+// It returns its processes, for the caller to stop. r.mu is held.
+func (r *Runner) detach(s *session) []*process {
+	s.ended = true
+	s.timer.Stop()
+	delete(r.sessions, s.id)
+	s.cancel()
+	s.close()
+	var procs []*process
+	for p := range s.procs {
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// liveSession is the session id names, for a start or a stop: none while
+// the runner closes, or once the session ended. r.mu is held.
+func (r *Runner) liveSession(id string) (*session, error) {
+	if r.closed {
+		return nil, errClosing
+	}
+	if s := r.sessions[id]; s != nil {
+		return s, nil
+	}
+	return nil, noSession(id)
+}
+
+// stop carries out a stop request; see docs/runner-api.md.
+func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
+	r.mu.Lock()
+	s, err := r.liveSession(req.Session)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	// The process may be another session's: its host lost that session
+	// (its lease ran out, or is running out) and asks again through a new
+	// one.
+	inst := r.instances[name]
+	var p *process
+	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation {
+		p = inst.cur
+	}
+	if p == nil {
+		defer r.mu.Unlock()
+		return r.stopped(name, inst, req.Generation)
+	}
+	if p.unconfirmed {
+		r.mu.Unlock()
+		return nil, unconfirmed("stop", name, p.gen)
+	}
+	if inst.busy && req.Force && p.stopping {
+		// It hurries the stop under way, and answers as it does.
+		r.mu.Unlock()
+		return r.answerStop(name, s, p, stopForced, 0)
+	}
+	if inst.busy {
+		r.mu.Unlock()
+		return nil, apiErr(409, KindBusy, "stop %s: another start or stop of %s is under way", name, name)
+	}
+	inst.busy = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		inst.busy = false
+		r.mu.Unlock()
+	}()
+	mode := stopRequest
+	switch {
+	case req.Force:
+		mode = stopForced
+		if p.session != s {
+			r.mu.Lock()
+			p.notify = true // its exit goes to its own session's stream too
+			r.mu.Unlock()
+		}
+	case p.session != s:
+		mode = stopReplace // its exit goes to its own session's stream too
+	}
+	return r.answerStop(name, s, p, mode, time.Duration(req.ShutdownTimeoutMillis)*time.Millisecond)
+}
+
+// answerStop stops p, or joins the stop under way, and answers with its
+// exit once confirmed.
+func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, shutdown time.Duration) (*StopResult, error) {
+	exit, ok := r.stopProcess(p, mode, shutdown)
+	if !ok {
+		return nil, unconfirmed("stop", name, p.gen)
+	}
+	r.log.Info("stopped", "instance", name, "generation", p.gen, "pid", p.pid, "session", s.id, "outcome", string(exit.Outcome))
+	return &StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
+}
+
+// stopped answers a stop of generation gen of inst, which does not run:
+// its exit if it is remembered; unconfirmed while a previous runner's
+// process may still live; gone if the generation was handed out (a
+// runner tracks every process it starts until it is confirmed gone);
+// no-instance if it never was. inst is nil when this runner has not seen
+// name since it started. r.mu is held.
+func (r *Runner) stopped(name string, inst *instance, gen int64) (*StopResult, error) {
+	if inst != nil {
+		if exit, ok := inst.exitOf(gen); ok {
+			return &StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
+		}
+		if rec := inst.recovered; rec != nil && rec.Generation == gen {
+			return nil, unconfirmed("stop", name, gen)
+		}
+	}
+	if _, ok := r.starting[placement.Identity{ID: name, Generation: gen}]; ok {
+		return nil, apiErr(409, KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
+	}
+	last, err := r.state.handedOut(name)
+	if err != nil {
+		return nil, apiErr(500, KindState, "stop %s: %v", name, err)
+	}
+	if gen < 1 || gen > last {
+		return nil, apiErr(404, KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
+	}
+	exit := placement.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: placement.Exited, At: time.Now()}
+	return &StopResult{Instance: name, Generation: gen, Outcome: placement.Exited, Exit: exit}, nil
+}
+
+// status is the runner's state for GET /v1/status.
+func (r *Runner) status() *Status {
+	st := &Status{
+		Runner:      r.opt.Version,
+		PID:         os.Getpid(),
+		Since:       r.since,
+		LeaseMillis: r.opt.Lease.Milliseconds(),
+		GraceMillis: r.opt.Grace.Milliseconds(),
+		Sessions:    []SessionStatus{},
+		Instances:   []InstanceStatus{},
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sessions {
+		st.Sessions = append(st.Sessions, SessionStatus{Session: s.id, Holder: s.holder, Expires: s.expires})
+	}
+	add := func(p *process, status string) {
+		st.Instances = append(st.Instances, InstanceStatus{Instance: p.name, Generation: p.gen, PID: p.pid,
+			Session: p.session.id, Status: status, StartedAt: p.startedAt})
+	}
+	for _, inst := range r.instances {
+		switch p := inst.cur; {
+		case p != nil && p.unconfirmed:
+			add(p, StatusUnconfirmed)
+		case p != nil && p.stopping:
+			add(p, StatusStopping)
+		case p != nil:
+			add(p, StatusRunning)
+		case inst.recovered != nil:
+			rec := inst.recovered
+			st.Instances = append(st.Instances, InstanceStatus{Instance: rec.Instance, Generation: rec.Generation,
+				PID: rec.PID, Status: StatusUnconfirmed, StartedAt: rec.StartedAt})
+		}
+	}
+	for _, p := range r.starting {
+		if p.pid != 0 {
+			add(p, StatusRunning)
+		}
+	}
+	sort.Slice(st.Sessions, func(i, j int) bool { return st.Sessions[i].Session < st.Sessions[j].Session })
+	sort.Slice(st.Instances, func(i, j int) bool { return st.Instances[i].Instance < st.Instances[j].Instance })
+	return st
+}

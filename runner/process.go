@@ -1,0 +1,509 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/spec"
+)
+
+// EnvInvocation is set in every process's environment to an id of that
+// start alone, as systemd's INVOCATION_ID: a runner started again finds by
+// it what a previous one left running, the processes that left their
+// process group included.
+const EnvInvocation = "GRAFT_INVOCATION_ID"
+
+// process is one start of an instance: one generation.
+type process struct {
+	name       string
+	gen        int64
+	inv        string
+	session    *session
+	stopSignal syscall.Signal
+	out        *lineOutput
+	h          placement.Handle
+	signal     func(syscall.Signal) error // to its family; see local's Signal
+
+	// Set once it runs (Runner.spawned), before its start answers.
+	pid       int
+	startedAt time.Time
+
+	// Guarded by the runner's mu.
+	stopping    bool // a stop is under way
+	requested   bool // a stop began before it exited
+	interrupted bool // the graceful part is over: from now on its end is Killed
+	notify      bool // its exit goes to its session's stream even though requested
+	unconfirmed bool // a stop gave up waiting for its exit
+
+	hurry  chan struct{} // closed by a forced stop joining a graceful one
+	gaveUp chan struct{} // closed when a stop gives up on confirming the exit
+	done   chan struct{} // closed once its exit is confirmed; then exit is set
+	exit   placement.Exit
+}
+
+// signaller is what the runner needs of a local handle beyond
+// placement.Handle: a signal to the whole family.
+type signaller interface {
+	Signal(syscall.Signal) error
+}
+
+// startTimer is local's handle too: the start time of its process, read
+// before it can be reaped, so never a stranger's that took its pid.
+type startTimer interface {
+	StartTime() (uint64, error)
+}
+
+// defaultShutdown bounds the graceful part of a stop that asks for no
+// other (and of a replacement's stop of the process it replaces).
+const defaultShutdown = spec.ShutdownTimeout
+
+// start carries out a start request; see docs/runner-api.md.
+func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, error) {
+	r.mu.Lock()
+	s, err := r.liveSession(req.Session)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	inst := r.instance(name)
+	switch {
+	case inst.busy:
+		r.mu.Unlock()
+		return nil, apiErr(409, KindBusy, "start %s: another start or stop of %s is under way", name, name)
+	case inst.recovered != nil:
+		gen := inst.recovered.Generation
+		r.mu.Unlock()
+		return nil, unconfirmed("start", name, gen)
+	case inst.cur != nil && inst.cur.unconfirmed:
+		gen := inst.cur.gen
+		r.mu.Unlock()
+		return nil, unconfirmed("start", name, gen)
+	}
+	inst.busy = true
+	old := inst.cur
+	r.wg.Add(1) // Close waits for the start: it may be about to spawn
+	s.starts.Add(1)
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		inst.busy = false
+		r.mu.Unlock()
+		s.starts.Done()
+		r.wg.Done()
+	}()
+
+	// An instance without a next generation refuses the start before its
+	// process is replaced.
+	if err := r.state.canAdvance(name); err != nil {
+		return nil, r.noGeneration(name, err)
+	}
+	if old != nil {
+		r.log.Info("replacing", "instance", name, "generation", old.gen, "pid", old.pid, "session", req.Session)
+		if _, ok := r.stopProcess(old, stopReplace, defaultShutdown); !ok {
+			return nil, unconfirmed("start", name, old.gen)
+		}
+	}
+	// The replaced process took a while to stop: its caller, its session
+	// or the runner may be gone meanwhile. Then nothing starts, and no
+	// generation is taken.
+	if err := r.cutShort(ctx, s); err != nil {
+		return nil, err
+	}
+	gen, err := r.state.next(name)
+	if err != nil {
+		return nil, r.noGeneration(name, err)
+	}
+	p := &process{
+		name:       name,
+		gen:        gen,
+		inv:        uuid.NewString(),
+		session:    s,
+		stopSignal: proc.SignalNamed(req.StopSignal),
+		hurry:      make(chan struct{}),
+		gaveUp:     make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	p.out = newLineOutput(func(line string) {
+		s.send(Event{Type: EventOutput, Instance: name, Generation: gen, Line: line})
+	})
+	rec := record{Instance: name, Generation: gen, Invocation: p.inv, BootID: r.bootID}
+	if err := r.state.writeRecord(rec); err != nil {
+		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
+		return nil, apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+	}
+
+	id := placement.Identity{ID: name, Generation: gen}
+	r.mu.Lock()
+	r.starting[id] = p
+	r.mu.Unlock()
+	// The start stops at once when its caller goes away, its session ends
+	// or the runner closes: local kills what it started.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop1 := context.AfterFunc(s.ctx, cancel)
+	defer stop1()
+	stop2 := context.AfterFunc(r.ctx, cancel)
+	defer stop2()
+	var h placement.Handle
+	err = r.cutShort(ctx, s)
+	if err == nil {
+		h, err = r.local.Start(sctx, placement.Request{
+			Plugin:   pluginOf(req),
+			Project:  req.Project,
+			Env:      map[string]string{EnvInvocation: p.inv},
+			Output:   p.out,
+			Identity: &id,
+		})
+	}
+	r.mu.Lock()
+	delete(r.starting, id)
+	if err != nil && s.ended && p.pid != 0 {
+		// It ran, and local killed it when the session ended.
+		s.late = append(s.late, Stopped{Instance: name, Generation: gen, Outcome: placement.Killed})
+	}
+	r.mu.Unlock()
+	if err != nil {
+		// Nothing of it runs: local stops what it started before it
+		// fails a start.
+		if rerr := r.state.removeRecord(name, gen); rerr != nil {
+			r.log.Warn("remove a record", "instance", name, "generation", gen, "err", rerr)
+		}
+		return nil, r.startFailed(name, gen, s, err)
+	}
+	p.h = h
+	p.signal = func(syscall.Signal) error { return errors.New("cannot signal its family") }
+	if sg, ok := h.(signaller); ok {
+		p.signal = sg.Signal
+	}
+	if p.pid == 0 { // Started was not called: never with local, but be sure
+		p.pid, p.startedAt = h.PID(), time.Now()
+	}
+
+	r.mu.Lock()
+	if closed := r.closed; s.ended || closed {
+		// Its session ended, or the runner closes, as it got ready. It
+		// is the instance's until its exit is confirmed, so that no
+		// replacement starts before, however long that takes.
+		inst.cur = p
+		r.wg.Add(1)
+		go r.watch(p)
+		r.mu.Unlock()
+		exit, ok := r.stopProcess(p, stopForced, 0)
+		st := Stopped{Instance: name, Generation: gen, Outcome: exit.Outcome}
+		if !ok {
+			st.Outcome = placement.Unconfirmed
+		}
+		r.mu.Lock()
+		s.late = append(s.late, st)
+		r.mu.Unlock()
+		if closed {
+			return nil, errClosing
+		}
+		return nil, noSession(s.id)
+	}
+	inst.cur = p
+	s.procs[p] = true
+	r.wg.Add(1)
+	go r.watch(p)
+	r.mu.Unlock()
+	r.log.Info("started", "instance", name, "generation", gen, "pid", p.pid, "session", s.id, "plugin", req.Plugin)
+	return &Started{Instance: name, Generation: gen, PID: p.pid, StartedAt: p.startedAt}, nil
+}
+
+// spawned is local's Started hook: a process runs, and its ready check
+// has yet to pass. Its record gets its pid and start time now, so a
+// runner killed during the ready check leaves it findable by pid too.
+func (r *Runner) spawned(h placement.Handle) {
+	r.mu.Lock()
+	p := r.starting[h.Identity()]
+	r.mu.Unlock()
+	if p == nil {
+		return
+	}
+	r.mu.Lock()
+	p.pid, p.startedAt = h.PID(), time.Now()
+	r.mu.Unlock()
+	rec := record{Instance: p.name, Generation: p.gen, Invocation: p.inv, BootID: r.bootID, PID: p.pid, StartedAt: p.startedAt}
+	st, ok := h.(startTimer)
+	if !ok {
+		return // never with local
+	}
+	start, err := st.StartTime()
+	if err == nil {
+		rec.StartTime = start
+		err = r.state.writeRecord(rec)
+	}
+	if err != nil {
+		// The record without pid stays: the invocation id still finds it.
+		r.log.Warn("record the pid of a process", "instance", p.name, "generation", p.gen, "pid", p.pid, "err", err)
+	}
+}
+
+// cutShort says why a start must not go on: the runner closes, its
+// session ended, or its caller went away; nil when none of these.
+func (r *Runner) cutShort(ctx context.Context, s *session) error {
+	switch {
+	case r.ctx.Err() != nil:
+		return errClosing
+	case s.ctx.Err() != nil:
+		return noSession(s.id)
+	case ctx.Err() != nil:
+		return apiErr(500, KindInternal, "start cut short, its caller gone: nothing was started")
+	}
+	return nil
+}
+
+// startFailed turns local's error into the answer to a start.
+func (r *Runner) startFailed(name string, gen int64, s *session, err error) error {
+	e := *r.startFailure(name, gen, s, err) // a copy: errClosing is shared
+	e.body.Generation = gen
+	return &e
+}
+
+func (r *Runner) startFailure(name string, gen int64, s *session, err error) *apiError {
+	var se *placement.StartError
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &se):
+		exit := se.Exit
+		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", exit.String())
+		e := apiErr(422, KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
+		e.body.Exit = &exit
+		return e
+	case r.ctx.Err() != nil:
+		return errClosing
+	case s.ctx.Err() != nil:
+		return noSession(s.id)
+	case errors.Is(err, context.Canceled):
+		return apiErr(500, KindInternal, "start %s generation %d: cut short, its caller gone: nothing of it runs", name, gen)
+	default:
+		// It never ran: the command was not found, say.
+		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "err", err)
+		e := apiErr(422, KindStartFailed, "start %s generation %d: %v", name, gen, err)
+		e.body.Exit = &placement.Exit{Code: -1, Error: err.Error(), At: time.Now()}
+		return e
+	}
+}
+
+// pluginOf is the spec of a start request, for the local placement.
+func pluginOf(req *Start) *spec.Plugin {
+	p := &spec.Plugin{
+		Name:       req.Plugin,
+		Run:        spec.Local,
+		Command:    req.Command,
+		Env:        req.Env,
+		InheritEnv: req.InheritEnv,
+		Dir:        req.Dir,
+		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
+	}
+	if rd := req.Ready; rd != nil {
+		timeout := spec.DefaultReadyTimeout
+		if rd.TimeoutMillis > 0 {
+			timeout = time.Duration(rd.TimeoutMillis) * time.Millisecond
+		}
+		p.Ready = &spec.Ready{TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
+	}
+	return p
+}
+
+// watch waits for p's end and confirms it.
+func (r *Runner) watch(p *process) {
+	defer r.wg.Done()
+	// Once Close is done stopping, a process whose exit could not be
+	// confirmed is given up on; its record stays for the next runner.
+	quit, gaveUp := r.quit, (<-chan struct{})(nil)
+	for waiting := true; waiting; {
+		select {
+		case <-p.h.Done():
+			waiting = false
+		case <-quit:
+			quit, gaveUp = nil, p.gaveUp
+		case <-gaveUp:
+			return
+		}
+	}
+	exit := p.h.Exit()
+	if err := r.state.removeRecord(p.name, p.gen); err != nil {
+		r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", err)
+	}
+	r.mu.Lock()
+	exit.Requested = p.requested
+	exit.Outcome = placement.Exited
+	if p.requested && p.interrupted {
+		exit.Outcome = placement.Killed
+	}
+	p.exit = exit
+	s := p.session
+	inst := r.instance(p.name)
+	if inst.cur == p {
+		inst.cur = nil
+	}
+	inst.remember(p.gen, exit)
+	delete(s.procs, p)
+	if !s.ended && (!p.requested || p.notify) {
+		s.send(Event{Type: EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
+	}
+	close(p.done)
+	r.mu.Unlock()
+	r.log.Info("exited", "instance", p.name, "generation", p.gen, "pid", p.pid, "session", s.id,
+		"outcome", string(exit.Outcome), "requested", exit.Requested, "exit", exit.String())
+}
+
+// How a stop goes.
+type stopMode int
+
+const (
+	// stopRequest is a stop request of the process's session: graceful,
+	// answered to the request.
+	stopRequest stopMode = iota
+	// stopReplace is a start's stop of the process it replaces: graceful,
+	// and its exit goes to the process's session's stream.
+	stopReplace
+	// stopForced skips the graceful part, or cuts one under way short: the
+	// lease ran out, the session ended, the runner closes, or a stop
+	// request with force (its caller gave up waiting for the graceful part).
+	stopForced
+)
+
+// stopProcess stops p, or joins the stop under way (a forced stop cuts a
+// graceful one short), and reports its exit once confirmed; false when
+// its exit could not be confirmed within killWait of SIGKILL. The first
+// caller carries the stop out; it does not stop when its caller's request
+// goes away.
+func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) (placement.Exit, bool) {
+	r.mu.Lock()
+	if mode == stopReplace {
+		p.notify = true
+	}
+	first := false
+	select {
+	case <-p.h.Done(): // it exited on its own: nothing to stop
+	default:
+		if !p.stopping {
+			p.stopping, p.requested, first = true, true, true
+		} else if mode == stopForced {
+			select {
+			case <-p.hurry:
+			default:
+				close(p.hurry)
+			}
+		}
+	}
+	r.mu.Unlock()
+	if first {
+		r.stopInOrder(p, mode != stopForced, shutdown)
+	}
+	select {
+	case <-p.done:
+		return p.exit, true
+	default:
+	}
+	select {
+	case <-p.done:
+		return p.exit, true
+	case <-p.gaveUp:
+		return placement.Exit{}, false
+	}
+}
+
+// stopInOrder is the runner's stop: when graceful, the stop signal to the
+// family and up to shutdown for it to be gone; then the interrupt, SIGTERM
+// to the family, and SIGKILL grace later; then up to killWait for the
+// exit. A family member that outlives the process itself is stopped as
+// after any exit of its own (local: SIGTERM, then SIGKILL after grace).
+func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) {
+	log := r.log.With("instance", p.name, "generation", p.gen, "pid", p.pid, "session", p.session.id)
+	send := func(sig syscall.Signal) {
+		if err := p.signal(sig); err != nil {
+			log.Warn("signal", "signal", proc.SignalName(sig), "err", err)
+		}
+	}
+	if graceful {
+		if shutdown <= 0 {
+			shutdown = defaultShutdown
+		}
+		send(p.stopSignal)
+		if p.goneWithin(shutdown, p.hurry) {
+			return
+		}
+	}
+	r.mu.Lock()
+	p.interrupted = true
+	r.mu.Unlock()
+	send(syscall.SIGTERM)
+	if p.goneWithin(r.opt.Grace, nil) {
+		return
+	}
+	log.Info("killing: still running after the interrupt", "grace", r.opt.Grace)
+	send(syscall.SIGKILL)
+	if p.goneWithin(killWait, nil) {
+		return
+	}
+	r.mu.Lock()
+	p.unconfirmed = true
+	r.mu.Unlock()
+	log.Error("exit not confirmed: still running after SIGKILL; replacements are refused until it is gone", "waited", killWait)
+	close(p.gaveUp)
+}
+
+// goneWithin waits up to d for p's exit to be confirmed, or until cut is
+// closed (nil: never).
+func (p *process) goneWithin(d time.Duration, cut <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+	case <-cut:
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func noSession(id string) *apiError {
+	return apiErr(404, KindNoSession, "no session %q: it never was, or its lease ran out and its processes were stopped", id)
+}
+
+func unconfirmed(op, name string, gen int64) *apiError {
+	return apiErr(409, KindUnconfirmed, "%s %s: generation %d of %s may still be running: its exit is not confirmed", op, name, gen, name)
+}
+
+var errClosing = apiErr(500, KindInternal, "the runner is shutting down")
+
+// apiError is an error answer.
+type apiError struct {
+	status int
+	body   ErrorBody
+}
+
+func (e *apiError) Error() string { return e.body.Error }
+
+// noGeneration is the answer to a start that could not take a
+// generation: none is left, or the state dir could not be read or written.
+func (r *Runner) noGeneration(name string, err error) error {
+	var exhausted *ExhaustedError
+	if errors.As(err, &exhausted) {
+		r.log.Error("start refused: no generation is left", "instance", name, "err", err)
+		return apiErr(409, KindExhausted, "start %s: %v: nothing was started", name, err)
+	}
+	r.log.Error("start refused: the state dir cannot be written", "instance", name, "err", err)
+	return apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+}
+
+func apiErr(status int, kind, format string, args ...any) *apiError {
+	return &apiError{status: status, body: ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}
+}

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/graftland/graft/internal/proc"
+)
+
+// recoverRecords deals with the records a previous runner left: those of
+// processes that are gone are removed; the instance of each that may
+// still run refuses starts until recover has stopped it. It runs in Open,
+// before anything is served.
+func (r *Runner) recoverRecords() error {
+	recs, bad, err := r.state.records()
+	if err != nil {
+		return fmt.Errorf("read the records: %w", err)
+	}
+	for _, path := range bad {
+		r.log.Error("removing a record that cannot be read: whatever it named is not looked for", "path", path)
+		os.Remove(path)
+	}
+	// Every generation is read before anything is stopped: a state dir
+	// that cannot be read fails Open with nothing under way.
+	for _, rec := range recs {
+		if err := r.state.atLeast(rec.Instance, rec.Generation); err != nil {
+			return fmt.Errorf("read the generation of %s: %w", rec.Instance, err)
+		}
+	}
+	for _, rec := range recs {
+		members := r.findRecorded(rec)
+		log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
+		if len(members) == 0 {
+			log.Info("a recorded process is gone")
+			if err := r.state.removeRecord(rec.Instance, rec.Generation); err != nil {
+				log.Warn("remove a record", "err", err)
+			}
+			continue
+		}
+		log.Warn("a recorded process may still run: stopping it before its instance starts again", "processes", len(members))
+		r.instance(rec.Instance).recovered = &rec
+		r.wg.Add(1)
+		go r.recover(rec, members)
+	}
+	return nil
+}
+
+// findRecorded lists what lives of a recorded process: itself, if its pid
+// names a process of the same boot and start time, and every process
+// carrying its invocation id. A pid that names another process is never
+// in the list.
+func (r *Runner) findRecorded(rec record) []proc.Member {
+	var out []proc.Member
+	seen := map[int]bool{}
+	if rec.PID != 0 && rec.BootID != "" && rec.BootID == r.bootID {
+		if m, ok := proc.Lookup(rec.PID, rec.StartTime); ok {
+			out = append(out, m)
+			seen[m.Pid] = true
+		}
+	}
+	marked, err := proc.Marked([]string{EnvInvocation + "=" + rec.Invocation})
+	if err != nil {
+		r.log.Warn("look for the processes of a record", "instance", rec.Instance, "err", err)
+	}
+	for _, m := range marked {
+		if !seen[m.Pid] {
+			out = append(out, m)
+			seen[m.Pid] = true
+		}
+	}
+	return out
+}
+
+// recover stops what lives of a recorded process: SIGTERM, SIGKILL grace
+// later, then the wait until it is gone; then looks again, for what it
+// forked meanwhile. Once nothing is left its instance may start again.
+// Whatever survives SIGKILL keeps the instance refusing starts until it
+// is gone or the runner closes.
+func (r *Runner) recover(rec record, members []proc.Member) {
+	defer r.wg.Done()
+	log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
+	for round := 0; len(members) > 0; round++ {
+		signalAll(members, syscall.SIGTERM)
+		if !waitMembers(members, r.opt.Grace) {
+			log.Info("killing a recorded process: still running after the interrupt", "grace", r.opt.Grace)
+			signalAll(members, syscall.SIGKILL)
+			if !waitMembers(members, killWait) {
+				log.Error("a recorded process is still running after SIGKILL: its instance refuses starts until it is gone")
+				if !proc.WaitMembers(members, r.ctx.Done()) {
+					return // the runner closes; the record stays
+				}
+			}
+		}
+		members = r.findRecorded(rec)
+		if round > 10 && len(members) > 0 {
+			// It forks faster than it is stopped: leave the record for
+			// the next runner, and the instance refusing starts.
+			log.Error("a recorded process keeps forking: giving up on it")
+			return
+		}
+	}
+	if err := r.state.removeRecord(rec.Instance, rec.Generation); err != nil {
+		log.Warn("remove a record", "err", err)
+	}
+	r.mu.Lock()
+	if inst := r.instances[rec.Instance]; inst != nil && inst.recovered != nil && inst.recovered.Invocation == rec.Invocation {
+		inst.recovered = nil
+	}
+	r.mu.Unlock()
+	log.Info("a recorded process is gone: its instance may start again")
+}
+
+func signalAll(ms []proc.Member, sig syscall.Signal) {
+	for _, m := range ms {
+		m.Signal(sig)
+	}
+}
+
+// waitMembers waits up to d for every member to be gone.
+func waitMembers(ms []proc.Member, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return proc.WaitMembers(ms, ctx.Done())
+}

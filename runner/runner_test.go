@@ -1,0 +1,268 @@
+//go:build linux
+
+package runner
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/placement"
+)
+
+// TestGenerations: each start of an instance gets the next generation,
+// across replacements, sessions and a runner closed and opened again; the
+// plugin sees its instance name and generation, and its invocation id.
+func TestGenerations(t *testing.T) {
+	h := newHarness(t, short)
+	stopWatch := overlapWatch(t)
+	defer stopWatch()
+	sess := h.open(0)
+	ev := h.events(sess)
+	var last Started
+	for want := int64(1); want <= 3; want++ {
+		st := h.start("gen.a", plugin(t, sess, "identity"))
+		assert.Equal(t, want, st.Generation)
+		assert.Equal(t, "gen.a", st.Instance)
+		assert.NotZero(t, st.PID)
+		evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "id=") })
+		line := evs[len(evs)-1]
+		assert.Equal(t, want, line.Generation)
+		assert.Contains(t, line.Line, "id=gen.a generation="+strconv.FormatInt(want, 10)+" plugin=identity invocation=")
+		if want > 1 {
+			// The one it replaced: its exit came first, on the stream.
+			var exit *Event
+			for _, e := range evs {
+				if e.Type == EventExit {
+					exit = &e
+				}
+			}
+			require.NotNil(t, exit, "the replaced process's exit: %+v", evs)
+			assert.Equal(t, last.Generation, exit.Generation)
+			assert.True(t, exit.Exit.Requested)
+			assert.Equal(t, placement.Exited, exit.Exit.Outcome)
+			assert.False(t, alive(last.PID))
+		}
+		last = st
+	}
+	// Another session's start replaces it too.
+	other := h.open(0)
+	st := h.start("gen.a", plugin(t, other, "cooperative"))
+	assert.Equal(t, int64(4), st.Generation)
+	e := ev.until(t, 5*time.Second, func(e Event) bool { return e.Type == EventExit })
+	assert.Equal(t, last.Generation, e[len(e)-1].Generation)
+	// Another instance counts on its own.
+	assert.Equal(t, int64(1), h.start("gen.b", plugin(t, other, "cooperative")).Generation)
+
+	dir := h.dir
+	h.close(t)
+	assert.False(t, alive(st.PID), "Close stopped it")
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	assert.Equal(t, int64(5), h.start("gen.a", plugin(t, sess, "cooperative")).Generation)
+	assert.Equal(t, int64(2), h.start("gen.b", plugin(t, sess, "cooperative")).Generation)
+	b, err := os.ReadFile(filepath.Join(dir, "generations", "gen.a"))
+	require.NoError(t, err)
+	assert.Equal(t, "5\n", string(b))
+}
+
+// TestStopCooperative: a process that exits on its stop signal is Exited,
+// at once, and its stop answers its exit; a second stop answers it again.
+func TestStopCooperative(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	ev := h.events(sess)
+	st := h.start("stop.coop", plugin(t, sess, "cooperative"))
+	ev.ready(t)
+	began := time.Now()
+	res, status, e := h.stop(sess, "stop.coop", st.Generation, 5*time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Less(t, time.Since(began), 2*time.Second)
+	assert.Equal(t, placement.Exited, res.Outcome)
+	assert.Equal(t, placement.Exited, res.Exit.Outcome)
+	assert.True(t, res.Exit.Requested)
+	assert.Equal(t, 0, res.Exit.Code)
+	assert.Contains(t, strings.Join(res.Exit.Tail, "\n"), "got terminated, bye")
+	assert.False(t, alive(st.PID))
+	_, err := os.Stat(filepath.Join(h.dir, "records", "stop.coop.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the record is removed once the exit is confirmed")
+
+	again, status, _ := h.stop(sess, "stop.coop", st.Generation, 0)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, res.Outcome, again.Outcome)
+	_, status, e = h.stop(sess, "stop.coop", st.Generation+1, 0)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoInstance, e.Kind)
+	_, status, e = h.stop("nope", "stop.coop", st.Generation, 0)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Equal(t, KindNoSession, e.Kind)
+}
+
+// TestStopStubborn: a process that ignores its stop signal gets it, then
+// SIGTERM once the shutdown timeout is over, then SIGKILL grace later: it
+// ends Killed.
+func TestStopStubborn(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	req := plugin(t, sess, "stubborn")
+	req.StopSignal = "SIGINT"
+	ev := h.events(sess)
+	st := h.start("stop.stubborn", req)
+	ev.ready(t)
+	began := time.Now()
+	res, status, e := h.stop(sess, "stop.stubborn", st.Generation, 300*time.Millisecond)
+	took := time.Since(began)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Killed, res.Outcome)
+	assert.Equal(t, "SIGKILL", res.Exit.Signal)
+	assert.Equal(t, -1, res.Exit.Code)
+	assert.GreaterOrEqual(t, took, 500*time.Millisecond, "shutdown timeout, then grace")
+	assert.Less(t, took, 3*time.Second)
+	tail := strings.Join(res.Exit.Tail, "\n")
+	assert.Regexp(t, `(?s)got interrupt.*got terminated`, tail, "the stop signal, then the interrupt")
+	assert.False(t, alive(st.PID))
+}
+
+// TestGrandchildrenDie: children a plugin forked, that ignore SIGTERM, do
+// not outlive its stop.
+func TestGrandchildrenDie(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	ev := h.events(sess)
+	st := h.start("forker", plugin(t, sess, "forker", "2"))
+	evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "children ") })
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(evs[len(evs)-1].Line, "children ")) {
+		pids = append(pids, atoi(t, f))
+	}
+	require.Len(t, pids, 2)
+	for _, pid := range pids {
+		require.True(t, alive(pid))
+	}
+	res, status, e := h.stop(sess, "forker", st.Generation, 200*time.Millisecond)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, placement.Killed, res.Outcome)
+	waitGone(t, time.Second, append(pids, st.PID)...)
+}
+
+// TestEvents: output lines and an exit of its own arrive on the stream;
+// the exit's tail holds the last lines.
+func TestEvents(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	ev := h.events(sess)
+	st := h.start("events", plugin(t, sess, "exit", "3", "one", "two", "three"))
+	var lines []string
+	evs := ev.until(t, 5*time.Second, func(e Event) bool { return e.Type == EventExit })
+	for _, e := range evs {
+		assert.Equal(t, "events", e.Instance)
+		assert.Equal(t, st.Generation, e.Generation)
+		if e.Type == EventOutput {
+			lines = append(lines, e.Line)
+		}
+	}
+	assert.Equal(t, []string{"one", "two", "three"}, lines)
+	exit := evs[len(evs)-1].Exit
+	require.NotNil(t, exit)
+	assert.Equal(t, 3, exit.Code)
+	assert.False(t, exit.Requested)
+	assert.Equal(t, placement.Exited, exit.Outcome)
+	assert.Equal(t, []string{"one", "two", "three"}, exit.Tail)
+	assert.False(t, exit.At.IsZero())
+
+	// A stop that comes late answers the exit.
+	res, status, _ := h.stop(sess, "events", st.Generation, 0)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, 3, res.Exit.Code)
+	assert.False(t, res.Exit.Requested)
+
+	// A second stream replaces the first, which ends.
+	ev2 := h.events(sess)
+	select {
+	case _, ok := <-ev.c:
+		for ok {
+			_, ok = <-ev.c
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first stream did not end")
+	}
+	h.start("events", plugin(t, sess, "exit", "0", "again"))
+	e := ev2.next(t, 5*time.Second)
+	assert.Equal(t, "again", e.Line)
+}
+
+// TestStartFailed: a process that exits before it is ready, or a command
+// that cannot run, is a 422 with its exit; nothing of it is left, and its
+// generation is spent.
+func TestStartFailed(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	req := plugin(t, sess, "exit", "4", "no luck")
+	req.Ready = &Ready{TCP: "127.0.0.1:1", TimeoutMillis: 5000}
+	_, status, e := h.tryStart("fails", req)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", e)
+	assert.Equal(t, KindStartFailed, e.Kind)
+	require.NotNil(t, e.Exit)
+	assert.Equal(t, 4, e.Exit.Code)
+	assert.Equal(t, []string{"no luck"}, e.Exit.Tail)
+
+	req = plugin(t, sess, "cooperative")
+	req.Command = []string{filepath.Join(t.TempDir(), "missing")}
+	_, status, e = h.tryStart("fails", req)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", e)
+	require.NotNil(t, e.Exit)
+	assert.NotEmpty(t, e.Exit.Error)
+
+	st := h.start("fails", plugin(t, sess, "cooperative"))
+	assert.Equal(t, int64(3), st.Generation)
+	ents, err := os.ReadDir(filepath.Join(h.dir, "records"))
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "one record: the process that runs")
+}
+
+// TestReady: a start answers once its ready check passes, and a second
+// start of the instance meanwhile is refused as busy.
+func TestReady(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	addr := freeAddr(t)
+	req := plugin(t, sess, "listen", "300ms", addr)
+	req.Ready = &Ready{TCP: addr, TimeoutMillis: 10000}
+	answered := make(chan Started, 1)
+	began := time.Now()
+	go func() {
+		var st Started
+		status, e := h.call("POST", "/v1/instances/ready/start", req, &st)
+		assert.Equal(t, http.StatusOK, status, "%+v", e)
+		answered <- st
+	}()
+	require.Eventually(t, func() bool {
+		for _, in := range h.status().Instances {
+			if in.Instance == "ready" && in.PID != 0 {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "in the status while it gets ready")
+	_, status, e := h.tryStart("ready", plugin(t, sess, "cooperative"))
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Equal(t, KindBusy, e.Kind)
+	st := <-answered
+	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
+	assert.Equal(t, int64(1), st.Generation)
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}

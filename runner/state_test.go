@@ -1,0 +1,310 @@
+//go:build linux
+
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/fsfault"
+	"github.com/graftland/graft/internal/proc"
+)
+
+// TestReadOnlyStateDir: a generation that cannot be written refuses the
+// start and starts nothing; once the state dir is writable again the
+// next generation is above every one handed out or tried, in this runner
+// and the next.
+func TestReadOnlyStateDir(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	first := h.start("ro", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(1), first.Generation)
+
+	restore := fsfault.ReadOnly(t, filepath.Join(h.dir, "generations"))
+	for _, name := range []string{"ro", "ro.new"} {
+		_, status, e := h.tryStart(name, plugin(t, sess, "cooperative"))
+		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
+		assert.Equal(t, KindState, e.Kind)
+		assert.Contains(t, e.Error, "nothing was started")
+	}
+	// The replaced process is gone, and nothing took its place.
+	assert.False(t, alive(first.PID))
+	assert.Empty(t, marked(t))
+	assert.Empty(t, h.status().Instances)
+	ents, err := os.ReadDir(filepath.Join(h.dir, "records"))
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+	assert.Contains(t, h.log.String(), "start refused: the state dir cannot be written")
+
+	restore()
+	assert.Equal(t, int64(3), h.start("ro", plugin(t, sess, "cooperative")).Generation)
+	assert.Equal(t, int64(2), h.start("ro.new", plugin(t, sess, "cooperative")).Generation)
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	assert.Equal(t, int64(4), h.start("ro", plugin(t, sess, "cooperative")).Generation)
+}
+
+// TestWriteFailsPartWay: a write that fails after the file was replaced
+// (its directory's sync, say) refuses the start; the number it tried is
+// never handed out, in this runner or the next.
+func TestWriteFailsPartWay(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	require.Equal(t, int64(1), h.start("part", plugin(t, sess, "cooperative")).Generation)
+
+	real := writeGeneration
+	t.Cleanup(func() { writeGeneration = real })
+	writeGeneration = func(path string, gen int64) error {
+		real(path, gen)
+		return &os.PathError{Op: "sync", Path: filepath.Dir(path), Err: syscall.EIO}
+	}
+	_, status, e := h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status)
+	assert.Equal(t, KindState, e.Kind)
+	assert.Contains(t, e.Error, "write generation 2 of part")
+	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status, "generation 3 fails too")
+	writeGeneration = real
+
+	assert.Equal(t, int64(4), h.start("part", plugin(t, sess, "cooperative")).Generation)
+	// After a failure and a restart, the number on disk is the one tried.
+	writeGeneration = func(path string, gen int64) error {
+		real(path, gen)
+		return errors.New("sync: input/output error")
+	}
+	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusInternalServerError, status)
+	writeGeneration = real
+	dir := h.dir
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	assert.Equal(t, int64(6), h.start("part", plugin(t, sess, "cooperative")).Generation)
+}
+
+// TestRecovery: at Open, a recorded process that still runs (found by
+// pid and start time, or by its invocation id) is stopped before its
+// instance starts again, which answers 409 unconfirmed meanwhile; a
+// record whose pid now names another process never gets it signalled.
+func TestRecovery(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openState(dir)
+	require.NoError(t, err)
+	boot, err := proc.BootID()
+	require.NoError(t, err)
+
+	// Invocation ids are looked for machine-wide: each test run has its own.
+	invA, invB, invC := uuid.NewString(), uuid.NewString(), uuid.NewString()
+
+	// A stubborn leftover of generation 7, in a session of its own.
+	left := exec.Command(os.Args[0])
+	left.Env = append(os.Environ(), roleEnv+"=stubborn", EnvInvocation+"="+invA, markEnv+"="+mark(t), "GRAFT_INSTANCE_ID=rec.a", "GRAFT_GENERATION=7")
+	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, w, err := os.Pipe()
+	require.NoError(t, err)
+	left.Stdout = w
+	require.NoError(t, left.Start())
+	w.Close()
+	defer out.Close()
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "ready", "its handlers are set: it ignores SIGTERM")
+	go io.Copy(io.Discard, lines) // until it exits
+	leftDone := make(chan struct{})
+	go func() { left.Wait(); close(leftDone) }()
+	t.Cleanup(func() { left.Process.Kill(); <-leftDone })
+	start, err := proc.StartTime(left.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rec.a", Generation: 7, Invocation: invA, PID: left.Process.Pid, StartTime: start, BootID: boot}))
+
+	// A process the record's pid names now, with another start time.
+	other := exec.Command("sleep", "30")
+	require.NoError(t, other.Start())
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	otherStart, err := proc.StartTime(other.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rec.b", Generation: 2, Invocation: invB, PID: other.Process.Pid, StartTime: otherStart - 1, BootID: boot}))
+	// A start cut short before it spawned; and a file no runner wrote.
+	require.NoError(t, st.writeRecord(record{Instance: "rec.c", Generation: 1, Invocation: invC, BootID: boot}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "records", "junk.json"), []byte("{"), 0o600))
+
+	began := time.Now()
+	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: 500 * time.Millisecond}, dir)
+	sess := h.open(0)
+	_, status, e := h.tryStart("rec.a", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindUnconfirmed, e.Kind)
+	assert.Contains(t, e.Error, "generation 7 of rec.a may still be running")
+	s := h.status()
+	require.Len(t, s.Instances, 1)
+	assert.Equal(t, InstanceStatus{Instance: "rec.a", Generation: 7, PID: left.Process.Pid, Status: StatusUnconfirmed, StartedAt: s.Instances[0].StartedAt}, s.Instances[0])
+
+	select {
+	case <-leftDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leftover was not stopped")
+	}
+	assert.GreaterOrEqual(t, time.Since(began), 500*time.Millisecond, "SIGTERM, then SIGKILL after grace")
+	assert.Equal(t, "signal: killed", left.ProcessState.String())
+	require.Eventually(t, func() bool { return len(h.status().Instances) == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, int64(8), h.start("rec.a", plugin(t, sess, "cooperative")).Generation)
+	assert.Equal(t, int64(3), h.start("rec.b", plugin(t, sess, "cooperative")).Generation)
+	assert.True(t, alive(other.Process.Pid), "a pid of another start time is never signalled")
+
+	var names []string
+	ents, err := os.ReadDir(filepath.Join(dir, "records"))
+	require.NoError(t, err)
+	for _, e := range ents {
+		var rec record
+		b, err := os.ReadFile(filepath.Join(dir, "records", e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &rec))
+		assert.NotZero(t, rec.PID)
+		assert.NotZero(t, rec.StartTime)
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
+	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
+}
+
+// TestFullStateDir: a state dir on a file system with no space left
+// refuses starts and starts nothing; once there is space again the next
+// generation is above every one handed out or tried. The runner daemon
+// runs in a mount namespace of its own, with its state dir on a small
+// tmpfs, so the disk is full for real; the test reaches that file system
+// through /proc/PID/root. Root makes the namespace; another user makes a
+// user namespace first, in which it may mount.
+func TestFullStateDir(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	attr := &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if uid, gid := os.Geteuid(), os.Getegid(); uid != 0 {
+		attr = &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
+		}
+	}
+	d, line := launchDaemon(t, dir, sock, 200*time.Millisecond, attr, "RUNNER_TEST_TMPFS=256k")
+	require.Equal(t, "ready\n", line, "a runner daemon on a tmpfs in a mount namespace of its own: %s", d.log)
+	state := filepath.Join("/proc", strconv.Itoa(d.cmd.Process.Pid), "root", dir)
+	sess := d.open(0)
+	first := d.start("full", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(1), first.Generation)
+
+	// Fill the file system to its last byte.
+	filler, err := os.Create(filepath.Join(state, "filler"))
+	require.NoError(t, err)
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := filler.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	for _, n := range []int{512, 64, 1} {
+		for {
+			if _, err := filler.Write(chunk[:n]); err != nil {
+				break
+			}
+		}
+	}
+	require.NoError(t, filler.Close())
+
+	// A new instance needs space the file system does not have. (A
+	// replacement may not: the record and generation files it replaces
+	// free as much as it writes.)
+	for range 2 {
+		_, status, e := d.tryStart("full.new", plugin(t, sess, "cooperative"))
+		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
+		assert.Equal(t, KindState, e.Kind)
+		assert.Contains(t, e.Error, "no space left on device")
+		assert.Contains(t, e.Error, "nothing was started")
+	}
+	assert.Contains(t, d.log.String(), "start refused: the state dir cannot be written")
+	ps := marked(t)
+	require.Len(t, ps, 1, "nothing started but the first")
+	assert.Equal(t, first.PID, ps[0].pid)
+	ents, err := os.ReadDir(filepath.Join(state, "records"))
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	assert.Equal(t, "full.json", ents[0].Name())
+
+	require.NoError(t, os.Remove(filepath.Join(state, "filler")))
+	assert.Equal(t, int64(3), d.start("full.new", plugin(t, sess, "cooperative")).Generation, "above the two it tried")
+	assert.Equal(t, int64(2), d.start("full", plugin(t, sess, "cooperative")).Generation)
+}
+
+// TestRemoveRecordOfItsGeneration: the end of one generation never
+// removes the record of another.
+func TestRemoveRecordOfItsGeneration(t *testing.T) {
+	st, err := openState(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, st.writeRecord(record{Instance: "rm", Generation: 2, Invocation: "inv"}))
+	require.NoError(t, st.removeRecord("rm", 1))
+	recs, _, err := st.records()
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.NoError(t, st.removeRecord("rm", 2))
+	recs, _, err = st.records()
+	require.NoError(t, err)
+	assert.Empty(t, recs)
+	require.NoError(t, st.removeRecord("rm", 2), "a record already gone")
+}
+
+// TestGenerationExhausted: an instance that has had generation
+// math.MaxInt64 gets no next one: its start is refused, 409 exhausted,
+// naming the instance, before its running process is replaced, and in
+// the next runner too; generations never wrap to negative.
+func TestGenerationExhausted(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "generations"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "generations", escape("big")),
+		[]byte(strconv.FormatInt(math.MaxInt64-1, 10)+"\n"), 0o600))
+	h := newHarness(t, short, dir)
+	sess := h.open(0)
+	last := h.start("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, int64(math.MaxInt64), last.Generation, "the largest is handed out")
+
+	_, status, e := h.tryStart("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, "start big: instance big has had generation 9223372036854775807, the largest there is: no later one can be handed out: nothing was started", e.Error)
+	assert.True(t, alive(last.PID), "the process of the last generation was not replaced")
+	require.Len(t, h.status().Instances, 1)
+	assert.Contains(t, h.log.String(), "start refused: no generation is left")
+	b, err := os.ReadFile(filepath.Join(dir, "generations", escape("big")))
+	require.NoError(t, err)
+	assert.Equal(t, "9223372036854775807\n", string(b))
+
+	h.close(t)
+	h = newHarness(t, short, dir)
+	sess = h.open(0)
+	_, status, e = h.tryStart("big", plugin(t, sess, "cooperative"))
+	require.Equal(t, http.StatusConflict, status, "%+v", e)
+	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
+
+	var exhausted *ExhaustedError
+	_, err = h.r.state.next("big")
+	require.ErrorAs(t, err, &exhausted)
+	assert.Contains(t, exhausted.Hint(), "another instance name")
+}
