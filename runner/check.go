@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"net/url"
 	"strings"
 	"time"
@@ -13,14 +14,14 @@ import (
 // The checks of request bodies, after decoding: what they refuse is a
 // 400, and nothing of the request happens.
 
-func checkOpenSession(o *OpenSession) error {
+func checkOpenSession(o *runnerapi.OpenSession) error {
 	if o.LeaseMillis < 0 || o.LeaseMillis > int64(maxLease/time.Millisecond) {
 		return fmt.Errorf("leaseMillis %d: want a positive number of milliseconds, or 0 for the runner's lease", o.LeaseMillis)
 	}
 	return noNUL("holder", o.Holder)
 }
 
-func checkStart(s *Start) error {
+func checkStart(s *runnerapi.Start) error {
 	if s.Session == "" {
 		return errors.New("no session")
 	}
@@ -90,7 +91,7 @@ func checkStart(s *Start) error {
 	return nil
 }
 
-func checkStop(s *Stop) error {
+func checkStop(s *runnerapi.Stop) error {
 	if s.Session == "" {
 		return errors.New("no session")
 	}

@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,8 +28,8 @@ func TestEnvIsWhatTheHostSends(t *testing.T) {
 	req.InheritEnv = []string{"RUNNER_TEST_REGION"}
 	h.start("env", req)
 	var lines []string
-	for _, e := range ev.until(t, 10*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "ready") }) {
-		if e.Type == EventOutput {
+	for _, e := range ev.until(t, 10*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "ready") }) {
+		if e.Type == runnerapi.EventOutput {
 			lines = append(lines, e.Line)
 		}
 	}

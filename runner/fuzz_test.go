@@ -5,6 +5,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -120,7 +121,7 @@ func serveFuzz(t *testing.T, r *Runner, method, path string, body []byte, want .
 		return
 	}
 	if w.Code != http.StatusOK {
-		var e ErrorBody
+		var e runnerapi.ErrorBody
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), "%s", w.Body)
 		require.NotEmpty(t, e.Error)
 	}
@@ -138,8 +139,8 @@ func FuzzDecodeStart(f *testing.F) {
 	f.Add([]byte(`[1,2]`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var s Start
-		err := decode(io.LimitReader(bytes.NewReader(body), MaxBody), &s, checkStart)
+		var s runnerapi.Start
+		err := decode(io.LimitReader(bytes.NewReader(body), runnerapi.MaxBody), &s, checkStart)
 		if err == nil {
 			require.NoError(t, checkStart(&s))
 			require.NotEmpty(t, s.Command)
@@ -158,7 +159,7 @@ func FuzzDecodeStop(f *testing.F) {
 	f.Add([]byte(`{"session":"","generation":1}`))
 	f.Add([]byte(`{"session":"s","generation":1e99}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var s Stop
+		var s runnerapi.Stop
 		if err := decode(bytes.NewReader(body), &s, checkStop); err == nil {
 			require.Positive(t, s.Generation)
 			serveFuzz(t, r, "POST", "/v1/instances/fuzz/stop", body, http.StatusNotFound)
@@ -175,7 +176,7 @@ func FuzzDecodeOpenSession(f *testing.F) {
 	f.Add([]byte(`{"leaseMillis":9223372036854775807}`))
 	f.Add([]byte(`{"holder":"\u0000"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var o OpenSession
+		var o runnerapi.OpenSession
 		if err := decode(bytes.NewReader(body), &o, checkOpenSession); err == nil {
 			require.GreaterOrEqual(t, o.LeaseMillis, int64(0))
 			require.LessOrEqual(t, time.Duration(o.LeaseMillis), maxLease/time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"log/slog"
 	"net"
@@ -196,8 +197,8 @@ func daemonMain() {
 
 // plugin is the start request of a plugin that acts as role, marked as
 // the test's.
-func plugin(t *testing.T, sess, role string, args ...string) Start {
-	return Start{
+func plugin(t *testing.T, sess, role string, args ...string) runnerapi.Start {
+	return runnerapi.Start{
 		Session: sess,
 		Plugin:  role,
 		Project: "test",
@@ -277,25 +278,25 @@ func unixClient(t *testing.T, path string) *client {
 
 // call sends a request with in as its JSON body (nil: none) and decodes a
 // 200 answer into out. It returns the status and, for an error, its body.
-func (c *client) call(method, path string, in, out any) (int, ErrorBody) {
+func (c *client) call(method, path string, in, out any) (int, runnerapi.ErrorBody) {
 	c.t.Helper()
 	status, body, err := c.try(method, path, in, out)
 	require.NoError(c.t, err)
 	return status, body
 }
 
-func (c *client) try(method, path string, in, out any) (int, ErrorBody, error) {
+func (c *client) try(method, path string, in, out any) (int, runnerapi.ErrorBody, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return 0, ErrorBody{}, err
+			return 0, runnerapi.ErrorBody{}, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequest(method, c.base+path, body)
 	if err != nil {
-		return 0, ErrorBody{}, err
+		return 0, runnerapi.ErrorBody{}, err
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -305,15 +306,15 @@ func (c *client) try(method, path string, in, out any) (int, ErrorBody, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, ErrorBody{}, err
+		return 0, runnerapi.ErrorBody{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, ErrorBody{}, err
+		return 0, runnerapi.ErrorBody{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e ErrorBody
+		var e runnerapi.ErrorBody
 		if err := json.Unmarshal(b, &e); err != nil {
 			return resp.StatusCode, e, fmt.Errorf("error answer %d not JSON: %q", resp.StatusCode, b)
 		}
@@ -321,16 +322,16 @@ func (c *client) try(method, path string, in, out any) (int, ErrorBody, error) {
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, ErrorBody{}, err
+			return resp.StatusCode, runnerapi.ErrorBody{}, err
 		}
 	}
-	return resp.StatusCode, ErrorBody{}, nil
+	return resp.StatusCode, runnerapi.ErrorBody{}, nil
 }
 
 func (c *client) open(lease time.Duration) string {
 	c.t.Helper()
-	var s Session
-	status, e := c.call("POST", "/v1/sessions", OpenSession{Holder: c.t.Name(), LeaseMillis: lease.Milliseconds()}, &s)
+	var s runnerapi.Session
+	status, e := c.call("POST", "/v1/sessions", runnerapi.OpenSession{Holder: c.t.Name(), LeaseMillis: lease.Milliseconds()}, &s)
 	require.Equal(c.t, http.StatusOK, status, "%+v", e)
 	require.NotEmpty(c.t, s.Session)
 	return s.Session
@@ -343,30 +344,30 @@ func (c *client) renew(sess string) int {
 }
 
 // start starts req and requires it to work.
-func (c *client) start(name string, req Start) Started {
+func (c *client) start(name string, req runnerapi.Start) runnerapi.Started {
 	c.t.Helper()
 	st, status, e := c.tryStart(name, req)
 	require.Equal(c.t, http.StatusOK, status, "%+v", e)
 	return st
 }
 
-func (c *client) tryStart(name string, req Start) (Started, int, ErrorBody) {
+func (c *client) tryStart(name string, req runnerapi.Start) (runnerapi.Started, int, runnerapi.ErrorBody) {
 	c.t.Helper()
-	var st Started
+	var st runnerapi.Started
 	status, e := c.call("POST", "/v1/instances/"+name+"/start", req, &st)
 	return st, status, e
 }
 
-func (c *client) stop(sess, name string, gen int64, shutdown time.Duration) (StopResult, int, ErrorBody) {
+func (c *client) stop(sess, name string, gen int64, shutdown time.Duration) (runnerapi.StopResult, int, runnerapi.ErrorBody) {
 	c.t.Helper()
-	var res StopResult
-	status, e := c.call("POST", "/v1/instances/"+name+"/stop", Stop{Session: sess, Generation: gen, ShutdownTimeoutMillis: shutdown.Milliseconds()}, &res)
+	var res runnerapi.StopResult
+	status, e := c.call("POST", "/v1/instances/"+name+"/stop", runnerapi.Stop{Session: sess, Generation: gen, ShutdownTimeoutMillis: shutdown.Milliseconds()}, &res)
 	return res, status, e
 }
 
-func (c *client) status() Status {
+func (c *client) status() runnerapi.Status {
 	c.t.Helper()
-	var st Status
+	var st runnerapi.Status
 	status, e := c.call("GET", "/v1/status", nil, &st)
 	require.Equal(c.t, http.StatusOK, status, "%+v", e)
 	return st
@@ -374,7 +375,7 @@ func (c *client) status() Status {
 
 // events follows a session's event stream until the test ends.
 type events struct {
-	c      chan Event
+	c      chan runnerapi.Event
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -391,14 +392,14 @@ func (c *client) events(sess string) *events {
 	require.NoError(c.t, err)
 	require.Equal(c.t, http.StatusOK, resp.StatusCode)
 	require.Equal(c.t, "application/x-ndjson", resp.Header.Get("Content-Type"))
-	ev := &events{c: make(chan Event, 1024), cancel: cancel, done: make(chan struct{})}
+	ev := &events{c: make(chan runnerapi.Event, 1024), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(ev.done)
 		defer close(ev.c)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
-			var e Event
+			var e runnerapi.Event
 			if json.Unmarshal(sc.Bytes(), &e) == nil {
 				ev.c <- e
 			}
@@ -414,14 +415,14 @@ func (ev *events) close() {
 }
 
 // next returns the next event that is not a ping, or fails after d.
-func (ev *events) next(t *testing.T, d time.Duration) Event {
+func (ev *events) next(t *testing.T, d time.Duration) runnerapi.Event {
 	t.Helper()
 	timeout := time.After(d)
 	for {
 		select {
 		case e, ok := <-ev.c:
 			require.True(t, ok, "the stream ended")
-			if e.Type != EventPing {
+			if e.Type != runnerapi.EventPing {
 				return e
 			}
 		case <-timeout:
@@ -431,9 +432,9 @@ func (ev *events) next(t *testing.T, d time.Duration) Event {
 }
 
 // until returns the events up to the first that matches, or fails after d.
-func (ev *events) until(t *testing.T, d time.Duration, match func(Event) bool) []Event {
+func (ev *events) until(t *testing.T, d time.Duration, match func(runnerapi.Event) bool) []runnerapi.Event {
 	t.Helper()
-	var seen []Event
+	var seen []runnerapi.Event
 	deadline := time.Now().Add(d)
 	for {
 		e := ev.next(t, time.Until(deadline))
@@ -445,9 +446,9 @@ func (ev *events) until(t *testing.T, d time.Duration, match func(Event) bool) [
 }
 
 // ready waits for a plugin's "ready" line: its signal handlers are set.
-func (ev *events) ready(t *testing.T) Event {
+func (ev *events) ready(t *testing.T) runnerapi.Event {
 	t.Helper()
-	evs := ev.until(t, 10*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "ready") })
+	evs := ev.until(t, 10*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "ready") })
 	return evs[len(evs)-1]
 }
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"errors"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,13 +16,13 @@ import (
 // Handler serves the runner's API, /v1 (docs/runner-api.md), behind the
 // guard (internal/guard): every route behind the token when the runner
 // has one, no request from a web browser, JSON bodies of at most
-// MaxBody, read within the body timeout, and a panic answered 500.
+// runnerapi.MaxBody, read within the body timeout, and a panic answered 500.
 func (r *Runner) Handler() http.Handler {
 	return guard.Handler(http.HandlerFunc(r.route), guard.Config{
 		Daemon:    "runner",
 		Token:     r.opt.Token,
 		TokenHint: "give the runner's token in the runner's tokenFile in plugins.yaml",
-		MaxBody:   MaxBody,
+		MaxBody:   runnerapi.MaxBody,
 		Limits:    r.opt.Limits,
 		Log:       r.log,
 	})
@@ -33,13 +34,13 @@ func (r *Runner) Handler() http.Handler {
 func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 	seg, err := segments(req.URL.EscapedPath())
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
-		writeError(w, apiErr(http.StatusNotFound, KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+		writeError(w, apiErr(http.StatusNotFound, runnerapi.KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
 		return
 	}
 	method := func(m string, h func()) {
 		if req.Method != m {
 			w.Header().Set("Allow", m)
-			writeError(w, apiErr(http.StatusMethodNotAllowed, KindBadRequest, "%s %s: want %s", req.Method, req.URL.Path, m))
+			writeError(w, apiErr(http.StatusMethodNotAllowed, runnerapi.KindBadRequest, "%s %s: want %s", req.Method, req.URL.Path, m))
 			return
 		}
 		h()
@@ -49,7 +50,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		method(http.MethodGet, func() { writeJSON(w, r.status()) })
 	case len(rest) == 1 && rest[0] == "sessions":
 		method(http.MethodPost, func() {
-			var body OpenSession
+			var body runnerapi.OpenSession
 			if !decodeRequest(w, req, &body, checkOpenSession) {
 				return
 			}
@@ -74,25 +75,25 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		op := rest[len(rest)-1]
 		method(http.MethodPost, func() {
 			if err := checkName(name); err != nil {
-				writeError(w, apiErr(http.StatusBadRequest, KindBadRequest, "%s: %v", op, err))
+				writeError(w, apiErr(http.StatusBadRequest, runnerapi.KindBadRequest, "%s: %v", op, err))
 				return
 			}
 			if op == "start" {
-				var body Start
+				var body runnerapi.Start
 				if decodeRequest(w, req, &body, checkStart) {
 					v, err := r.start(req.Context(), name, &body)
 					answer(w, v, err)
 				}
 				return
 			}
-			var body Stop
+			var body runnerapi.Stop
 			if decodeRequest(w, req, &body, checkStop) {
 				v, err := r.stop(name, &body)
 				answer(w, v, err)
 			}
 		})
 	default:
-		writeError(w, apiErr(http.StatusNotFound, KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+		writeError(w, apiErr(http.StatusNotFound, runnerapi.KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
 	}
 }
 
@@ -109,13 +110,13 @@ func segments(escaped string) ([]string, error) {
 	return parts, nil
 }
 
-// decodeRequest reads a request's JSON body into v, at most MaxBody
+// decodeRequest reads a request's JSON body into v, at most runnerapi.MaxBody
 // bytes, refusing unknown fields, and checks it; a body that fails gets
 // 400 and false.
 func decodeRequest[T any](w http.ResponseWriter, req *http.Request, v *T, check func(*T) error) bool {
-	err := decode(http.MaxBytesReader(w, req.Body, MaxBody), v, check)
+	err := decode(http.MaxBytesReader(w, req.Body, runnerapi.MaxBody), v, check)
 	if err != nil {
-		writeError(w, apiErr(http.StatusBadRequest, KindBadRequest, "%s %s: %v", req.Method, req.URL.Path, err))
+		writeError(w, apiErr(http.StatusBadRequest, runnerapi.KindBadRequest, "%s %s: %v", req.Method, req.URL.Path, err))
 		return false
 	}
 	return true
@@ -168,7 +169,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 func writeError(w http.ResponseWriter, err error) {
 	var e *apiError
 	if !errors.As(err, &e) {
-		e = apiErr(http.StatusInternalServerError, KindInternal, "%v", err)
+		e = apiErr(http.StatusInternalServerError, runnerapi.KindInternal, "%v", err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -211,7 +212,7 @@ func (r *Runner) serveEvents(w http.ResponseWriter, req *http.Request, id string
 		select {
 		case <-st.wake:
 		case <-ping.C:
-			if enc.Encode(Event{Type: EventPing}) != nil || rc.Flush() != nil {
+			if enc.Encode(runnerapi.Event{Type: runnerapi.EventPing}) != nil || rc.Flush() != nil {
 				return
 			}
 		case <-st.done:

@@ -5,6 +5,7 @@ package runner
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"os"
 	"os/exec"
@@ -102,7 +103,7 @@ func kill9(t *testing.T, noNamespace bool) {
 	stopWatch := overlapWatch(t)
 	defer stopWatch()
 	handed := map[string]int64{} // the last generation of each instance
-	take := func(st Started) {
+	take := func(st runnerapi.Started) {
 		t.Helper()
 		require.Greater(t, st.Generation, handed[st.Instance], "generations only grow")
 		handed[st.Instance] = st.Generation
@@ -131,20 +132,20 @@ func kill9(t *testing.T, noNamespace bool) {
 	ev.ready(t)
 	stopAnswered := make(chan error, 1)
 	go func() {
-		_, _, err := d.try("POST", "/v1/instances/k.stop/stop", Stop{Session: sess, Generation: stub.Generation, ShutdownTimeoutMillis: 30000}, nil)
+		_, _, err := d.try("POST", "/v1/instances/k.stop/stop", runnerapi.Stop{Session: sess, Generation: stub.Generation, ShutdownTimeoutMillis: 30000}, nil)
 		stopAnswered <- err
 	}()
-	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "k.stop" && e.Line == "got terminated" })
+	ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.stop" && e.Line == "got terminated" })
 	// Mid-start: waiting for a ready check that will not pass soon.
 	addr := freeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
-	slow.Ready = &Ready{TCP: addr, TimeoutMillis: 60000}
+	slow.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 60000}
 	startAnswered := make(chan error, 1)
 	go func() {
 		_, _, err := d.try("POST", "/v1/instances/k.start/start", slow, nil)
 		startAnswered <- err
 	}()
-	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "k.start" && strings.HasPrefix(e.Line, "waiting") })
+	ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.start" && strings.HasPrefix(e.Line, "waiting") })
 	// The ready check cannot pass for a minute: a record with the pid
 	// was written before it did. (The plugin may say "waiting" before
 	// the runner has written it.)
@@ -158,7 +159,7 @@ func kill9(t *testing.T, noNamespace bool) {
 	// parent-death signal reaches.
 	esc := d.start("k.escaped", plugin(t, sess, "daemon"))
 	take(esc)
-	evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
+	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
 	escaped := atoi(t, strings.TrimPrefix(evs[len(evs)-1].Line, "daemon "))
 	require.True(t, alive(escaped), "the escaped grandchild runs")
 
@@ -188,7 +189,7 @@ func kill9(t *testing.T, noNamespace bool) {
 			take(st)
 			return true
 		case http.StatusConflict:
-			assert.Equal(t, KindUnconfirmed, e.Kind, "%+v", e)
+			assert.Equal(t, runnerapi.KindUnconfirmed, e.Kind, "%+v", e)
 		default:
 			t.Errorf("start of k.escaped: %d %+v", status, e)
 		}

@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestLeaseRunsOut(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, h.renew(sess))
 	_, status, e := h.tryStart("lease.coop", plugin(t, sess, "cooperative"))
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Equal(t, KindNoSession, e.Kind)
+	assert.Equal(t, runnerapi.KindNoSession, e.Kind)
 	require.True(t, h.log.WaitFor("lease ran out", time.Second))
 	log := h.log.String()
 	assert.Contains(t, log, "level=WARN msg=\"lease ran out\" holder=TestLeaseRunsOut session="+sess)
@@ -80,41 +81,41 @@ func TestRenewalsKeepItAlive(t *testing.T) {
 	}
 	pings := 0
 	for len(ev.c) > 0 {
-		if e := <-ev.c; e.Type == EventPing {
+		if e := <-ev.c; e.Type == runnerapi.EventPing {
 			pings++
 		}
 	}
 	assert.GreaterOrEqual(t, pings, 4, "a ping every third of the lease")
 
 	began := time.Now()
-	var closed Closed
+	var closed runnerapi.Closed
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Less(t, time.Since(began), time.Second)
-	assert.Equal(t, []Stopped{{Instance: "renewed", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "renewed", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
 	assert.False(t, alive(st.PID), "stopped before the answer")
 	assert.Equal(t, http.StatusNotFound, h.renew(sess))
 	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Equal(t, KindNoSession, e.Kind)
+	assert.Equal(t, runnerapi.KindNoSession, e.Kind)
 }
 
 // TestSessionRequests: leases are checked; the status lists sessions.
 func TestSessionRequests(t *testing.T) {
 	h := newHarness(t, Options{Lease: 7 * time.Second, Grace: testGrace, Version: "graft v9"})
-	var s Session
-	status, e := h.call("POST", "/v1/sessions", OpenSession{Holder: "me"}, &s)
+	var s runnerapi.Session
+	status, e := h.call("POST", "/v1/sessions", runnerapi.OpenSession{Holder: "me"}, &s)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Equal(t, int64(7000), s.LeaseMillis, "the runner's lease")
 	assert.Equal(t, int64(200), s.GraceMillis)
 	assert.Equal(t, "graft v9", s.Runner)
 	assert.Len(t, s.BootID, 36)
 	for _, lease := range []int64{-1, 1 << 62} {
-		status, e = h.call("POST", "/v1/sessions", OpenSession{LeaseMillis: lease}, nil)
+		status, e = h.call("POST", "/v1/sessions", runnerapi.OpenSession{LeaseMillis: lease}, nil)
 		assert.Equal(t, http.StatusBadRequest, status, "lease %d", lease)
-		assert.Equal(t, KindBadRequest, e.Kind)
+		assert.Equal(t, runnerapi.KindBadRequest, e.Kind)
 	}
-	var renewed Renewed
+	var renewed runnerapi.Renewed
 	status, _ = h.call("POST", "/v1/sessions/"+s.Session+"/renew", nil, &renewed)
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, int64(7000), renewed.LeaseMillis)
@@ -134,28 +135,28 @@ func TestEndSessionDuringStart(t *testing.T) {
 	ev := h.events(sess)
 	addr := freeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
-	slow.Ready = &Ready{TCP: addr, TimeoutMillis: 60000}
+	slow.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 60000}
 	type answer struct {
 		status int
-		e      ErrorBody
+		e      runnerapi.ErrorBody
 	}
 	started := make(chan answer, 1)
 	go func() {
 		_, status, e := h.tryStart("end.slow", slow)
 		started <- answer{status, e}
 	}()
-	ev.until(t, 5*time.Second, func(e Event) bool { return e.Instance == "end.slow" && strings.HasPrefix(e.Line, "waiting") })
+	ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "end.slow" && strings.HasPrefix(e.Line, "waiting") })
 	ps := marked(t)
 	require.Len(t, ps, 1)
 
-	var closed Closed
+	var closed runnerapi.Closed
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.False(t, alive(ps[0].pid), "gone before the session's end answers")
-	assert.Equal(t, []Stopped{{Instance: "end.slow", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "end.slow", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
 	a := <-started
 	assert.Equal(t, http.StatusNotFound, a.status)
-	assert.Equal(t, KindNoSession, a.e.Kind)
+	assert.Equal(t, runnerapi.KindNoSession, a.e.Kind)
 }
 
 // TestStopThroughANewSession: a host that lost its session asks, through
@@ -182,7 +183,7 @@ func TestStopThroughANewSession(t *testing.T) {
 	// after grace. A stop meanwhile waits for that.
 	require.Eventually(t, func() bool {
 		for _, in := range h.status().Instances {
-			if in.Instance == "again.stub" && in.Status == StatusStopping {
+			if in.Instance == "again.stub" && in.Status == runnerapi.StatusStopping {
 				return true
 			}
 		}
@@ -198,7 +199,7 @@ func TestStopThroughANewSession(t *testing.T) {
 
 	_, status, e = h.stop(sess, "again.stub", stub.Generation+1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Equal(t, KindNoInstance, e.Kind)
+	assert.Equal(t, runnerapi.KindNoInstance, e.Kind)
 
 	// A runner started again knows the generation ended, not how.
 	dir := h.dir

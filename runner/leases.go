@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/graftland/graft/runnerapi"
 	"os"
 	"sort"
 	"time"
@@ -16,7 +17,7 @@ import (
 const maxLease = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
 
 // openSession opens a session for holder with lease (0: the runner's).
-func (r *Runner) openSession(req *OpenSession) (*Session, error) {
+func (r *Runner) openSession(req *runnerapi.OpenSession) (*runnerapi.Session, error) {
 	lease := time.Duration(req.LeaseMillis) * time.Millisecond
 	if req.LeaseMillis == 0 {
 		lease = r.opt.Lease
@@ -41,7 +42,7 @@ func (r *Runner) openSession(req *OpenSession) (*Session, error) {
 	r.sessions[s.id] = s
 	r.mu.Unlock()
 	r.log.Info("session opened", "session", s.id, "holder", s.holder, "lease", lease)
-	return &Session{
+	return &runnerapi.Session{
 		Session:     s.id,
 		LeaseMillis: lease.Milliseconds(),
 		GraceMillis: r.opt.Grace.Milliseconds(),
@@ -51,7 +52,7 @@ func (r *Runner) openSession(req *OpenSession) (*Session, error) {
 }
 
 // renew runs the session's lease again from now.
-func (r *Runner) renew(id string) (*Renewed, error) {
+func (r *Runner) renew(id string) (*runnerapi.Renewed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessions[id]
@@ -60,7 +61,7 @@ func (r *Runner) renew(id string) (*Renewed, error) {
 	}
 	s.expires = time.Now().Add(s.lease)
 	s.timer.Reset(s.lease)
-	return &Renewed{LeaseMillis: s.lease.Milliseconds()}, nil
+	return &runnerapi.Renewed{LeaseMillis: s.lease.Milliseconds()}, nil
 }
 
 // expire ends a session whose lease ran out: its processes are
@@ -95,7 +96,7 @@ func (r *Runner) expire(s *session) {
 
 // endSession ends a session at its holder's request, as if its lease ran
 // out, and reports how its processes ended.
-func (r *Runner) endSession(id string) (*Closed, error) {
+func (r *Runner) endSession(id string) (*runnerapi.Closed, error) {
 	r.mu.Lock()
 	s := r.sessions[id]
 	if s == nil {
@@ -111,7 +112,7 @@ func (r *Runner) endSession(id string) (*Closed, error) {
 	stopped = append(stopped, s.late...)
 	r.mu.Unlock()
 	r.log.Info("session ended", "session", s.id, "holder", s.holder, "stopped", len(stopped))
-	return &Closed{Stopped: stopped}, nil
+	return &runnerapi.Closed{Stopped: stopped}, nil
 }
 
 // detach ends s: it is forgotten, its stream ends, starts under it stop.
@@ -142,7 +143,7 @@ func (r *Runner) liveSession(id string) (*session, error) {
 }
 
 // stop carries out a stop request; see docs/runner-api.md.
-func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
+func (r *Runner) stop(name string, req *runnerapi.Stop) (*runnerapi.StopResult, error) {
 	r.mu.Lock()
 	s, err := r.liveSession(req.Session)
 	if err != nil {
@@ -172,7 +173,7 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 	}
 	if inst.busy {
 		r.mu.Unlock()
-		return nil, apiErr(409, KindBusy, "stop %s: another start or stop of %s is under way", name, name)
+		return nil, apiErr(409, runnerapi.KindBusy, "stop %s: another start or stop of %s is under way", name, name)
 	}
 	inst.busy = true
 	r.mu.Unlock()
@@ -198,13 +199,13 @@ func (r *Runner) stop(name string, req *Stop) (*StopResult, error) {
 
 // answerStop stops p, or joins the stop under way, and answers with its
 // exit once confirmed.
-func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, shutdown time.Duration) (*StopResult, error) {
+func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, shutdown time.Duration) (*runnerapi.StopResult, error) {
 	exit, ok := r.stopProcess(p, mode, shutdown)
 	if !ok {
 		return nil, unconfirmed("stop", name, p.gen)
 	}
 	r.log.Info("stopped", "instance", name, "generation", p.gen, "pid", p.pid, "session", s.id, "outcome", string(exit.Outcome))
-	return &StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
+	return &runnerapi.StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
 }
 
 // stopped answers a stop of generation gen of inst, which does not run:
@@ -213,66 +214,66 @@ func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, 
 // runner tracks every process it starts until it is confirmed gone);
 // no-instance if it never was. inst is nil when this runner has not seen
 // name since it started. r.mu is held.
-func (r *Runner) stopped(name string, inst *instance, gen int64) (*StopResult, error) {
+func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.StopResult, error) {
 	if inst != nil {
 		if exit, ok := inst.exitOf(gen); ok {
-			return &StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
+			return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
 		}
 		if rec := inst.recovered; rec != nil && rec.Generation == gen {
 			return nil, unconfirmed("stop", name, gen)
 		}
 	}
 	if _, ok := r.starting[placement.Identity{ID: name, Generation: gen}]; ok {
-		return nil, apiErr(409, KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
+		return nil, apiErr(409, runnerapi.KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
 	}
 	last, err := r.state.handedOut(name)
 	if err != nil {
-		return nil, apiErr(500, KindState, "stop %s: %v", name, err)
+		return nil, apiErr(500, runnerapi.KindState, "stop %s: %v", name, err)
 	}
 	if gen < 1 || gen > last {
-		return nil, apiErr(404, KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
+		return nil, apiErr(404, runnerapi.KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
 	}
 	exit := placement.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: placement.Exited, At: time.Now()}
-	return &StopResult{Instance: name, Generation: gen, Outcome: placement.Exited, Exit: exit}, nil
+	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: placement.Exited, Exit: exit}, nil
 }
 
 // status is the runner's state for GET /v1/status.
-func (r *Runner) status() *Status {
-	st := &Status{
+func (r *Runner) status() *runnerapi.Status {
+	st := &runnerapi.Status{
 		Runner:      r.opt.Version,
 		PID:         os.Getpid(),
 		Since:       r.since,
 		LeaseMillis: r.opt.Lease.Milliseconds(),
 		GraceMillis: r.opt.Grace.Milliseconds(),
-		Sessions:    []SessionStatus{},
-		Instances:   []InstanceStatus{},
+		Sessions:    []runnerapi.SessionStatus{},
+		Instances:   []runnerapi.InstanceStatus{},
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.sessions {
-		st.Sessions = append(st.Sessions, SessionStatus{Session: s.id, Holder: s.holder, Expires: s.expires})
+		st.Sessions = append(st.Sessions, runnerapi.SessionStatus{Session: s.id, Holder: s.holder, Expires: s.expires})
 	}
 	add := func(p *process, status string) {
-		st.Instances = append(st.Instances, InstanceStatus{Instance: p.name, Generation: p.gen, PID: p.pid,
+		st.Instances = append(st.Instances, runnerapi.InstanceStatus{Instance: p.name, Generation: p.gen, PID: p.pid,
 			Session: p.session.id, Status: status, StartedAt: p.startedAt})
 	}
 	for _, inst := range r.instances {
 		switch p := inst.cur; {
 		case p != nil && p.unconfirmed:
-			add(p, StatusUnconfirmed)
+			add(p, runnerapi.StatusUnconfirmed)
 		case p != nil && p.stopping:
-			add(p, StatusStopping)
+			add(p, runnerapi.StatusStopping)
 		case p != nil:
-			add(p, StatusRunning)
+			add(p, runnerapi.StatusRunning)
 		case inst.recovered != nil:
 			rec := inst.recovered
-			st.Instances = append(st.Instances, InstanceStatus{Instance: rec.Instance, Generation: rec.Generation,
-				PID: rec.PID, Status: StatusUnconfirmed, StartedAt: rec.StartedAt})
+			st.Instances = append(st.Instances, runnerapi.InstanceStatus{Instance: rec.Instance, Generation: rec.Generation,
+				PID: rec.PID, Status: runnerapi.StatusUnconfirmed, StartedAt: rec.StartedAt})
 		}
 	}
 	for _, p := range r.starting {
 		if p.pid != 0 {
-			add(p, StatusRunning)
+			add(p, runnerapi.StatusRunning)
 		}
 	}
 	sort.Slice(st.Sessions, func(i, j int) bool { return st.Sessions[i].Session < st.Sessions[j].Session })

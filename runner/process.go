@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"syscall"
 	"time"
 
@@ -65,7 +66,7 @@ type startTimer interface {
 const defaultShutdown = spec.ShutdownTimeout
 
 // start carries out a start request; see docs/runner-api.md.
-func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, error) {
+func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (*runnerapi.Started, error) {
 	r.mu.Lock()
 	s, err := r.liveSession(req.Session)
 	if err != nil {
@@ -76,7 +77,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	switch {
 	case inst.busy:
 		r.mu.Unlock()
-		return nil, apiErr(409, KindBusy, "start %s: another start or stop of %s is under way", name, name)
+		return nil, apiErr(409, runnerapi.KindBusy, "start %s: another start or stop of %s is under way", name, name)
 	case inst.recovered != nil:
 		gen := inst.recovered.Generation
 		r.mu.Unlock()
@@ -131,12 +132,12 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 		done:       make(chan struct{}),
 	}
 	p.out = newLineOutput(func(line string) {
-		s.send(Event{Type: EventOutput, Instance: name, Generation: gen, Line: line})
+		s.send(runnerapi.Event{Type: runnerapi.EventOutput, Instance: name, Generation: gen, Line: line})
 	})
 	rec := record{Instance: name, Generation: gen, Invocation: p.inv, BootID: r.bootID}
 	if err := r.state.writeRecord(rec); err != nil {
 		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
-		return nil, apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+		return nil, apiErr(500, runnerapi.KindState, "start %s: %v: nothing was started", name, err)
 	}
 
 	id := placement.Identity{ID: name, Generation: gen}
@@ -166,7 +167,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	delete(r.starting, id)
 	if err != nil && s.ended && p.pid != 0 {
 		// It ran, and local killed it when the session ended.
-		s.late = append(s.late, Stopped{Instance: name, Generation: gen, Outcome: placement.Killed})
+		s.late = append(s.late, runnerapi.Stopped{Instance: name, Generation: gen, Outcome: placement.Killed})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -196,7 +197,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 		go r.watch(p)
 		r.mu.Unlock()
 		exit, ok := r.stopProcess(p, stopForced, 0)
-		st := Stopped{Instance: name, Generation: gen, Outcome: exit.Outcome}
+		st := runnerapi.Stopped{Instance: name, Generation: gen, Outcome: exit.Outcome}
 		if !ok {
 			st.Outcome = placement.Unconfirmed
 		}
@@ -214,7 +215,7 @@ func (r *Runner) start(ctx context.Context, name string, req *Start) (*Started, 
 	go r.watch(p)
 	r.mu.Unlock()
 	r.log.Info("started", "instance", name, "generation", gen, "pid", p.pid, "session", s.id, "plugin", req.Plugin)
-	return &Started{Instance: name, Generation: gen, PID: p.pid, StartedAt: p.startedAt}, nil
+	return &runnerapi.Started{Instance: name, Generation: gen, PID: p.pid, StartedAt: p.startedAt}, nil
 }
 
 // spawned is local's Started hook: a process runs, and its ready check
@@ -255,7 +256,7 @@ func (r *Runner) cutShort(ctx context.Context, s *session) error {
 	case s.ctx.Err() != nil:
 		return noSession(s.id)
 	case ctx.Err() != nil:
-		return apiErr(500, KindInternal, "start cut short, its caller gone: nothing was started")
+		return apiErr(500, runnerapi.KindInternal, "start cut short, its caller gone: nothing was started")
 	}
 	return nil
 }
@@ -276,7 +277,7 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ap
 	case errors.As(err, &se):
 		exit := se.Exit
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", exit.String())
-		e := apiErr(422, KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
+		e := apiErr(422, runnerapi.KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
 		e.body.Exit = &exit
 		return e
 	case r.ctx.Err() != nil:
@@ -284,18 +285,18 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ap
 	case s.ctx.Err() != nil:
 		return noSession(s.id)
 	case errors.Is(err, context.Canceled):
-		return apiErr(500, KindInternal, "start %s generation %d: cut short, its caller gone: nothing of it runs", name, gen)
+		return apiErr(500, runnerapi.KindInternal, "start %s generation %d: cut short, its caller gone: nothing of it runs", name, gen)
 	default:
 		// It never ran: the command was not found, say.
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "err", err)
-		e := apiErr(422, KindStartFailed, "start %s generation %d: %v", name, gen, err)
+		e := apiErr(422, runnerapi.KindStartFailed, "start %s generation %d: %v", name, gen, err)
 		e.body.Exit = &placement.Exit{Code: -1, Error: err.Error(), At: time.Now()}
 		return e
 	}
 }
 
 // pluginOf is the spec of a start request, for the local placement.
-func pluginOf(req *Start) *spec.Plugin {
+func pluginOf(req *runnerapi.Start) *spec.Plugin {
 	p := &spec.Plugin{
 		Name:       req.Plugin,
 		Run:        spec.Local,
@@ -350,7 +351,7 @@ func (r *Runner) watch(p *process) {
 	inst.remember(p.gen, exit)
 	delete(s.procs, p)
 	if !s.ended && (!p.requested || p.notify) {
-		s.send(Event{Type: EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
+		s.send(runnerapi.Event{Type: runnerapi.EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
 	}
 	close(p.done)
 	r.mu.Unlock()
@@ -475,19 +476,19 @@ func (p *process) goneWithin(d time.Duration, cut <-chan struct{}) bool {
 }
 
 func noSession(id string) *apiError {
-	return apiErr(404, KindNoSession, "no session %q: it never was, or its lease ran out and its processes were stopped", id)
+	return apiErr(404, runnerapi.KindNoSession, "no session %q: it never was, or its lease ran out and its processes were stopped", id)
 }
 
 func unconfirmed(op, name string, gen int64) *apiError {
-	return apiErr(409, KindUnconfirmed, "%s %s: generation %d of %s may still be running: its exit is not confirmed", op, name, gen, name)
+	return apiErr(409, runnerapi.KindUnconfirmed, "%s %s: generation %d of %s may still be running: its exit is not confirmed", op, name, gen, name)
 }
 
-var errClosing = apiErr(500, KindInternal, "the runner is shutting down")
+var errClosing = apiErr(500, runnerapi.KindInternal, "the runner is shutting down")
 
 // apiError is an error answer.
 type apiError struct {
 	status int
-	body   ErrorBody
+	body   runnerapi.ErrorBody
 }
 
 func (e *apiError) Error() string { return e.body.Error }
@@ -498,12 +499,12 @@ func (r *Runner) noGeneration(name string, err error) error {
 	var exhausted *ExhaustedError
 	if errors.As(err, &exhausted) {
 		r.log.Error("start refused: no generation is left", "instance", name, "err", err)
-		return apiErr(409, KindExhausted, "start %s: %v: nothing was started", name, err)
+		return apiErr(409, runnerapi.KindExhausted, "start %s: %v: nothing was started", name, err)
 	}
 	r.log.Error("start refused: the state dir cannot be written", "instance", name, "err", err)
-	return apiErr(500, KindState, "start %s: %v: nothing was started", name, err)
+	return apiErr(500, runnerapi.KindState, "start %s: %v: nothing was started", name, err)
 }
 
 func apiErr(status int, kind, format string, args ...any) *apiError {
-	return &apiError{status: status, body: ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}
+	return &apiError{status: status, body: runnerapi.ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,9 +25,9 @@ import (
 	"github.com/graftland/graft/placement/local"
 )
 
-// The defaults of Options (seed "Timeouts and defaults").
+// The defaults of Options (docs/semantics.md, "Windows and defaults").
 const (
-	DefaultLease = 15 * time.Second
+	DefaultLease = runnerapi.DefaultLease
 	DefaultGrace = 5 * time.Second
 )
 
@@ -150,7 +151,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 		return nil, errors.New("runner: lease and grace must be positive")
 	}
 	if opt.Lease == 0 {
-		opt.Lease = DefaultLease
+		opt.Lease = runnerapi.DefaultLease
 	}
 	if opt.Grace == 0 {
 		opt.Grace = DefaultGrace
@@ -289,15 +290,15 @@ func (r *Runner) Close() error {
 
 // stopAll interrupts procs at once and kills them after grace, and
 // reports how each ended.
-func (r *Runner) stopAll(procs []*process) []Stopped {
-	out := make([]Stopped, len(procs))
+func (r *Runner) stopAll(procs []*process) []runnerapi.Stopped {
+	out := make([]runnerapi.Stopped, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			exit, ok := r.stopProcess(p, stopForced, 0)
-			out[i] = Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
+			out[i] = runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
 			if !ok {
 				out[i].Outcome = placement.Unconfirmed
 			}

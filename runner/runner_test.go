@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"github.com/graftland/graft/runnerapi"
 	"net"
 	"net/http"
 	"os"
@@ -27,21 +28,21 @@ func TestGenerations(t *testing.T) {
 	defer stopWatch()
 	sess := h.open(0)
 	ev := h.events(sess)
-	var last Started
+	var last runnerapi.Started
 	for want := int64(1); want <= 3; want++ {
 		st := h.start("gen.a", plugin(t, sess, "identity"))
 		assert.Equal(t, want, st.Generation)
 		assert.Equal(t, "gen.a", st.Instance)
 		assert.NotZero(t, st.PID)
-		evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "id=") })
+		evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "id=") })
 		line := evs[len(evs)-1]
 		assert.Equal(t, want, line.Generation)
 		assert.Contains(t, line.Line, "id=gen.a generation="+strconv.FormatInt(want, 10)+" plugin=identity invocation=")
 		if want > 1 {
 			// The one it replaced: its exit came first, on the stream.
-			var exit *Event
+			var exit *runnerapi.Event
 			for _, e := range evs {
-				if e.Type == EventExit {
+				if e.Type == runnerapi.EventExit {
 					exit = &e
 				}
 			}
@@ -57,7 +58,7 @@ func TestGenerations(t *testing.T) {
 	other := h.open(0)
 	st := h.start("gen.a", plugin(t, other, "cooperative"))
 	assert.Equal(t, int64(4), st.Generation)
-	e := ev.until(t, 5*time.Second, func(e Event) bool { return e.Type == EventExit })
+	e := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
 	assert.Equal(t, last.Generation, e[len(e)-1].Generation)
 	// Another instance counts on its own.
 	assert.Equal(t, int64(1), h.start("gen.b", plugin(t, other, "cooperative")).Generation)
@@ -100,10 +101,10 @@ func TestStopCooperative(t *testing.T) {
 	assert.Equal(t, res.Outcome, again.Outcome)
 	_, status, e = h.stop(sess, "stop.coop", st.Generation+1, 0)
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Equal(t, KindNoInstance, e.Kind)
+	assert.Equal(t, runnerapi.KindNoInstance, e.Kind)
 	_, status, e = h.stop("nope", "stop.coop", st.Generation, 0)
 	assert.Equal(t, http.StatusNotFound, status)
-	assert.Equal(t, KindNoSession, e.Kind)
+	assert.Equal(t, runnerapi.KindNoSession, e.Kind)
 }
 
 // TestStopStubborn: a process that ignores its stop signal gets it, then
@@ -138,7 +139,7 @@ func TestGrandchildrenDie(t *testing.T) {
 	sess := h.open(0)
 	ev := h.events(sess)
 	st := h.start("forker", plugin(t, sess, "forker", "2"))
-	evs := ev.until(t, 5*time.Second, func(e Event) bool { return strings.HasPrefix(e.Line, "children ") })
+	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "children ") })
 	var pids []int
 	for _, f := range strings.Fields(strings.TrimPrefix(evs[len(evs)-1].Line, "children ")) {
 		pids = append(pids, atoi(t, f))
@@ -161,11 +162,11 @@ func TestEvents(t *testing.T) {
 	ev := h.events(sess)
 	st := h.start("events", plugin(t, sess, "exit", "3", "one", "two", "three"))
 	var lines []string
-	evs := ev.until(t, 5*time.Second, func(e Event) bool { return e.Type == EventExit })
+	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
 	for _, e := range evs {
 		assert.Equal(t, "events", e.Instance)
 		assert.Equal(t, st.Generation, e.Generation)
-		if e.Type == EventOutput {
+		if e.Type == runnerapi.EventOutput {
 			lines = append(lines, e.Line)
 		}
 	}
@@ -206,10 +207,10 @@ func TestStartFailed(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
 	req := plugin(t, sess, "exit", "4", "no luck")
-	req.Ready = &Ready{TCP: "127.0.0.1:1", TimeoutMillis: 5000}
+	req.Ready = &runnerapi.Ready{TCP: "127.0.0.1:1", TimeoutMillis: 5000}
 	_, status, e := h.tryStart("fails", req)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", e)
-	assert.Equal(t, KindStartFailed, e.Kind)
+	assert.Equal(t, runnerapi.KindStartFailed, e.Kind)
 	require.NotNil(t, e.Exit)
 	assert.Equal(t, 4, e.Exit.Code)
 	assert.Equal(t, []string{"no luck"}, e.Exit.Tail)
@@ -235,11 +236,11 @@ func TestReady(t *testing.T) {
 	sess := h.open(0)
 	addr := freeAddr(t)
 	req := plugin(t, sess, "listen", "300ms", addr)
-	req.Ready = &Ready{TCP: addr, TimeoutMillis: 10000}
-	answered := make(chan Started, 1)
+	req.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 10000}
+	answered := make(chan runnerapi.Started, 1)
 	began := time.Now()
 	go func() {
-		var st Started
+		var st runnerapi.Started
 		status, e := h.call("POST", "/v1/instances/ready/start", req, &st)
 		assert.Equal(t, http.StatusOK, status, "%+v", e)
 		answered <- st
@@ -254,7 +255,7 @@ func TestReady(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "in the status while it gets ready")
 	_, status, e := h.tryStart("ready", plugin(t, sess, "cooperative"))
 	assert.Equal(t, http.StatusConflict, status)
-	assert.Equal(t, KindBusy, e.Kind)
+	assert.Equal(t, runnerapi.KindBusy, e.Kind)
 	st := <-answered
 	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
 	assert.Equal(t, int64(1), st.Generation)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"io/fs"
 	"log"
@@ -46,9 +47,9 @@ func TestAuth(t *testing.T) {
 			method, path string
 			body         any
 		}{
-			{"POST", "/v1/sessions", OpenSession{}},
+			{"POST", "/v1/sessions", runnerapi.OpenSession{}},
 			{"POST", "/v1/instances/auth/start", plugin(t, sess, "cooperative")},
-			{"POST", "/v1/instances/auth/stop", Stop{Session: sess, Generation: 1}},
+			{"POST", "/v1/instances/auth/stop", runnerapi.Stop{Session: sess, Generation: 1}},
 			{"POST", "/v1/sessions/" + sess + "/renew", nil},
 			{"DELETE", "/v1/sessions/" + sess, nil},
 			{"GET", "/v1/sessions/" + sess + "/events", nil},
@@ -67,7 +68,7 @@ func TestAuth(t *testing.T) {
 			assert.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"))
 			status, e := c.call(r.method, r.path, r.body, nil)
 			assert.Equal(t, http.StatusUnauthorized, status)
-			assert.Equal(t, KindUnauthorized, e.Kind)
+			assert.Equal(t, runnerapi.KindUnauthorized, e.Kind)
 		}
 	}
 	assert.Empty(t, marked(t), "nothing started")
@@ -113,7 +114,7 @@ func TestBrowsersAndTypes(t *testing.T) {
 			}
 			resp, err := h.srv.Client().Do(req)
 			require.NoError(t, err)
-			var e ErrorBody
+			var e runnerapi.ErrorBody
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 			resp.Body.Close()
 			assert.Equal(t, c.status, resp.StatusCode, "%s: %+v", c.name, e)
@@ -140,11 +141,11 @@ func TestBadNames(t *testing.T) {
 		for _, op := range []string{"start", "stop"} {
 			var body any = plugin(t, sess, "cooperative")
 			if op == "stop" {
-				body = Stop{Session: sess, Generation: 1}
+				body = runnerapi.Stop{Session: sess, Generation: 1}
 			}
 			status, e := h.call("POST", "/v1/instances/"+path+"/"+op, body, nil)
 			assert.Equal(t, http.StatusBadRequest, status, "%s %q: %+v", op, path, e)
-			assert.Equal(t, KindBadRequest, e.Kind)
+			assert.Equal(t, runnerapi.KindBadRequest, e.Kind)
 		}
 	}
 	assert.Equal(t, before, tree(t, parent), "no file made")
@@ -189,13 +190,13 @@ func tree(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestBadBodies: malformed bodies are refused with 400, one over MaxBody
+// TestBadBodies: malformed bodies are refused with 400, one over runnerapi.MaxBody
 // with 413.
 func TestBadBodies(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
 	for body, want := range map[string]int{
-		`{"session":"` + sess + `","plugin":"p","command":["x"],"dir":"` + strings.Repeat("d", MaxBody) + `"}`: http.StatusRequestEntityTooLarge,
+		`{"session":"` + sess + `","plugin":"p","command":["x"],"dir":"` + strings.Repeat("d", runnerapi.MaxBody) + `"}`: http.StatusRequestEntityTooLarge,
 	} {
 		req, err := http.NewRequest("POST", h.srv.URL+"/v1/instances/body/start", strings.NewReader(body))
 		require.NoError(t, err)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/graftland/graft/runnerapi"
 	"sync"
 	"time"
 )
@@ -21,7 +22,7 @@ type session struct {
 	// lists the processes they stopped because it ended meanwhile: its
 	// end answers once they are done.
 	starts sync.WaitGroup
-	late   []Stopped
+	late   []runnerapi.Stopped
 
 	// ctx ends with the session: starts under it still under way stop.
 	ctx    context.Context
@@ -33,7 +34,7 @@ type session struct {
 }
 
 // send queues ev on the session's stream; without one it is dropped.
-func (s *session) send(ev Event) {
+func (s *session) send(ev runnerapi.Event) {
 	s.mu.Lock()
 	st := s.stream
 	s.mu.Unlock()
@@ -85,7 +86,7 @@ const maxQueued = 4096
 // stream is the queue of one connected event stream.
 type stream struct {
 	mu      sync.Mutex
-	queue   []Event
+	queue   []runnerapi.Event
 	outputs int // output events in queue
 
 	wake    chan struct{} // has a value when queue may have grown
@@ -97,9 +98,9 @@ func newStream() *stream {
 	return &stream{wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-func (st *stream) push(ev Event) {
+func (st *stream) push(ev runnerapi.Event) {
 	st.mu.Lock()
-	if ev.Type == EventOutput {
+	if ev.Type == runnerapi.EventOutput {
 		if st.outputs >= maxQueued {
 			st.mu.Unlock()
 			return
@@ -115,7 +116,7 @@ func (st *stream) push(ev Event) {
 }
 
 // take empties the queue.
-func (st *stream) take() []Event {
+func (st *stream) take() []runnerapi.Event {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	q := st.queue

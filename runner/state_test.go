@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"math"
 	"net/http"
@@ -39,7 +40,7 @@ func TestReadOnlyStateDir(t *testing.T) {
 	for _, name := range []string{"ro", "ro.new"} {
 		_, status, e := h.tryStart(name, plugin(t, sess, "cooperative"))
 		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
-		assert.Equal(t, KindState, e.Kind)
+		assert.Equal(t, runnerapi.KindState, e.Kind)
 		assert.Contains(t, e.Error, "nothing was started")
 	}
 	// The replaced process is gone, and nothing took its place.
@@ -77,7 +78,7 @@ func TestWriteFailsPartWay(t *testing.T) {
 	}
 	_, status, e := h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status)
-	assert.Equal(t, KindState, e.Kind)
+	assert.Equal(t, runnerapi.KindState, e.Kind)
 	assert.Contains(t, e.Error, "write generation 2 of part")
 	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status, "generation 3 fails too")
@@ -151,11 +152,11 @@ func TestRecovery(t *testing.T) {
 	sess := h.open(0)
 	_, status, e := h.tryStart("rec.a", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusConflict, status, "%+v", e)
-	assert.Equal(t, KindUnconfirmed, e.Kind)
+	assert.Equal(t, runnerapi.KindUnconfirmed, e.Kind)
 	assert.Contains(t, e.Error, "generation 7 of rec.a may still be running")
 	s := h.status()
 	require.Len(t, s.Instances, 1)
-	assert.Equal(t, InstanceStatus{Instance: "rec.a", Generation: 7, PID: left.Process.Pid, Status: StatusUnconfirmed, StartedAt: s.Instances[0].StartedAt}, s.Instances[0])
+	assert.Equal(t, runnerapi.InstanceStatus{Instance: "rec.a", Generation: 7, PID: left.Process.Pid, Status: runnerapi.StatusUnconfirmed, StartedAt: s.Instances[0].StartedAt}, s.Instances[0])
 
 	select {
 	case <-leftDone:
@@ -235,7 +236,7 @@ func TestFullStateDir(t *testing.T) {
 	for range 2 {
 		_, status, e := d.tryStart("full.new", plugin(t, sess, "cooperative"))
 		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
-		assert.Equal(t, KindState, e.Kind)
+		assert.Equal(t, runnerapi.KindState, e.Kind)
 		assert.Contains(t, e.Error, "no space left on device")
 		assert.Contains(t, e.Error, "nothing was started")
 	}
@@ -286,7 +287,7 @@ func TestGenerationExhausted(t *testing.T) {
 
 	_, status, e := h.tryStart("big", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusConflict, status, "%+v", e)
-	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, runnerapi.KindExhausted, e.Kind)
 	assert.Equal(t, "start big: instance big has had generation 9223372036854775807, the largest there is: no later one can be handed out: nothing was started", e.Error)
 	assert.True(t, alive(last.PID), "the process of the last generation was not replaced")
 	require.Len(t, h.status().Instances, 1)
@@ -300,7 +301,7 @@ func TestGenerationExhausted(t *testing.T) {
 	sess = h.open(0)
 	_, status, e = h.tryStart("big", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusConflict, status, "%+v", e)
-	assert.Equal(t, KindExhausted, e.Kind)
+	assert.Equal(t, runnerapi.KindExhausted, e.Kind)
 	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
 
 	var exhausted *ExhaustedError

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"net"
 	"net/http"
 	"os"
@@ -23,7 +24,6 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/asnobody"
-	"github.com/graftland/graft/runner"
 )
 
 // nobodysRunner runs graft runner as nobody (a copy of this test binary
@@ -76,7 +76,7 @@ func nobodysRunner(t *testing.T, dir, sock, state string) {
 
 // runnerStatus asks the runner at sock for its status, without checking
 // who it is (what graft never does).
-func runnerStatus(t *testing.T, sock string) runner.Status {
+func runnerStatus(t *testing.T, sock string) runnerapi.Status {
 	t.Helper()
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -86,7 +86,7 @@ func runnerStatus(t *testing.T, sock string) runner.Status {
 	resp, err := (&http.Client{Transport: tr}).Get("http://runner/v1/status")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var st runner.Status
+	var st runnerapi.Status
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	return st
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/privsock"
-	"github.com/graftland/graft/runner"
 )
 
 // RemoteError is a call to a runner that failed on the way: the runner
@@ -38,7 +38,7 @@ func (e *RemoteError) Unwrap() error { return e.Err }
 // APIError is an error answer of the runner: it was reached, and refused.
 type APIError struct {
 	Status int
-	runner.ErrorBody
+	runnerapi.ErrorBody
 }
 
 func (e *APIError) Error() string { return e.ErrorBody.Error }
@@ -157,9 +157,9 @@ func (c *client) send(ctx context.Context, op, method, path string, in any) (*ht
 	}
 	defer resp.Body.Close()
 	e := &APIError{Status: resp.StatusCode}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, runner.MaxBody))
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, runnerapi.MaxBody))
 	if json.Unmarshal(b, &e.ErrorBody) != nil || e.ErrorBody.Error == "" {
-		e.ErrorBody = runner.ErrorBody{Error: fmt.Sprintf("%s: the runner answered %s", op, resp.Status), Kind: runner.KindInternal}
+		e.ErrorBody = runnerapi.ErrorBody{Error: fmt.Sprintf("%s: the runner answered %s", op, resp.Status), Kind: runnerapi.KindInternal}
 	}
 	return nil, e
 }

@@ -19,6 +19,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -29,7 +30,6 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/runner"
 	"github.com/graftland/graft/spec"
 )
 
@@ -140,7 +140,7 @@ func (r *Remote) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if err != nil {
 		return nil, err
 	}
-	body := runner.Start{
+	body := runnerapi.Start{
 		Session:    s.id,
 		Plugin:     p.Name,
 		Project:    req.Project,
@@ -157,7 +157,7 @@ func (r *Remote) Start(ctx context.Context, req placement.Request) (placement.Ha
 	defer cancel(nil)
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
 	defer stop()
-	var started runner.Started
+	var started runnerapi.Started
 	err = s.c.call(cctx, op, "POST", "/v1/instances/"+url.PathEscape(inst)+"/start", body, &started)
 	if ctx.Err() != nil {
 		if err == nil {
@@ -208,7 +208,7 @@ func (r *Remote) abandon(h *handle) {
 func (r *Remote) startError(plugin string, err error) error {
 	var api *APIError
 	if errors.As(err, &api) {
-		if api.Kind == runner.KindStartFailed && api.Exit != nil {
+		if api.Kind == runnerapi.KindStartFailed && api.Exit != nil {
 			return &placement.StartError{Plugin: plugin, Reason: api.ErrorBody.Error, Exit: *api.Exit}
 		}
 		return fmt.Errorf("start %s on runner %s: %w", plugin, r.cfg.Name, api)
@@ -237,11 +237,11 @@ func env(spec, extra map[string]string) map[string]string {
 	return out
 }
 
-func ready(r *spec.Ready) *runner.Ready {
+func ready(r *spec.Ready) *runnerapi.Ready {
 	if r == nil {
 		return nil
 	}
-	return &runner.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+	return &runnerapi.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
 }
 
 // session returns the live session, opening one if there is none.
@@ -427,9 +427,9 @@ func (h *handle) Stop(ctx context.Context) (placement.Outcome, error) {
 // process's was lost) and waits for the answer, or for the bound, which
 // it returns. The stop is forced if ctx has ended, and forced once it ends
 // while the runner is carrying out the graceful part.
-func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration) (runner.StopResult, time.Duration, error) {
+func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration) (runnerapi.StopResult, time.Duration, error) {
 	r := h.r
-	var res runner.StopResult
+	var res runnerapi.StopResult
 	// The bound starts now: opening a session, when the last was lost,
 	// is part of it.
 	r.mu.Lock()
@@ -437,7 +437,7 @@ func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration)
 	if s := r.sess; s != nil && s.ctx.Err() == nil {
 		cfg, lease = s.cfg, s.lease
 	} else if lease <= 0 {
-		lease = runner.DefaultLease
+		lease = runnerapi.DefaultLease
 	}
 	r.mu.Unlock()
 	wait := waitConfirm(cfg, lease)
@@ -453,7 +453,7 @@ func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration)
 	stop := context.AfterFunc(s.ctx, func() { cancelCall(context.Cause(s.ctx)) })
 	defer stop()
 	path := "/v1/instances/" + url.PathEscape(h.instance) + "/stop"
-	body := runner.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1), Force: ctx.Err() != nil}
+	body := runnerapi.Stop{Session: s.id, Generation: h.gen, ShutdownTimeoutMillis: max(shutdown.Milliseconds(), 1), Force: ctx.Err() != nil}
 	if body.Force {
 		err = s.c.call(cctx, op, "POST", path, body, &res)
 		return res, wait, err
@@ -463,7 +463,7 @@ func (h *handle) askStop(ctx context.Context, op string, shutdown time.Duration)
 		// The caller stopped waiting for the graceful part: force it. The
 		// runner answers this one as it answers the stop under way.
 		defer close(hurried)
-		force := runner.Stop{Session: s.id, Generation: h.gen, Force: true}
+		force := runnerapi.Stop{Session: s.id, Generation: h.gen, Force: true}
 		if err := s.c.call(cctx, op+" (forced)", "POST", path, force, nil); err != nil && cctx.Err() == nil {
 			r.log.Warn("force a stop", "remote.instance", h.instance, "remote.generation", h.gen, "err", err)
 		}

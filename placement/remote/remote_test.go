@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"net"
 	"net/http"
@@ -351,7 +352,7 @@ func TestStartCancelled(t *testing.T) {
 }
 
 // runnerStatus asks the runner at addr for its status.
-func runnerStatus(t *testing.T, addr string) runner.Status {
+func runnerStatus(t *testing.T, addr string) runnerapi.Status {
 	t.Helper()
 	req, err := http.NewRequest("GET", "http://"+strings.TrimPrefix(addr, "tcp://")+"/v1/status", nil)
 	require.NoError(t, err)
@@ -359,7 +360,7 @@ func runnerStatus(t *testing.T, addr string) runner.Status {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var st runner.Status
+	var st runnerapi.Status
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	return st
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,7 +15,6 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/runner"
 )
 
 // session is one lease with the runner: the processes started under it,
@@ -52,8 +52,8 @@ const openTimeout = 15 * time.Second
 func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*session, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	var opened runner.Session
-	req := runner.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
+	var opened runnerapi.Session
+	req := runnerapi.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
 	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func deadline(ctx context.Context) time.Time {
 }
 
 // track makes the handle of a process the session started.
-func (s *session) track(req placement.Request, inst string, st runner.Started) *handle {
+func (s *session) track(req placement.Request, inst string, st runnerapi.Started) *handle {
 	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{})}
 	k := key{inst, st.Generation}
 	s.mu.Lock()
@@ -145,13 +145,13 @@ func (s *session) follow(resp *http.Response) {
 	s.wg.Add(1)
 	go s.watchdog(lines)
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), runner.MaxBody)
+	sc.Buffer(make([]byte, 64<<10), runnerapi.MaxBody)
 	for sc.Scan() {
 		select {
 		case lines <- struct{}{}:
 		default:
 		}
-		var ev runner.Event
+		var ev runnerapi.Event
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
@@ -202,19 +202,19 @@ func roomFor[V any](m map[key]V, k key) {
 	}
 }
 
-func (s *session) event(ev runner.Event) {
+func (s *session) event(ev runnerapi.Event) {
 	k := key{ev.Instance, ev.Generation}
 	s.mu.Lock()
 	h := s.handles[k]
 	switch {
-	case ev.Type == runner.EventOutput && h == nil:
+	case ev.Type == runnerapi.EventOutput && h == nil:
 		roomFor(s.earlyOut, k)
 		if len(s.earlyOut[k]) < maxEarly {
 			s.earlyOut[k] = append(s.earlyOut[k], ev.Line)
 		}
-	case ev.Type == runner.EventOutput:
+	case ev.Type == runnerapi.EventOutput:
 		h.output(ev.Line)
-	case ev.Type == runner.EventExit && ev.Exit != nil:
+	case ev.Type == runnerapi.EventExit && ev.Exit != nil:
 		if h == nil {
 			roomFor(s.early, k)
 			s.early[k] = *ev.Exit
@@ -222,7 +222,7 @@ func (s *session) event(ev runner.Event) {
 		delete(s.handles, k)
 	}
 	s.mu.Unlock()
-	if h != nil && ev.Type == runner.EventExit && ev.Exit != nil {
+	if h != nil && ev.Type == runnerapi.EventExit && ev.Exit != nil {
 		h.finish(*ev.Exit)
 	}
 }
@@ -241,7 +241,7 @@ func (s *session) renew() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, every)
-		var renewed runner.Renewed
+		var renewed runnerapi.Renewed
 		err := s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
 		cancel()
 		if err != nil {
@@ -294,7 +294,7 @@ func (s *session) close() *multierror.Error {
 		// Closed first, so the end of the event stream is not a loss.
 		s.cancel(errors.New("session closed"))
 		ctx, cancel := context.WithTimeout(context.Background(), waitConfirm(s.cfg, s.lease))
-		var closed runner.Closed
+		var closed runnerapi.Closed
 		if err := s.c.call(ctx, "end the session", http.MethodDelete, "/v1/sessions/"+url.PathEscape(s.id), nil, &closed); err != nil {
 			errs = multierror.Append(errs, err)
 		}

@@ -1,4 +1,7 @@
-package runner
+// Package runnerapi is the runner's HTTP API (docs/runner-api.md): its
+// requests, answers, events and error kinds, shared by the runner and the
+// host's side of it (placement/remote), which links nothing of the daemon.
+package runnerapi
 
 import (
 	"time"
@@ -8,6 +11,10 @@ import (
 
 // The types of the runner's HTTP API, /v1 (docs/runner-api.md). Within
 // /v1 fields are only ever added.
+
+// DefaultLease is a session's lease when neither the host nor the runner
+// sets one (docs/semantics.md, "Windows and defaults").
+const DefaultLease = 15 * time.Second
 
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
