@@ -1,0 +1,133 @@
+package graft
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The import rules of graft's layout (README, "Layout"): imports run one
+// way, from the edge to the core. TestLayout reads `go list -deps` and
+// fails when a package breaks one.
+
+const module = "github.com/graftland/graft"
+
+// pkg is what TestLayout needs of `go list -json`.
+type pkg struct {
+	ImportPath string
+	Name       string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")] = p
+	}
+	return pkgs
+}
+
+// graftDeps is every package of this module that p links, by its path in
+// the module.
+func graftDeps(p pkg) []string {
+	var deps []string
+	for _, d := range p.Deps {
+		if rest, ok := strings.CutPrefix(d, module+"/"); ok {
+			deps = append(deps, rest)
+		}
+	}
+	return deps
+}
+
+func TestLayout(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, must := range []string{"spec", "plan", "apply", "placement", "placement/local", "placement/remote", "runner", "runnerapi", "host"} {
+		if _, ok := pkgs[must]; !ok {
+			t.Fatalf("no package %s: the layout moved; update this test and the README", must)
+		}
+	}
+	// What runs processes, serves or dials: none of it belongs in the
+	// packages that read specs and plans.
+	running := []string{"internal/proc", "internal/output", "internal/ready", "placement/local", "placement/worker",
+		"placement/remote", "runner", "host", "elect"}
+	placements := []string{"placement/local", "placement/worker", "placement/remote"}
+
+	for rel, p := range pkgs {
+		deps := graftDeps(p)
+		switch {
+		case rel == "spec":
+			for _, d := range deps {
+				if !strings.HasPrefix(d, "internal/") {
+					t.Errorf("spec imports %s: spec imports no graft package", d)
+				}
+			}
+		case rel == "plan" || rel == "apply" || rel == "placement":
+			for _, d := range deps {
+				if slices.Contains(running, d) {
+					t.Errorf("%s imports %s: %s imports nothing that runs processes", rel, d, rel)
+				}
+			}
+		case slices.Contains(placements, rel):
+			for _, d := range deps {
+				if slices.Contains(placements, d) {
+					t.Errorf("%s imports %s: no placement imports another", rel, d)
+				}
+			}
+		}
+		if rel == "placement/remote" && slices.Contains(deps, "runner") {
+			t.Errorf("placement/remote links the runner daemon: it may import runnerapi only")
+		}
+		if rel == "instance" && len(deps) > 0 {
+			t.Errorf("instance imports %v: it is for plugin authors and imports nothing of graft", deps)
+		}
+		if rel == "runnerapi" {
+			for _, d := range deps {
+				if slices.Contains(running, d) {
+					t.Errorf("runnerapi imports %s: wire types link nothing that runs", d)
+				}
+			}
+		}
+	}
+}
+
+// TestNoStandardName: no package of graft has the name of a package of
+// the standard library, which it would shadow in every file that imports
+// both.
+func TestNoStandardName(t *testing.T) {
+	out, err := exec.Command("go", "list", "std").Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	std := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		p := sc.Text()
+		if strings.Contains(p, "internal") || strings.HasPrefix(p, "vendor/") {
+			continue
+		}
+		std[path.Base(p)] = p
+	}
+	for rel, p := range listPackages(t) {
+		if p.Name == "main" {
+			continue
+		}
+		if s, ok := std[p.Name]; ok {
+			t.Errorf("package %s (%s) has the name of the standard library's %s", p.Name, rel, s)
+		}
+	}
+}
