@@ -76,7 +76,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 	if save {
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
-		a := &applied{Source: src, Digest: desired.Digest(), At: time.Now()}
+		a := &applied{Source: src, Digest: desired.Digest(), At: time.Now(), parsed: desired}
 		if err := h.recordApplied(a); err != nil {
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
@@ -149,26 +149,30 @@ func (h *Host) unlockApply() {
 // desired parses the spec to bring about, its digests keyed with the
 // host's key; no source is the empty spec, of the last applied spec's
 // project.
+// The last applied spec's source is not parsed again: it was, once, when
+// it was recorded or read.
 func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
-	s, err := h.parseDesired(src)
+	h.mu.Lock()
+	kept := h.spec
+	h.mu.Unlock()
+	if kept != nil && kept.parsed != nil && src == kept.Source {
+		return kept.parsed, nil
+	}
+	s, err := h.parseDesired(src, kept)
 	if err != nil {
 		return nil, err
 	}
 	return s.WithKey(h.key), nil
 }
 
-func (h *Host) parseDesired(src plan.Source) (*spec.Spec, error) {
+func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) {
 	if src.YAML != "" {
 		return src.Spec()
 	}
 	empty := "plugins: {}\n"
-	h.mu.Lock()
-	if h.spec != nil {
-		if s, err := h.spec.Source.Spec(); err == nil {
-			empty = "name: " + s.Name + "\n" + empty
-		}
+	if kept != nil && kept.parsed != nil {
+		empty = "name: " + kept.parsed.Name + "\n" + empty
 	}
-	h.mu.Unlock()
 	return spec.ParseIn(filepath.Join(h.dir, "nothing"), h.dir, []byte(empty))
 }
 
@@ -365,8 +369,8 @@ func (h *Host) State() *plan.State {
 	}
 	if h.spec != nil {
 		st.Host.Spec = h.spec.Digest
-		if s, err := h.spec.Source.Spec(); err == nil {
-			st.Host.Project = s.Name
+		if h.spec.parsed != nil {
+			st.Host.Project = h.spec.parsed.Name
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {

@@ -142,6 +142,9 @@ func Open(dir string, opt Options) (*Host, error) {
 	// starting: it runs nothing, graft status answers, and graft down
 	// removes the file.
 	h.spec, h.specErr = loadApplied(dir)
+	if h.spec != nil {
+		h.spec.parsed = h.spec.parsed.WithKey(h.key)
+	}
 	h.clock = opt.Clock
 	if h.hostID = opt.HostID; h.hostID == "" {
 		if h.hostID, err = defaultHostID(dir); err != nil {
@@ -245,7 +248,7 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Messag
 	if a == nil {
 		return &NothingAppliedError{}
 	}
-	if s, err := a.Source.Spec(); err == nil {
+	if s := a.parsed; s != nil {
 		for _, name := range req.Restart {
 			if s.Plugins[name] == nil {
 				return &NotFoundError{What: fmt.Sprintf("restart %s: no such plugin in %s", name, a.Source.File)}

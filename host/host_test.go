@@ -21,6 +21,7 @@ import (
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -211,4 +212,31 @@ func TestLongStateDir(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Status(context.Background())
 	assert.ErrorIs(t, err, ErrNoHost)
+}
+
+// TestParsedOnce: an apply parses its spec once; a status, a restart of
+// the applied spec and the start-up's apply of the kept one parse none.
+func TestParsedOnce(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".graft")
+	h := open(t, state)
+	before := spec.Parses()
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), spec.Parses()-before, "an apply parses its spec once")
+
+	before = spec.Parses()
+	for range 100 {
+		assert.Equal(t, "shop", h.State().Host.Project)
+	}
+	require.NoError(t, h.Restart(context.Background(), ApplyRequest{Restart: []string{"db"}}, nil))
+	assert.Zero(t, spec.Parses()-before, "a status or a restart parses nothing")
+	require.NoError(t, h.Shutdown(context.Background()))
+
+	h = open(t, state)
+	before = spec.Parses()
+	require.NoError(t, h.Reapply(context.Background()))
+	assert.Zero(t, spec.Parses()-before, "the kept spec was parsed as the host read it, once")
+	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
+	require.NoError(t, h.Shutdown(context.Background()))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // The files of a state dir.
@@ -105,6 +106,11 @@ type applied struct {
 	// Digest is the spec's spec.Spec.Digest.
 	Digest string    `json:"digest"`
 	At     time.Time `json:"at"`
+
+	// parsed is Source, parsed (and keyed with the host's key), once: when
+	// the host reads the file, or by the apply that records it. Status,
+	// restarts and the start-up's apply use it and parse nothing.
+	parsed *spec.Spec
 }
 
 // maxApplied bounds applied.json: a spec, as large as a request may be,
@@ -145,7 +151,7 @@ func loadApplied(dir string) (*applied, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, &KeptSpecError{Path: path, Err: err}
 	}
-	if _, err := a.Source.Spec(); err != nil {
+	if a.parsed, err = a.Source.Spec(); err != nil {
 		return nil, &KeptSpecError{Path: path, Err: err}
 	}
 	return &a, nil

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,9 +34,17 @@ func Parse(file string, data []byte) (*Spec, error) {
 	return ParseIn(file, dir, data)
 }
 
+// parses counts the plugins files this process has parsed.
+var parses atomic.Int64
+
+// Parses returns how many plugins files this process has parsed: tests
+// hold a daemon to parsing a spec once per apply, and never for a status.
+func Parses() int64 { return parses.Load() }
+
 // ParseIn is Parse with the spec's directory given, for a spec read back
 // from somewhere other than its file, such as a saved plan.
 func ParseIn(file, dir string, data []byte) (*Spec, error) {
+	parses.Add(1)
 	d := newDecoder(file)
 	root, err := parseDocument(file, data)
 	if err != nil {
