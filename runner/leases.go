@@ -162,11 +162,11 @@ func (r *Runner) stop(name string, req *runnerapi.Stop) (*runnerapi.StopResult, 
 		defer r.mu.Unlock()
 		return r.stopped(name, inst, req.Generation)
 	}
-	if p.unconfirmed {
+	if p.state == procUnconfirmed {
 		r.mu.Unlock()
 		return nil, unconfirmed("stop", name, p.gen)
 	}
-	if inst.busy && req.Force && p.stopping {
+	if inst.busy && req.Force && p.state.requested() {
 		// It hurries the stop under way, and answers as it does.
 		r.mu.Unlock()
 		return r.answerStop(name, s, p, stopForced, 0)
@@ -259,9 +259,9 @@ func (r *Runner) status() *runnerapi.Status {
 	}
 	for _, inst := range r.instances {
 		switch p := inst.cur; {
-		case p != nil && p.unconfirmed:
+		case p != nil && p.state == procUnconfirmed:
 			add(p, runnerapi.StatusUnconfirmed)
-		case p != nil && p.stopping:
+		case p != nil && p.state.requested():
 			add(p, runnerapi.StatusStopping)
 		case p != nil:
 			add(p, runnerapi.StatusRunning)

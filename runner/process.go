@@ -37,11 +37,8 @@ type process struct {
 	startedAt time.Time
 
 	// Guarded by the runner's mu.
-	stopping    bool // a stop is under way
-	requested   bool // a stop began before it exited
-	interrupted bool // the graceful part is over: from now on its end is Killed
-	notify      bool // its exit goes to its session's stream even though requested
-	unconfirmed bool // a stop gave up waiting for its exit
+	state  procState
+	notify bool // its exit goes to its session's stream even though requested
 
 	hurry  chan struct{} // closed by a forced stop joining a graceful one
 	gaveUp chan struct{} // closed when a stop gives up on confirming the exit
@@ -82,7 +79,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		gen := inst.recovered.Generation
 		r.mu.Unlock()
 		return nil, unconfirmed("start", name, gen)
-	case inst.cur != nil && inst.cur.unconfirmed:
+	case inst.cur != nil && inst.cur.state == procUnconfirmed:
 		gen := inst.cur.gen
 		r.mu.Unlock()
 		return nil, unconfirmed("start", name, gen)
@@ -127,6 +124,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		inv:        uuid.NewString(),
 		session:    s,
 		stopSignal: proc.SignalNamed(req.StopSignal),
+		state:      procStarting,
 		hurry:      make(chan struct{}),
 		gaveUp:     make(chan struct{}),
 		done:       make(chan struct{}),
@@ -193,6 +191,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		// is the instance's until its exit is confirmed, so that no
 		// replacement starts before, however long that takes.
 		inst.cur = p
+		p.to(procRunning)
 		r.wg.Add(1)
 		go r.watch(p)
 		r.mu.Unlock()
@@ -210,6 +209,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		return nil, noSession(s.id)
 	}
 	inst.cur = p
+	p.to(procRunning)
 	s.procs[p] = true
 	r.wg.Add(1)
 	go r.watch(p)
@@ -337,11 +337,12 @@ func (r *Runner) watch(p *process) {
 		r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", err)
 	}
 	r.mu.Lock()
-	exit.Requested = p.requested
+	exit.Requested = p.state.requested()
 	exit.Outcome = placement.Exited
-	if p.requested && p.interrupted {
+	if p.state.forced() {
 		exit.Outcome = placement.Killed
 	}
+	p.to(procExited)
 	p.exit = exit
 	s := p.session
 	inst := r.instance(p.name)
@@ -350,7 +351,7 @@ func (r *Runner) watch(p *process) {
 	}
 	inst.remember(p.gen, exit)
 	delete(s.procs, p)
-	if !s.ended && (!p.requested || p.notify) {
+	if !s.ended && (!exit.Requested || p.notify) {
 		s.send(runnerapi.Event{Type: runnerapi.EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
 	}
 	close(p.done)
@@ -389,8 +390,9 @@ func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) 
 	select {
 	case <-p.h.Done(): // it exited on its own: nothing to stop
 	default:
-		if !p.stopping {
-			p.stopping, p.requested, first = true, true, true
+		if p.state == procRunning {
+			p.to(procStopping)
+			first = true
 		} else if mode == stopForced {
 			select {
 			case <-p.hurry:
@@ -416,63 +418,52 @@ func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) 
 	}
 }
 
-// stopInOrder is the runner's stop: when graceful, the stop signal to the
-// family and up to shutdown for it to be gone; then the interrupt, SIGTERM
-// to the family, and SIGKILL grace later; then up to killWait for the
-// exit. A family member that outlives the process itself is stopped as
-// after any exit of its own (local: SIGTERM, then SIGKILL after grace).
+// stopInOrder is the runner's stop (docs/runner-api.md), the ladder of
+// placement with no exit window and grace for KillAfter: when graceful,
+// the stop signal to the family and up to shutdown for it to be gone;
+// then the interrupt, SIGTERM to the family, and SIGKILL grace later;
+// then up to killWait for the exit. A forced stop joining a graceful one
+// cuts its graceful part short. A family member that outlives the
+// process itself is stopped as after any exit of its own (local:
+// SIGTERM, then SIGKILL after grace).
 func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) {
 	log := r.log.With("instance", p.name, "generation", p.gen, "pid", p.pid, "session", p.session.id)
-	send := func(sig syscall.Signal) {
-		if err := p.signal(sig); err != nil {
-			log.Warn("signal", "signal", proc.SignalName(sig), "err", err)
+	send := func(sig syscall.Signal) func() error {
+		return func() error {
+			if err := p.signal(sig); err != nil {
+				log.Warn("signal", "signal", proc.SignalName(sig), "err", err)
+			}
+			return nil
 		}
+	}
+	if shutdown <= 0 {
+		shutdown = defaultShutdown
+	}
+	l := placement.Ladder{
+		Timing:    placement.Timing{ShutdownTimeout: shutdown, KillAfter: r.opt.Grace},
+		Terminate: send(syscall.SIGTERM),
+		Kill:      send(syscall.SIGKILL),
+		Gone:      placement.GoneOn(p.done),
+		KillWait:  killWait,
+		Hurry:     p.hurry,
+		Forcing: func() {
+			r.mu.Lock()
+			p.to(procInterrupted)
+			r.mu.Unlock()
+		},
+		Killing: func() { log.Info("killing: still running after the interrupt", "grace", r.opt.Grace) },
 	}
 	if graceful {
-		if shutdown <= 0 {
-			shutdown = defaultShutdown
-		}
-		send(p.stopSignal)
-		if p.goneWithin(shutdown, p.hurry) {
-			return
-		}
+		l.Signal = send(p.stopSignal)
 	}
-	r.mu.Lock()
-	p.interrupted = true
-	r.mu.Unlock()
-	send(syscall.SIGTERM)
-	if p.goneWithin(r.opt.Grace, nil) {
-		return
-	}
-	log.Info("killing: still running after the interrupt", "grace", r.opt.Grace)
-	send(syscall.SIGKILL)
-	if p.goneWithin(killWait, nil) {
+	if outcome, _ := l.Run(); outcome != placement.Unconfirmed {
 		return
 	}
 	r.mu.Lock()
-	p.unconfirmed = true
+	p.to(procUnconfirmed)
 	r.mu.Unlock()
 	log.Error("exit not confirmed: still running after SIGKILL; replacements are refused until it is gone", "waited", killWait)
 	close(p.gaveUp)
-}
-
-// goneWithin waits up to d for p's exit to be confirmed, or until cut is
-// closed (nil: never).
-func (p *process) goneWithin(d time.Duration, cut <-chan struct{}) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return true
-	case <-t.C:
-	case <-cut:
-	}
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 func noSession(id string) *apiError {

@@ -144,41 +144,29 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 	close(p.done)
 }
 
-// stopInOrder is the seed's stop of a local process (DESIGN §6): the
+// stopInOrder is the stop of a local process (docs/stopping.md): the
 // stop signal to its family, up to ShutdownTimeout for it to be gone;
 // then ExitWindow more; then SIGTERM to the family and, KillAfter later,
 // SIGKILL; then wait until it is gone. Missing the exit window is a
-// LocalTerminationTimeout, even when the termination then works.
+// LocalTerminationTimeout, even when the termination then works. A
+// hurried stop kills at once.
 func (p *process) stopInOrder() (placement.Outcome, error) {
-	var causes *multierror.Error
-	fail := func(err error) {
-		if err != nil {
-			causes = multierror.Append(causes, err)
-		}
+	outcome, causes := placement.Ladder{
+		Timing:     p.timing,
+		Signal:     func() error { return p.signalFamily(p.signal) },
+		Terminate:  func() error { return p.signalFamily(syscall.SIGTERM) },
+		Kill:       func() error { return p.signalFamily(syscall.SIGKILL) },
+		Gone:       p.goneWithin,
+		KillWait:   killWait,
+		Hurry:      p.hurry,
+		HurryKills: true,
+		CutShort:   placement.ErrCutShort,
+		Missed:     &placement.LocalTerminationTimeout{Plugin: p.name, Instance: p.id.ID, Window: p.timing.ExitWindow},
+	}.Run()
+	if outcome == placement.Unconfirmed {
+		outcome = placement.Killed // run waits for the exit all the same
 	}
-	start := time.Now()
-	graceful := start.Add(p.timing.ShutdownTimeout)
-	window := graceful.Add(p.timing.ExitWindow)
-	terminate := window.Add(p.timing.KillAfter)
-
-	fail(p.signalFamily(p.signal))
-	if p.goneBy(graceful) || p.goneBy(window) {
-		return placement.Exited, nil
-	}
-	if p.hurried() {
-		fail(errors.New("stop cut short: its context ended"))
-	} else {
-		fail(&placement.LocalTerminationTimeout{Plugin: p.name, Instance: p.id.ID, Window: p.timing.ExitWindow})
-		fail(p.signalFamily(syscall.SIGTERM))
-		if p.goneBy(terminate) {
-			return placement.Killed, p.cleanupError(placement.Killed, causes)
-		}
-	}
-	fail(p.signalFamily(syscall.SIGKILL))
-	if !p.goneWithin(killWait, nil) {
-		fail(fmt.Errorf("still running %s after SIGKILL", killWait))
-	}
-	return placement.Killed, p.cleanupError(placement.Killed, causes)
+	return outcome, p.cleanupError(outcome, causes)
 }
 
 // killWait bounds the wait after SIGKILL, which only a process stuck in
@@ -190,15 +178,6 @@ func (p *process) cleanupError(o placement.Outcome, causes *multierror.Error) er
 		return nil
 	}
 	return &placement.CleanupError{Plugin: p.name, Outcome: o, Causes: causes}
-}
-
-func (p *process) hurried() bool {
-	select {
-	case <-p.hurry:
-		return true
-	default:
-		return false
-	}
 }
 
 // cleanLeftovers deals with a process that exited on its own: whatever it
@@ -261,15 +240,9 @@ func (p *process) signalFamily(sig syscall.Signal) error {
 	return nil
 }
 
-// goneBy waits until the process and its whole family are gone, and
-// reports true, or until the deadline passes or the stop is hurried, and
-// reports false. The process leaves a zombie, which is gone enough.
-func (p *process) goneBy(deadline time.Time) bool {
-	return p.goneWithin(time.Until(deadline), p.hurry)
-}
-
-// goneWithin is goneBy with a timeout, cut short by hurry if it is closed
-// (nil: never).
+// goneWithin waits until the process and its whole family are gone, and
+// reports true, or until timeout passes or hurry is closed (nil: never),
+// and reports false. The process leaves a zombie, which is gone enough.
 func (p *process) goneWithin(timeout time.Duration, hurry <-chan struct{}) bool {
 	timer := time.NewTimer(max(timeout, 0))
 	defer timer.Stop()

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
@@ -138,46 +137,24 @@ func (m *module) Stop(ctx context.Context) (placement.Outcome, error) {
 var killWait = 10 * time.Second
 
 func (m *module) stopInOrder() (placement.Outcome, error) {
-	graceful := time.Now().Add(m.timing.ShutdownTimeout)
-	window := graceful.Add(m.timing.ExitWindow)
-	m.eof.Close()
-	if m.returnedBy(graceful) || m.returnedBy(window) {
-		return placement.Exited, nil
+	outcome, causes := placement.Ladder{
+		Timing:       m.timing,
+		Signal:       func() error { m.eof.Close(); return nil },
+		Kill:         func() error { m.kill(); return nil },
+		Gone:         placement.GoneOn(m.returned),
+		KillWait:     killWait,
+		Hurry:        m.hurry,
+		HurryKills:   true,
+		CutShort:     placement.ErrCutShort,
+		Missed:       &placement.LocalTerminationTimeout{Plugin: m.name, Instance: m.id.ID, Window: m.timing.ExitWindow},
+		StillRunning: fmt.Errorf("still in a host call %s after it was closed: it runs none of its code again", killWait),
+	}.Run()
+	if outcome == placement.Exited {
+		return outcome, nil
 	}
-	var causes *multierror.Error
-	select {
-	case <-m.hurry:
-		causes = multierror.Append(causes, errors.New("stop cut short: its context ended"))
-	default:
-		causes = multierror.Append(causes, &placement.LocalTerminationTimeout{Plugin: m.name, Instance: m.id.ID, Window: m.timing.ExitWindow})
-	}
-	m.kill()
-	select {
-	case <-m.returned:
-	case <-time.After(killWait):
-		causes = multierror.Append(causes, fmt.Errorf("still in a host call %s after it was closed: it runs none of its code again", killWait))
-	}
+	// Killed, even when its goroutine is still in a host call: it runs
+	// none of its code again.
 	return placement.Killed, &placement.CleanupError{Plugin: m.name, Outcome: placement.Killed, Causes: causes}
-}
-
-// returnedBy waits until the module's goroutine returned, the deadline,
-// or a hurried stop.
-func (m *module) returnedBy(deadline time.Time) bool {
-	select {
-	case <-m.returned:
-		return true
-	default:
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-m.returned:
-		return true
-	case <-t.C:
-		return false
-	case <-m.hurry:
-		return false
-	}
 }
 
 // wait returns once the module runs and, if the plugin has a ready check,
