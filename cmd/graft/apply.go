@@ -35,7 +35,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer cl.Close()
-	p := newProgress(g.stdout, g.colorful(g.stdout), g.colorful(g.stdout))
+	p := newProgress(g.stdout, g.colorful(g.stdout), terminal(g.stdout))
 	err = cl.Apply(ctx, req, p.On)
 	p.Close()
 	if ctx.Err() != nil {
