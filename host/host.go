@@ -88,7 +88,7 @@ type holder struct {
 // Open takes the state dir dir for a new host: it makes the directory,
 // checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
 // names what cannot, and the fix), takes its lock (failing with a
-// *HeldError if another host holds it), and makes this process a child
+// *dirlock.HeldError if another host holds it), and makes this process a child
 // subreaper, so that nothing a plugin forks escapes. Open writes nothing
 // that is already there: a host starts on a full disk.
 func Open(dir string, opt Options) (*Host, error) {
