@@ -27,7 +27,8 @@ import (
 type Options struct {
 	// Version is reported in the status.
 	Version string
-	// Timing is the local placement's stop windows; zero: the seed's.
+	// Timing is the local placement's stop windows; zero: the fixed ones of
+	// docs/semantics.md, "Windows and defaults".
 	Timing placement.Timing
 	// Logger receives the host's own log; nil: slog's default.
 	Logger *slog.Logger

@@ -144,11 +144,12 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 	close(p.done)
 }
 
-// stopInOrder is the seed's stop of a local process (DESIGN §6): the
-// stop signal to its family, up to ShutdownTimeout for it to be gone;
-// then ExitWindow more; then SIGTERM to the family and, KillAfter later,
-// SIGKILL; then wait until it is gone. Missing the exit window is a
-// LocalTerminationTimeout, even when the termination then works.
+// stopInOrder is graft's stop of a local process (docs/stopping.md, "The
+// stop sequence"): the stop signal to its family, up to ShutdownTimeout for
+// it to be gone; then ExitWindow more; then SIGTERM to the family and,
+// KillAfter later, SIGKILL; then wait until it is gone. Missing the exit
+// window is a LocalTerminationTimeout, even when the termination then
+// works.
 func (p *process) stopInOrder() (placement.Outcome, error) {
 	var causes *multierror.Error
 	fail := func(err error) {
