@@ -8,12 +8,13 @@ import (
 )
 
 // Campaign returns once this host leads, with its term. Until then it runs
-// the seed's state machine (§1, §3): BOOTSTRAP reads the lease; a healthy
-// leader makes this host a FOLLOWER, which polls until that leader is dead
-// (released, or its file frozen past ttl); otherwise it CONTENDs: take the
-// lock, re-read the lease, and if there is still no healthy leader write
-// epoch+1 and drop the lock. A contender that loses waits the herd backoff
-// and bootstraps again. I/O errors on the share are retried the same way.
+// the state machine of docs/semantics.md, "Floating plugins: the election":
+// BOOTSTRAP reads the lease; a healthy leader makes this host a FOLLOWER,
+// which polls until that leader is dead (released, or its file frozen past
+// ttl); otherwise it CONTENDs: take the lock, re-read the lease, and if
+// there is still no healthy leader write epoch+1 and drop the lock. A
+// contender that loses waits the herd backoff and bootstraps again. I/O
+// errors on the share are retried the same way.
 //
 // Cancelling ctx ends the wait: Campaign returns ctx's error (with the last
 // I/O error, if any, for the log). Once the lease is written the term is
@@ -67,8 +68,8 @@ func (e *Election) ended(ctx context.Context, lastErr error) error {
 // that died.
 func (e *Election) Following() bool { return e.following.Load() }
 
-// follow polls the lease every poll until its leader is dead (seed §3.4).
-// A new epoch is simply followed: Observe is what reports it to the host.
+// follow polls the lease every poll until its leader is dead. A new epoch
+// is simply followed: Observe is what reports it to the host.
 func (e *Election) follow(ctx context.Context) error {
 	e.following.Store(true)
 	defer e.following.Store(false)
@@ -83,8 +84,8 @@ func (e *Election) follow(ctx context.Context) error {
 }
 
 // contend takes the lease if, inside the lock, there is still no healthy
-// leader (seed §3.2). It returns (nil, nil) when it found one, and
-// errLockBusy when another host holds the lock.
+// leader. It returns (nil, nil) when it found one, and errLockBusy when
+// another host holds the lock.
 func (e *Election) contend(ctx context.Context) (*Term, error) {
 	release, err := e.takeLock()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 // injected so tests order events without sleeping. The election only takes
 // intervals between two of its readings; it never sets its wall time
 // against a file's mtime, so a host whose wall clock is off still elects
-// correctly (seed §2.3).
+// correctly (docs/semantics.md, "Floating plugins: the election").
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer

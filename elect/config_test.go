@@ -14,10 +14,10 @@ func TestNew(t *testing.T) {
 	e, err := New(Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"})
 	require.NoError(t, err)
 	defer e.Close()
-	assert.Equal(t, 10*time.Second, e.cfg.TTL, "the seed's LEASE_TTL")
-	assert.Equal(t, 3*time.Second, e.cfg.Renew, "the seed's LEASE_RENEW")
-	assert.Equal(t, 2*time.Second, e.cfg.Poll, "the seed's LEASE_POLL")
-	assert.Equal(t, 15*time.Second, e.cfg.LockStale, "the seed's LOCK_STALE")
+	assert.Equal(t, 10*time.Second, e.cfg.TTL, "ttl's default in docs/semantics.md")
+	assert.Equal(t, 3*time.Second, e.cfg.Renew, "renew's default in docs/semantics.md")
+	assert.Equal(t, 2*time.Second, e.cfg.Poll, "poll's default in docs/semantics.md")
+	assert.Equal(t, 15*time.Second, e.cfg.LockStale, "lockStale's default in docs/semantics.md")
 
 	ok := Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"}
 	for field, edit := range map[string]func(*Config){

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// The seed's defaults (002, "採用的預設"): LEASE_TTL, LEASE_RENEW, LEASE_POLL
-// and LOCK_STALE.
+// The election's defaults: ttl, renew, poll and lockStale
+// (docs/semantics.md, "Floating plugins: the election").
 const (
 	DefaultTTL       = 10 * time.Second
 	DefaultRenew     = 3 * time.Second
@@ -78,8 +78,8 @@ type Config struct {
 	// Address (host:port) is where this host's plugin serves; it is written
 	// in the lease for followers, and contenders probe it.
 	Address string
-	// TTL, Renew, Poll and LockStale: zero means the seed's default.
-	// Renew and Poll must be shorter than TTL.
+	// TTL, Renew, Poll and LockStale: zero means the default above. Renew
+	// and Poll must be shorter than TTL.
 	TTL, Renew, Poll, LockStale time.Duration
 	// Clock is nil for real time; tests pass a fake one.
 	Clock Clock

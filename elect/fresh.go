@@ -14,13 +14,15 @@ type sighting struct {
 	age   time.Duration // how long the file has looked unchanged to this host
 }
 
-// look reads the lease and updates the freshness tracker (seed §2.3): the
-// file's age is the time, on this host's clock, since this host first saw
-// its current mtime and content. The mtime is compared only with earlier
-// mtimes of the same file, never with a clock, so hosts whose clocks
-// disagree agree on freshness. A failed read changes nothing, so a share
-// that stays unreadable makes the lease look frozen; one that comes back
-// within ttl does not (seed §6: "client poll 讀失敗→LOOP 重試").
+// look reads the lease and updates the freshness tracker: the file's age is
+// the time, on this host's clock, since this host first saw its current
+// mtime and content. The mtime is compared only with earlier mtimes of the
+// same file, never with a clock, so hosts whose clocks disagree agree on
+// freshness (docs/semantics.md, "Floating plugins: the election": freshness
+// never compares clocks across machines). A failed read changes nothing, so
+// a share that stays unreadable makes the lease look frozen; one that comes
+// back within ttl does not: a failed poll is simply tried again at the
+// next.
 func (e *Election) look() sighting {
 	e.readMu.Lock()
 	defer e.readMu.Unlock()
@@ -48,16 +50,17 @@ func (e *Election) dead(s sighting) bool {
 }
 
 // healthy reports whether s shows a leader to follow rather than contend
-// with: this look read a lease that is not released, not frozen past ttl
-// (a host that just started has no history: age zero), not this host's own
-// (left by its previous run), and whose address answers (seed §0: at
-// bootstrap the TCP ping stands in for the missing mtime history).
+// with: this look read a lease that is not released, not frozen past ttl (a
+// host that just started has no history: age zero), not this host's own
+// (left by its previous run), and whose address answers (at bootstrap a TCP
+// connect stands in for the missing mtime history; docs/semantics.md,
+// "Floating plugins: the election").
 //
 // A leader not yet renewed (renewCount 0), seen unchanged for at most one
-// renew, need not answer yet: it was elected a moment ago and its plugin
-// is starting. The seed probes at once, so a host that bootstraps while the
-// new leader's process starts takes the lease from it, and the leader
-// demotes at its first renewal: needless churn at every cold start.
+// renew, need not answer yet: it was elected a moment ago and its plugin is
+// starting. Probing it at once would let a host that bootstraps while the
+// new leader's process starts take the lease from it, and the leader demote
+// at its first renewal: needless churn at every cold start.
 func (e *Election) healthy(ctx context.Context, s sighting) bool {
 	if s.err != nil || e.dead(s) || s.lease.Holder == e.cfg.HostID {
 		return false

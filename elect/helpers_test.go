@@ -44,8 +44,8 @@ func (c *cluster) setDown(address string, down bool) {
 	c.down[address] = down
 }
 
-// host makes an election with the seed's default durations; edit changes
-// its config first.
+// host makes an election with the default durations; edit changes its
+// config first.
 func (c *cluster) host(id string, edit ...func(*Config)) *Election {
 	cfg := Config{Dir: c.dir, Instance: instance, HostID: id, Address: id + ":9530", Clock: c.clk, Dial: c.dial}
 	for _, f := range edit {

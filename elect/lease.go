@@ -19,7 +19,8 @@ type Lease struct {
 	// plugin's generation.
 	Epoch int64 `json:"epoch"`
 	// RenewCount grows at every renewal, so the file changes even where
-	// mtimes are coarse (seed §2.2, renew_count).
+	// mtimes are coarse (docs/semantics.md, "Floating plugins: the
+	// election").
 	RenewCount int64 `json:"renewCount"`
 	// Released is set by a leader that stepped down on purpose.
 	Released bool `json:"released"`

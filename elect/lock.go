@@ -14,9 +14,10 @@ import (
 var errLockBusy = errors.New("lock held by another host")
 
 // takeLock creates the lock file with O_CREATE|O_EXCL, the one step the
-// share decides atomically (seed §3.2). The lock is held only while the
-// lease is taken; release removes it. It records the holder for whoever
-// looks at the directory; nothing reads it.
+// share decides atomically (docs/semantics.md, "Floating plugins: the
+// election"). The lock is held only while the lease is taken; release
+// removes it. It records the holder for whoever looks at the directory;
+// nothing reads it.
 func (e *Election) takeLock() (release func(), err error) {
 	f, err := os.OpenFile(e.lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -39,19 +40,20 @@ func (e *Election) takeLock() (release func(), err error) {
 		return nil, fmt.Errorf("create lock: %w", err)
 	}
 	// A failed removal leaves the lock to turn stale; others clear it then.
-	// The removal is by name: a holder stuck for longer than lockStale
-	// (a hung share) could remove a newer contender's lock, as in the seed;
-	// two contenders inside then write the same epoch, and renewal ends
-	// the one whose write was overwritten (Lease.supersedes).
+	// The removal is by name: a holder stuck for longer than lockStale (a
+	// hung share) could remove a newer contender's lock, a limit that is
+	// accepted: two contenders inside then write the same epoch, and
+	// renewal ends the one whose write was overwritten (Lease.supersedes).
 	return func() { os.Remove(e.lockPath) }, nil
 }
 
-// clearStaleLock removes a lock left by a host that crashed while taking the
-// lease (seed §6, LOCK_STALE). The lock's age is its mtime against the mtime
-// of a probe file written now in the same directory: both are stamped by
-// the share, so neither this host's wall clock nor its skew enters. The
-// lock is removed only if it is still the file that was judged stale; a
-// lock made in between by a live contender is left alone.
+// clearStaleLock removes a lock left by a host that crashed while taking
+// the lease, once older than lockStale (docs/semantics.md, "Floating
+// plugins: the election"). The lock's age is its mtime against the mtime of
+// a probe file written now in the same directory: both are stamped by the
+// share, so neither this host's wall clock nor its skew enters. The lock is
+// removed only if it is still the file that was judged stale; a lock made
+// in between by a live contender is left alone.
 func (e *Election) clearStaleLock() error {
 	before, err := os.Stat(e.lockPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -93,9 +95,9 @@ func (e *Election) dirNow() (time.Time, error) {
 }
 
 // herdBackoff is how long a contender that lost waits before it looks
-// again: 0.2 s + (seq mod 8) × 0.1 s (seed §3.1), seq the FNV-32a hash of
-// the host id, so a room of hosts started together spreads over 0.2–0.9 s
-// and each host always waits the same.
+// again: 0.2 s + (seq mod 8) × 0.1 s (docs/semantics.md), seq the FNV-32a
+// hash of the host id, so a room of hosts started together spreads over
+// 0.2–0.9 s and each host always waits the same.
 func herdBackoff(hostID string) time.Duration {
 	h := fnv.New32a()
 	h.Write([]byte(hostID))

@@ -21,7 +21,8 @@ type Observation struct {
 // or address), and every change of Dead. Changes between two polls collapse
 // into the last; a read that fails reports nothing and counts as no change.
 // The host restarts its consumers of the plugin with the new Lease.Address
-// when the epoch changes (seed §3.4, ReconnectRelay).
+// when the epoch changes (docs/semantics.md, "Floating plugins: the
+// election").
 //
 // Observations are sent unbuffered and in order; a receiver that stops
 // reading stalls the observer. Cancelling ctx (or closing the election)

@@ -8,8 +8,9 @@ import (
 )
 
 // Term is one leadership of this host: the epoch it won and the goroutine
-// that renews the lease every renew (seed §3.3). Like etcd's Session, it
-// owns that goroutine: Resign and Close stop it and wait for it.
+// that renews the lease every renew (docs/semantics.md, "Floating plugins:
+// the election"). Like etcd's Session, it owns that goroutine: Resign and
+// Close stop it and wait for it.
 type Term struct {
 	e     *Election
 	epoch int64
@@ -50,10 +51,10 @@ func (t *Term) Epoch() int64 { return t.epoch }
 
 // Lost is closed when the leader can no longer renew: a write of the lease
 // failed, or the lease holds a newer term. Renewal has stopped by then and
-// the term writes nothing more. The host stops its process at once (seed
-// §4: stop first, then give up, never two leaders by its own hand) and then
-// may Campaign again: followers take over ttl after the last renewal.
-// Resign and Close do not close Lost.
+// the term writes nothing more. The host stops its process at once (stop
+// first, then give up, never two leaders by its own hand:
+// docs/semantics.md) and then may Campaign again: followers take over ttl
+// after the last renewal. Resign and Close do not close Lost.
 func (t *Term) Lost() <-chan struct{} { return t.lost }
 
 // Err says why the term was lost (wrapping ErrSuperseded or the write
@@ -84,14 +85,16 @@ func (t *Term) renewLoop(ctx context.Context) {
 }
 
 // renew reads the lease first: a newer term in it ends this one without a
-// write (seed §6, split-brain: the lower epoch steps down). A lease that is
+// write (after a split brain the lower epoch steps down). A lease that is
 // missing or unreadable proves no newer term, so it is rewritten with this
-// epoch: a read on a flaky share does not demote. A failed write does (seed
-// §6: "W:\ 短暫斷 … leader 寫失敗 → 降級重判").
+// epoch: a read on a flaky share does not demote. A failed write does: a
+// leader that cannot write the lease steps down and bootstraps again
+// (docs/semantics.md, "Floating plugins: the election").
 //
-// The lock is not taken, as in the seed. A contender writing between the
-// read and the rename is overwritten once; it finds this lower epoch at its
-// next renewal and rewrites its own, and this term then finds it and ends.
+// The lock is not taken: it is held only while the lease is taken. A
+// contender writing between the read and the rename is overwritten once; it
+// finds this lower epoch at its next renewal and rewrites its own, and this
+// term then finds it and ends.
 func (t *Term) renew() error {
 	st, err := readLease(t.e.leasePath)
 	if err == nil {

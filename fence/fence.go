@@ -1,8 +1,8 @@
-// Package fence is a durable ledger of the highest generation seen per
-// key, for the external system that fences graft's plugins (seed
-// "Generations and fencing"): it admits a write carrying a generation at
-// least as high as any seen for its key, and rejects lower ones, so a slow
-// old copy of a plugin cannot overwrite what its replacement wrote.
+// Package fence is a durable ledger of the highest generation seen per key,
+// for the external system that fences graft's plugins (docs/semantics.md,
+// "Fencing"): it admits a write carrying a generation at least as high as
+// any seen for its key, and rejects lower ones, so a slow old copy of a
+// plugin cannot overwrite what its replacement wrote.
 //
 // It only checks generations. It does not undo a write that already
 // happened, and it does not make a call happen exactly once. Generations

@@ -13,7 +13,7 @@ import (
 // lockFile takes the lock file at path (an flock, held until unlock, or
 // until the process ends however it dies). Another holder is ErrInUse.
 func lockFile(path string) (*os.File, error) {
-	f, err := dirlock.Lock(path)
+	f, err := dirlock.Lock(path, "")
 	var held *dirlock.HeldError
 	if errors.As(err, &held) {
 		return nil, fmt.Errorf("%w: %v", ErrInUse, held)

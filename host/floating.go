@@ -24,13 +24,13 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// floater keeps a floating plugin (DESIGN §9): it campaigns in the
-// plugin's election and, while this host leads, runs the plugin as a
-// local process with the instance name and the epoch as its identity,
-// restarting it if it dies. A leader that loses its term stops the
-// process first, then campaigns again. On every host it watches who
-// leads, so consumers can be pointed at the leader and restarted when it
-// changes.
+// floater keeps a floating plugin (docs/semantics.md, "Floating plugins:
+// the election"): it campaigns in the plugin's election and, while this
+// host leads, runs the plugin as a local process with the instance name and
+// the epoch as its identity, restarting it if it dies. A leader that loses
+// its term stops the process first, then campaigns again. On every host it
+// watches who leads, so consumers can be pointed at the leader and
+// restarted when it changes.
 type floater struct {
 	h   *Host
 	req placement.Request

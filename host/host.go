@@ -27,7 +27,8 @@ import (
 type Options struct {
 	// Version is reported in the status.
 	Version string
-	// Timing is the local placement's stop windows; zero: the seed's.
+	// Timing is the local placement's stop windows; zero: the fixed ones of
+	// docs/semantics.md, "Windows and defaults".
 	Timing placement.Timing
 	// Logger receives the host's own log; nil: slog's default.
 	Logger *slog.Logger
@@ -88,7 +89,7 @@ type holder struct {
 // Open takes the state dir dir for a new host: it makes the directory,
 // checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
 // names what cannot, and the fix), takes its lock (failing with a
-// *HeldError if another host holds it), and makes this process a child
+// *dirlock.HeldError if another host holds it), and makes this process a child
 // subreaper, so that nothing a plugin forks escapes. Open writes nothing
 // that is already there: a host starts on a full disk.
 func Open(dir string, opt Options) (*Host, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/dirlock"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/plan"
@@ -100,10 +101,13 @@ func TestSecondHostRefused(t *testing.T) {
 	h := open(t, dir)
 	defer h.Shutdown(context.Background())
 	_, err := Open(dir, Options{Logger: quiet})
-	var held *HeldError
+	var held *dirlock.HeldError
 	require.ErrorAs(t, err, &held)
 	assert.Equal(t, os.Getpid(), held.PID)
+	assert.Equal(t, dir, held.Dir)
+	assert.Equal(t, "host", held.Holder)
 	assert.Contains(t, err.Error(), "another host (pid ")
+	assert.Equal(t, "graft status --state-dir "+dir+" (to see it), or graft down (to stop it)", held.Hint())
 }
 
 // TestApplyLock: one apply at a time; a second fails at once, or waits.

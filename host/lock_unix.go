@@ -3,7 +3,6 @@
 package host
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 
@@ -11,12 +10,8 @@ import (
 )
 
 // lockDir takes the state dir's lock for this host, and writes its pid in
-// it. The lock is an flock: it goes with the process, however it dies.
+// it (a *dirlock.HeldError naming the host that holds it, if another
+// does). The lock is an flock: it goes with the process, however it dies.
 func lockDir(dir string) (*os.File, error) {
-	f, err := dirlock.Lock(filepath.Join(dir, lockFile))
-	var held *dirlock.HeldError
-	if errors.As(err, &held) {
-		return nil, &HeldError{Dir: dir, PID: held.PID}
-	}
-	return f, err
+	return dirlock.Lock(filepath.Join(dir, lockFile), "host")
 }

@@ -82,24 +82,6 @@ func (e *socketPathError) Hint() string {
 	return "set XDG_RUNTIME_DIR (or TMPDIR) to a shorter directory of your own, or use a shorter --state-dir"
 }
 
-// HeldError is returned when another host holds the state dir.
-type HeldError struct {
-	Dir string
-	PID int
-}
-
-func (e *HeldError) Error() string {
-	if e.PID == 0 {
-		return fmt.Sprintf("another host holds the state dir %s", e.Dir)
-	}
-	return fmt.Sprintf("another host (pid %d) holds the state dir %s", e.PID, e.Dir)
-}
-
-// Hint tells the operator what to do about it.
-func (e *HeldError) Hint() string {
-	return "graft status --state-dir " + e.Dir + " (to see it), or graft down (to stop it)"
-}
-
 // applied is the last applied spec, as stored in the state dir.
 type applied struct {
 	Source plan.Source `json:"source"`

@@ -1,6 +1,6 @@
 // Package instance tells a plugin who it is: the identity graft gave this
-// start of it (seed "Generations and fencing"). Plugin authors import it;
-// it imports nothing of graft.
+// start of it (docs/semantics.md, "Identity and generations"). Plugin
+// authors import it; it imports nothing of graft.
 package instance
 
 import (
@@ -15,7 +15,8 @@ const (
 	EnvPlugin     = "GRAFT_PLUGIN"
 )
 
-// Instance is a plugin's identity, as in the seed's table:
+// Instance is a plugin's identity, as in the table of docs/semantics.md,
+// "Identity and generations":
 //
 //	runs in            ID                       Generation
 //	through a runner   the instance name        grows with every replacement

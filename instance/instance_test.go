@@ -13,7 +13,7 @@ func TestCurrent(t *testing.T) {
 	t.Setenv(EnvID, "")
 	t.Setenv(EnvGeneration, "")
 	t.Setenv(EnvPlugin, "")
-	assert.Equal(t, Instance{ID: "local", Generation: 0}, Current(), "not started by graft: the seed's local, 0")
+	assert.Equal(t, Instance{ID: "local", Generation: 0}, Current(), "not started by graft: local, 0 (docs/semantics.md)")
 	assert.Equal(t, "", Plugin())
 
 	t.Setenv(EnvID, "2f0c6c1e-8f0a-4bd5-9d4e-6a3b2f1c0d9e")

@@ -8,7 +8,8 @@ import (
 	"github.com/hashicorp/go-multierror"
 )
 
-// Outcome is how a stop ended (seed "Outcomes").
+// Outcome is how a stop ended (docs/semantics.md and docs/stopping.md,
+// "Outcomes").
 type Outcome string
 
 // The outcomes of a stop.
@@ -19,12 +20,12 @@ const (
 	// finalizers may not have finished.
 	Killed Outcome = "Killed"
 	// Unconfirmed: no one could confirm the exit; it may still be running
-	// (the seed's RemoteTerminationUnconfirmed).
+	// (RemoteTerminationUnconfirmed, the name docs/semantics.md gives it).
 	Unconfirmed Outcome = "RemoteTerminationUnconfirmed"
 )
 
 // CleanupError is what a stop reports when making sure the plugin was gone
-// took more than the plugin allowed for (seed: Fork.CleanupError). Its
+// took more than the plugin allowed for (docs/stopping.md, "Outcomes"). Its
 // causes, aggregated with go-multierror, are found with errors.As: a
 // *LocalTerminationTimeout, a *RemoteTerminationUnconfirmed, or the error
 // of a signal or wait that failed.

@@ -1,6 +1,7 @@
-// Package placement says what a placement must do to run plugins (start one,
-// stop it in the seed's order, report its state) and supervises a plugin
-// across restarts; placement/local, placement/worker and placement/remote do it.
+// Package placement says what a placement must do to run plugins (start
+// one, stop it in graft's order, report its state) and supervises a plugin
+// across restarts; placement/local, placement/worker and placement/remote
+// do it.
 package placement
 
 import (
@@ -70,23 +71,23 @@ type Handle interface {
 	Done() <-chan struct{}
 	// Exit reports how the plugin ended. It is valid once Done is closed.
 	Exit() Exit
-	// Stop stops the plugin in the seed's order (DESIGN §6): the graceful
-	// stop bounded by the shutdown timeout, then the placement's way of
-	// making sure it is gone. It returns the outcome and, when the forced
-	// part had to do more than the plugin allowed for, a *CleanupError
-	// whose causes say what (a LocalTerminationTimeout, say). Stopping a
-	// plugin that is gone returns its exit at once; Stop is idempotent and
-	// safe to call from several goroutines, and while the plugin exits on
-	// its own.
+	// Stop stops the plugin in graft's order (docs/stopping.md, "The stop
+	// sequence"): the graceful stop bounded by the shutdown timeout, then
+	// the placement's way of making sure it is gone. It returns the outcome
+	// and, when the forced part had to do more than the plugin allowed for,
+	// a *CleanupError whose causes say what (a LocalTerminationTimeout,
+	// say). Stopping a plugin that is gone returns its exit at once; Stop
+	// is idempotent and safe to call from several goroutines, and while the
+	// plugin exits on its own.
 	//
 	// Cancelling ctx cuts the graceful part short: the plugin is forced at
 	// once, and Stop still waits until its end is confirmed.
 	Stop(ctx context.Context) (Outcome, error)
 }
 
-// Identity is what a plugin knows of itself (seed "Generations and
-// fencing"): a fresh UUID and generation 1 for local and worker plugins,
-// the instance name and a growing generation through a runner.
+// Identity is what a plugin knows of itself (docs/semantics.md, "Identity
+// and generations"): a fresh UUID and generation 1 for local and worker
+// plugins, the instance name and a growing generation through a runner.
 type Identity struct {
 	ID         string `json:"id"`
 	Generation int64  `json:"generation"`

@@ -7,8 +7,9 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// Timing holds the windows of a stop (seed "Timeouts and defaults").
-// plugins.yaml cannot change them; the Go API can, and tests shorten them.
+// Timing holds the windows of a stop (docs/semantics.md, "Windows and
+// defaults"). plugins.yaml cannot change them; the Go API can, and tests
+// shorten them.
 type Timing struct {
 	// ShutdownTimeout bounds the graceful stop: 5 seconds.
 	ShutdownTimeout time.Duration
@@ -20,7 +21,8 @@ type Timing struct {
 	KillAfter time.Duration
 }
 
-// DefaultTiming is the seed's: 5 seconds, then 1 second, then 1 second.
+// DefaultTiming is the fixed one of docs/semantics.md: 5 seconds, then 1
+// second, then 1 second.
 func DefaultTiming() Timing {
 	return Timing{ShutdownTimeout: spec.ShutdownTimeout, ExitWindow: time.Second, KillAfter: time.Second}
 }

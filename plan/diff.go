@@ -10,9 +10,9 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// Diff compares the desired spec with what runs, classifies every plugin
-// of either (DESIGN §4), and builds the graph of steps that turns one into
-// the other. A nil running state is the empty one.
+// Diff compares the desired spec with what runs, classifies every plugin of
+// either (docs/plan-format.md, "Changes"), and builds the graph of steps
+// that turns one into the other. A nil running state is the empty one.
 func Diff(desired *spec.Spec, running *State) (*Plan, error) {
 	return DiffWith(desired, running, Options{})
 }

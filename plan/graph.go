@@ -9,7 +9,7 @@ import (
 // StepID names the step that does op to plugin, as in "stop:api".
 func StepID(op Op, plugin string) string { return string(op) + ":" + plugin }
 
-// graph builds the steps and their order (DESIGN §4):
+// graph builds the steps and their order (docs/plan-format.md, "Steps"):
 //   - stop X waits for stop C of every running consumer C of X, so
 //     consumers stop while X still serves them;
 //   - start X waits for start P of every desired provider P of X;

@@ -8,7 +8,8 @@ import "github.com/graftland/graft/spec"
 // version of that form.
 const Format = "graft.plan/v1"
 
-// Action is what a plan does with one plugin (DESIGN §4).
+// Action is what a plan does with one plugin (docs/plan-format.md,
+// "Changes").
 type Action string
 
 // The actions, in the order a plan's summary lists them.

@@ -13,7 +13,8 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// Status is where a plugin stands, as the host reports it (DESIGN §4).
+// Status is where a plugin stands, as the host reports it
+// (docs/plan-format.md, "Changes").
 type Status string
 
 // The statuses of a plugin.

@@ -54,19 +54,6 @@ type Options struct {
 	NoNamespace bool
 }
 
-// HeldError is returned by Open when another runner holds the state dir.
-type HeldError struct {
-	Dir string
-	PID int
-}
-
-func (e *HeldError) Error() string {
-	if e.PID == 0 {
-		return fmt.Sprintf("another runner holds the state dir %s", e.Dir)
-	}
-	return fmt.Sprintf("another runner (pid %d) holds the state dir %s", e.PID, e.Dir)
-}
-
 // Runner runs the processes of its sessions, one state dir's worth.
 //
 // It does not own the process it lives in: it handles no signal and does
@@ -143,7 +130,7 @@ func (inst *instance) exitOf(gen int64) (placement.Exit, bool) {
 const killWait = 10 * time.Second
 
 // Open opens the state dir dir for a new runner: it makes the directory,
-// checks that it and its subdirectories can be trusted, takes its lock (a *HeldError if another runner holds it), reads the
+// checks that it and its subdirectories can be trusted, takes its lock (a *dirlock.HeldError if another runner holds it), reads the
 // records of processes a previous runner left, and starts stopping those
 // that still run. Their instances refuse starts until they are gone.
 func Open(dir string, opt Options) (*Runner, error) {
@@ -173,11 +160,11 @@ func Open(dir string, opt Options) (*Runner, error) {
 	if err := safefs.Root(dir, 0o700); err != nil {
 		return nil, err
 	}
-	lock, err := dirlock.Lock(filepath.Join(dir, lockFile))
+	lock, err := dirlock.Lock(filepath.Join(dir, lockFile), "runner")
 	if err != nil {
 		var held *dirlock.HeldError
 		if errors.As(err, &held) {
-			return nil, &HeldError{Dir: dir, PID: held.PID}
+			return nil, err
 		}
 		return nil, fmt.Errorf("lock the state dir: %w", err)
 	}

@@ -255,7 +255,7 @@ func TestReady(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "in the status while it gets ready")
 	_, status, e := h.tryStart("ready", plugin(t, sess, "cooperative"))
 	assert.Equal(t, http.StatusConflict, status)
-	assert.Equal(t, runnerapi.KindBusy, e.Kind)
+	assert.Equal(t, "busy", e.Kind, "the kind docs/runner-api.md names")
 	st := <-answered
 	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
 	assert.Equal(t, int64(1), st.Generation)

@@ -12,7 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"github.com/graftland/graft/runnerapi"
+	"fmt"
 	"io"
 	"io/fs"
 	"log"
@@ -31,7 +31,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/dirlock"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // TestAuth: without the token, or with another, every route answers 401
@@ -230,10 +232,12 @@ func TestBadBodies(t *testing.T) {
 func TestSecondRunner(t *testing.T) {
 	h := newHarness(t, short)
 	_, err := Open(h.dir, short)
-	held, ok := errorsAs[*HeldError](err)
+	held, ok := errorsAs[*dirlock.HeldError](err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, os.Getpid(), held.PID)
+	assert.Equal(t, "runner", held.Holder)
 	assert.Contains(t, err.Error(), "another runner (pid ")
+	assert.Equal(t, fmt.Sprintf("stop it (kill -TERM %d), or give this graft runner another --state-dir", os.Getpid()), held.Hint())
 }
 
 // TestListen: a runner listens on TCP only with a token, loopback

@@ -19,18 +19,20 @@ const DefaultLease = 15 * time.Second
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
-// The kinds of error answers.
+// The kinds of error answers (docs/runner-api.md, "Errors").
 const (
 	KindBadRequest   = "bad-request"
 	KindUnauthorized = "unauthorized"
 	KindNoSession    = "no-session"
 	KindNoInstance   = "no-instance"
 	KindUnconfirmed  = "unconfirmed"
-	KindBusy         = "starting"
-	KindStartFailed  = "start-failed"
-	KindState        = "state"
-	KindExhausted    = "exhausted"
-	KindInternal     = "internal"
+	// KindBusy: another start or stop of the instance is under way (a
+	// 409); the request did nothing, and may be sent again.
+	KindBusy        = "busy"
+	KindStartFailed = "start-failed"
+	KindState       = "state"
+	KindExhausted   = "exhausted"
+	KindInternal    = "internal"
 )
 
 // ErrorBody is the body of every error answer.

@@ -262,8 +262,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 }
 
 // fixedShutdownTimeout reports a shutdownTimeout key, wherever it is
-// written: the graceful stop is fixed at 5 seconds in YAML (seed "Timeouts
-// and defaults"), and saying so beats "unknown field".
+// written: the graceful stop is fixed at 5 seconds in YAML
+// (docs/semantics.md, "Windows and defaults"), and saying so beats "unknown
+// field".
 func (d *decoder) fixedShutdownTimeout(key *yaml.Node, path string) {
 	d.errorf(nodePos(key), path, "shutdownTimeout is fixed at 5 seconds in YAML; only the Go API can change it")
 }

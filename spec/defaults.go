@@ -6,21 +6,23 @@ import (
 	"time"
 )
 
-// The defaults of plugins.yaml, from DESIGN §10 and the seeds' tables. They
-// are applied in applyDefaults and nowhere else.
+// The defaults of plugins.yaml (docs/semantics.md, "Windows and defaults"
+// and "Floating plugins: the election"). They are applied in applyDefaults
+// and nowhere else.
 const (
 	DefaultStopSignal   = "SIGTERM"
-	DefaultMargin       = 5 * time.Second  // seed: host wait is lease + 5 seconds
+	DefaultMargin       = 5 * time.Second  // the host waits shutdown timeout + lease + margin
 	DefaultReadyTimeout = 30 * time.Second // how long a start waits for ready
 	DefaultRetryDelay   = 1 * time.Second
 	DefaultRetryFactor  = 2.0
 	DefaultRetryMax     = 1 * time.Minute
-	DefaultElectTTL     = 10 * time.Second // seed 002: LEASE_TTL
-	DefaultElectRenew   = 3 * time.Second  // seed 002: LEASE_RENEW
-	DefaultElectPoll    = 2 * time.Second  // seed 002: LEASE_POLL
-	DefaultLockStale    = 15 * time.Second // seed 002: LOCK_STALE
-	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML (seed
-	// "Timeouts and defaults"); the Go API of the placements can change it.
+	DefaultElectTTL     = 10 * time.Second // an unchanged lease older than this: its leader is dead
+	DefaultElectRenew   = 3 * time.Second  // the leader rewrites the lease this often
+	DefaultElectPoll    = 2 * time.Second  // the others look at it this often
+	DefaultLockStale    = 15 * time.Second // a lock file older than this was left by a crash
+	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML
+	// (docs/stopping.md, "The stop sequence"); the Go API of the placements
+	// can change it.
 	ShutdownTimeout = 5 * time.Second
 )
 

@@ -38,9 +38,9 @@
 //
 //	plugins.yaml:4:12: plugins.api.uses[0]: unknown plugin "db"
 //
-// shutdownTimeout is fixed at 5 seconds in YAML, as in the seed's table of
-// defaults, and a file that sets it is rejected; the Go API of the
-// placements can change it.
+// shutdownTimeout is fixed at 5 seconds in YAML, as in the table of
+// docs/semantics.md, "Windows and defaults", and a file that sets it is
+// rejected; the Go API of the placements can change it.
 //
 // # Durations
 //

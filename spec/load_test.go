@@ -89,7 +89,7 @@ func TestLoadDesignExample(t *testing.T) {
 	assert.Equal(t, Elect{Dir: "/mnt/shared/graft", Port: 9530,
 		TTL: FromStd(10 * time.Second), Renew: FromStd(3 * time.Second),
 		Poll: FromStd(2 * time.Second), LockStale: FromStd(15 * time.Second)}, *relay.Elect,
-		"elect defaults are seed 002's")
+		"the elect defaults of docs/semantics.md")
 }
 
 func TestDefaults(t *testing.T) {

@@ -1,6 +1,7 @@
 package spec
 
-// Placement says where a plugin's process lives (DESIGN §0).
+// Placement says where a plugin's process lives (README.md, the table of
+// run: values; docs/semantics.md, "Identity and generations").
 type Placement string
 
 // The placements a plugin can have.
@@ -71,8 +72,8 @@ type RunnerTLS struct {
 	ServerName string `yaml:"serverName"`
 }
 
-// Connect holds the lease settings of a host's session with a runner (seed
-// "Leases and network loss").
+// Connect holds the lease settings of a host's session with a runner
+// (docs/semantics.md, "Runner sessions and leases").
 type Connect struct {
 	// Lease is how long the runner keeps a session's processes without a
 	// renewal; zero means the runner's own --lease.
@@ -161,7 +162,8 @@ type Retry struct {
 }
 
 // Elect configures the shared-directory election of a floating plugin
-// (DESIGN §9; defaults from seed 002).
+// (docs/semantics.md, "Floating plugins: the election", which gives the
+// defaults).
 type Elect struct {
 	// Dir is the shared directory that holds the lease and lock files,
 	// relative to the spec's directory.

@@ -186,8 +186,8 @@ func (d *decoder) readyValues(r *Ready, path string) {
 }
 
 // positive checks that a duration the file wrote is finite and above zero:
-// every duration of plugins.yaml must be (seed: "lease, grace and margin
-// must be finite and positive").
+// every duration of plugins.yaml must be (docs/semantics.md, "Windows and
+// defaults": a lease, grace or margin must be finite and positive).
 func (d *decoder) positive(path string, v Duration) {
 	if !d.written(path) {
 		return

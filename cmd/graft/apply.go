@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
@@ -17,9 +16,9 @@ import (
 
 // ApplyCmd is `graft apply [FILE|PLAN]`.
 type ApplyCmd struct {
-	File        string        `arg:"" optional:"" placeholder:"FILE|PLAN" help:"A plugins file, or a plan saved with graft plan --out (default: --file)."`
-	Parallelism int           `default:"10" help:"Steps run at once at most."`
-	LockTimeout time.Duration `placeholder:"DURATION" help:"Wait this long (Go syntax: 30s, 2m) for an apply under way, instead of failing at once."`
+	File        string `arg:"" optional:"" placeholder:"FILE|PLAN" help:"A plugins file, or a plan saved with graft plan --out (default: --file)."`
+	Parallelism int    `default:"10" help:"Steps run at once at most."`
+	LockTimeout string `name:"lock-timeout" placeholder:"DURATION" help:"Wait this long, such as \"30 seconds\", for an apply under way, instead of failing at once."`
 }
 
 // Run sends the spec, or the saved plan, to the project's host, starting
@@ -36,7 +35,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer cl.Close()
-	p := newProgress(g.stdout, g.colorful(g.stdout), g.colorful(g.stdout))
+	p := newProgress(g.stdout, g.colorful(g.stdout), terminal(g.stdout))
 	err = cl.Apply(ctx, req, p.On)
 	p.Close()
 	if ctx.Err() != nil {
@@ -49,7 +48,14 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 // request reads FILE as a saved plan when it is one, else as a plugins
 // file, and returns the request and the state dir it goes to.
 func (c *ApplyCmd) request(file string, g *Globals) (host.ApplyRequest, string, error) {
-	req := host.ApplyRequest{Parallelism: c.Parallelism, LockWait: c.LockTimeout.Milliseconds(), Holder: holder("apply")}
+	req := host.ApplyRequest{Parallelism: c.Parallelism, Holder: holder("apply")}
+	if c.LockTimeout != "" {
+		wait, err := positiveDuration("--lock-timeout", c.LockTimeout)
+		if err != nil {
+			return req, "", err
+		}
+		req.LockWait = wait.Milliseconds()
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return req, "", err

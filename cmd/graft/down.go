@@ -23,7 +23,7 @@ func (c *DownCmd) Run(ctx context.Context, g *Globals) error {
 		return nil
 	}
 	defer cl.Close()
-	p := newProgress(g.stdout, g.colorful(g.stdout), g.colorful(g.stdout))
+	p := newProgress(g.stdout, g.colorful(g.stdout), terminal(g.stdout))
 	err = cl.Down(ctx, hostRequest(c.Parallelism, "down"), p.On)
 	p.Close()
 	p.Summary(err)

@@ -8,21 +8,18 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/host"
 )
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
-	Listen       string        `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
-	LogFormat    string        `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
-	HostID       string        `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
-	ReadyFD      int           `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
-	HostLog      bool          `hidden:"" name:"host-log" help:"Write the log, stdout and stderr to host.log in the state dir, rotated (a host started in the background)."`
-	ClockSkew    time.Duration `hidden:"" name:"clock-skew" help:"Run the elections on a wall clock this far off the machine's (for tests: it must change nothing)."`
-	PIDNamespace string        `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each local plugin in a PID namespace of its own where the system allows it, so that nothing it starts outlives the host; off: never."`
+	Listen       string `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
+	LogFormat    string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
+	HostID       string `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
+	ReadyFD      int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
+	HostLog      bool   `hidden:"" name:"host-log" help:"Write the log, stdout and stderr to host.log in the state dir, rotated (a host started in the background)."`
+	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each local plugin in a PID namespace of its own where the system allows it, so that nothing it starts outlives the host; off: never."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
@@ -55,9 +52,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 			return err
 		}
 	}
-	if c.ClockSkew != 0 {
-		opt.Clock = elect.Skewed(c.ClockSkew)
-	}
+	opt.Clock = electionClock
 	h, err := host.Open(dir, opt)
 	if err != nil {
 		return err

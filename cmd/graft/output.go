@@ -15,7 +15,16 @@ func (g *Globals) colorful(w io.Writer) bool {
 	case "never":
 		return false
 	}
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	return terminal(w)
+}
+
+// terminal reports whether w is a terminal that can redraw a line (TERM is
+// not dumb): where live views go, whatever --color says.
+func terminal(w io.Writer) bool {
+	if os.Getenv("TERM") == "dumb" {
 		return false
 	}
 	f, ok := w.(*os.File)

@@ -27,7 +27,7 @@ func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
 	defer cl.Close()
 	req := hostRequest(c.Parallelism, "restart")
 	req.Restart = c.Plugins
-	p := newProgress(g.stdout, g.colorful(g.stdout), g.colorful(g.stdout))
+	p := newProgress(g.stdout, g.colorful(g.stdout), terminal(g.stdout))
 	err = cl.Restart(ctx, req, p.On)
 	p.Close()
 	p.Summary(err)

@@ -16,7 +16,6 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runner"
-	"github.com/graftland/graft/spec"
 )
 
 // RunnerCmd is `graft runner`: the daemon that runs remote plugins for
@@ -124,17 +123,4 @@ func (c *RunnerCmd) Run(g *Globals) error {
 		srv.Close()
 	}
 	return err
-}
-
-// positiveDuration reads a flag's duration, Effect style ("15 seconds",
-// "500 millis"): finite and positive.
-func positiveDuration(flag, s string) (time.Duration, error) {
-	d, err := spec.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
-	}
-	if d.Infinite() || d.Std() <= 0 {
-		return 0, fmt.Errorf("%s %q: must be finite and positive", flag, s)
-	}
-	return d.Std(), nil
 }

@@ -27,9 +27,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const wait = 30 * time.Second // generous: the race detector and a busy machine are slow
 
-// TestFencing plays the seed's story with the real programs: writer A
-// (generation 1) writes, freezes, is replaced by writer B (generation 2),
-// and wakes up; the ledger rejects A from then on.
+// TestFencing plays the story of docs/semantics.md, "Fencing", with the
+// real programs: writer A (generation 1) writes, freezes, is replaced by
+// writer B (generation 2), and wakes up; the ledger rejects A from then on.
 func TestFencing(t *testing.T) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./ledger", "./writer")

@@ -17,7 +17,7 @@ import (
 
 func TestLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.lock")
-	f, err := Lock(path)
+	f, err := Lock(path, "")
 	require.NoError(t, err)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -25,14 +25,15 @@ func TestLock(t *testing.T) {
 
 	// A second open file is refused, even in this process, and told who
 	// holds it.
-	_, err = Lock(path)
+	_, err = Lock(path, "")
 	var held *HeldError
 	require.True(t, errors.As(err, &held), "%v", err)
 	assert.Equal(t, os.Getpid(), held.PID)
 	assert.Contains(t, err.Error(), "pid "+strconv.Itoa(os.Getpid())+" holds "+path)
+	assert.Empty(t, held.Hint(), "a lock of no named holder has no command to name")
 
 	require.NoError(t, f.Close())
-	f, err = Lock(path)
+	f, err = Lock(path, "")
 	require.NoError(t, err)
 	f.Close()
 }
@@ -45,7 +46,7 @@ func TestLockRefusesLink(t *testing.T) {
 	require.NoError(t, os.WriteFile(target, []byte("root:x:0:0\n"), 0o644))
 	path := filepath.Join(dir, "x.lock")
 	require.NoError(t, os.Symlink(target, path))
-	_, err := Lock(path)
+	_, err := Lock(path, "")
 	var unsafe *safefs.UnsafeError
 	require.ErrorAs(t, err, &unsafe)
 	assert.Equal(t, path, unsafe.Path)

@@ -8,6 +8,6 @@ import (
 )
 
 // Lock fails: graft's daemons run on Linux and other Unix systems only.
-func Lock(path string) (*os.File, error) {
+func Lock(path, holder string) (*os.File, error) {
 	return nil, errors.New("lock " + path + ": graft's daemons run on Linux and other Unix systems only")
 }

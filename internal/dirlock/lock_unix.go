@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -15,7 +16,8 @@ import (
 
 // Lock takes the lock file at path for this process, creating it, and
 // writes this process's pid in it for the error of the next one to try (a
-// *HeldError). The lock is an flock: it goes with the open file, so a
+// *HeldError, naming holder: "host" or "runner" for a state dir's lock,
+// empty for another). The lock is an flock: it goes with the open file, so a
 // second Lock in this process is refused too, and with the process,
 // however it dies. Closing the file releases it. The file is never
 // removed: removing it while another process opens it would let two
@@ -25,7 +27,7 @@ import (
 // pipe, or a file of another user put there is refused, never written.
 // The pid is written when there is room for it: a full disk does not keep
 // the lock from being taken (the next holder's error then names no pid).
-func Lock(path string) (*os.File, error) {
+func Lock(path, holder string) (*os.File, error) {
 	f, err := safefs.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -33,7 +35,7 @@ func Lock(path string) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &HeldError{Path: path, PID: readPID(path)}
+			return nil, &HeldError{Path: path, Dir: filepath.Dir(path), PID: readPID(path), Holder: holder}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

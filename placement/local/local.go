@@ -1,6 +1,6 @@
 // Package local runs plugins as child processes of the host, each in its
 // own process group (and PID namespace, where it can), and stops them in
-// the seed's exact order.
+// graft's exact order (docs/stopping.md, "The stop sequence").
 package local
 
 import (

@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 	placementtest.Main(m)
 }
 
-// short is the timing of most tests: the seed's windows shortened.
+// short is the timing of most tests: the fixed windows of
+// docs/semantics.md, shortened.
 var short = placement.Timing{ShutdownTimeout: 400 * time.Millisecond, ExitWindow: 150 * time.Millisecond, KillAfter: 150 * time.Millisecond}
 
 // helper returns a plugin that runs this test binary as role with args.
@@ -131,9 +132,10 @@ func TestConformanceWithoutNamespace(t *testing.T) {
 	})
 }
 
-// TestStubbornKilledAfterFixedWindows proves the seed's windows with the
-// real durations: SIGTERM ignored, the 5 s graceful stop, 1 s to exit,
-// SIGTERM to the group, SIGKILL 1 s later: Killed at 7 s, ±50 ms.
+// TestStubbornKilledAfterFixedWindows proves the fixed windows of
+// docs/stopping.md, "The stop sequence", with the real durations: SIGTERM
+// ignored, the 5 s graceful stop, 1 s to exit, SIGTERM to the group,
+// SIGKILL 1 s later: Killed at 7 s, ±50 ms.
 func TestStubbornKilledAfterFixedWindows(t *testing.T) {
 	l := newLocal(t, placement.DefaultTiming())
 	out := placementtest.NewRecorder()

@@ -1,5 +1,5 @@
 // Package remote is the placement of plugins that run on a graft runner
-// (DESIGN §8, seed "Leases and network loss"): processes on another
+// (docs/semantics.md, "Runner sessions and leases"): processes on another
 // machine, or on the runner embedded in the host, under a lease the host
 // renews. It is the host's side of the runner's API (docs/runner-api.md).
 //

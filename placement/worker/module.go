@@ -113,10 +113,10 @@ func exitOf(err error) placement.Exit {
 	return placement.Exit{Code: -1, Error: err.Error()} // a trap, or a failed instantiation
 }
 
-// Stop stops the module in the seed's order for workers: stdin closed (the
-// graceful stop) and up to ShutdownTimeout for it to return, then
-// ExitWindow more, then the module closed; then wait until its goroutine
-// has returned. See placement.Handle.
+// Stop stops the module in graft's order for workers (docs/stopping.md,
+// "The stop sequence"): stdin closed (the graceful stop) and up to
+// ShutdownTimeout for it to return, then ExitWindow more, then the module
+// closed; then wait until its goroutine has returned. See placement.Handle.
 func (m *module) Stop(ctx context.Context) (placement.Outcome, error) {
 	m.stopOnce.Do(func() { close(m.stop) })
 	select {

@@ -1,6 +1,7 @@
 // Package worker runs plugins as WebAssembly (WASI preview 1) modules
-// inside the host, on wazero, and stops them in the seed's order: stdin
-// closed, then the module closed.
+// inside the host, on wazero, and stops them in graft's order
+// (docs/stopping.md, "The stop sequence"): stdin closed, then the module
+// closed.
 package worker
 
 import (

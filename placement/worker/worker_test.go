@@ -77,10 +77,10 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestBusyLoopIsClosed proves the seed's worker windows with the real
-// durations: the end of stdin ignored, a busy loop, the 5 s graceful stop,
-// 1 s to exit, then the module closed: Killed at 6 s, ±50 ms, with
-// LocalTerminationTimeout.
+// TestBusyLoopIsClosed proves the worker windows of docs/stopping.md with
+// the real durations: the end of stdin ignored, a busy loop, the 5 s
+// graceful stop, 1 s to exit, then the module closed: Killed at 6 s,
+// ±50 ms, with LocalTerminationTimeout.
 func TestBusyLoopIsClosed(t *testing.T) {
 	w := newWorker(t, placement.DefaultTiming())
 	out := placementtest.NewRecorder()

@@ -1,9 +1,9 @@
-// Command writer claims its identity in a ledger, as the seed's "writer"
-// plugin does: it reads who it is with instance and appends
-// "owner=ID generation=N" to the ledger file, then runs until SIGTERM.
-// Started by graft it is a fresh UUID and generation 1 locally, or its
-// instance name and a growing generation through a runner; started by
-// hand it is "local", generation 0.
+// Command writer claims its identity in a ledger, as a plugin fenced by
+// generation would (docs/semantics.md, "Fencing"): it reads who it is with
+// instance and appends "owner=ID generation=N" to the ledger file, then
+// runs until SIGTERM. Started by graft it is a fresh UUID and generation 1
+// locally, or its instance name and a growing generation through a runner;
+// started by hand it is "local", generation 0.
 //
 // An external system that keeps the highest generation it has seen, and
 // refuses claims from lower ones, fences off a slow old copy (see

@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestClaims runs the writer as a program, as graft would start it and by
-// hand, and reads the ledger: the seed's table of identities.
+// hand, and reads the ledger: the table of identities of docs/semantics.md,
+// "Identity and generations".
 func TestClaims(t *testing.T) {
 	ledger := filepath.Join(t.TempDir(), "ledger.txt")
 	run := func(env ...string) {
