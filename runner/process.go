@@ -64,38 +64,11 @@ const defaultShutdown = spec.ShutdownTimeout
 
 // start carries out a start request; see docs/runner-api.md.
 func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (*runnerapi.Started, error) {
-	r.mu.Lock()
-	s, err := r.liveSession(req.Session)
+	s, inst, old, err := r.admit(name, req.Session)
 	if err != nil {
-		r.mu.Unlock()
 		return nil, err
 	}
-	inst := r.instance(name)
-	switch {
-	case inst.busy:
-		r.mu.Unlock()
-		return nil, apiErr(409, runnerapi.KindBusy, "start %s: another start or stop of %s is under way", name, name)
-	case inst.recovered != nil:
-		gen := inst.recovered.Generation
-		r.mu.Unlock()
-		return nil, unconfirmed("start", name, gen)
-	case inst.cur != nil && inst.cur.state == procUnconfirmed:
-		gen := inst.cur.gen
-		r.mu.Unlock()
-		return nil, unconfirmed("start", name, gen)
-	}
-	inst.busy = true
-	old := inst.cur
-	r.wg.Add(1) // Close waits for the start: it may be about to spawn
-	s.starts.Add(1)
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		inst.busy = false
-		r.mu.Unlock()
-		s.starts.Done()
-		r.wg.Done()
-	}()
+	defer r.release(s, inst)
 
 	// An instance without a next generation refuses the start before its
 	// process is replaced.
@@ -114,6 +87,54 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	if err := r.cutShort(ctx, s); err != nil {
 		return nil, err
 	}
+	p, err := r.newProcess(name, req, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.spawn(ctx, s, p, req); err != nil {
+		return nil, err
+	}
+	return r.adopt(s, inst, p, req.Plugin)
+}
+
+// admit lets a start of instance name through session id, and marks the
+// instance busy (release undoes it): refused while another start or stop
+// of it is under way, or while the end of its last process is
+// unconfirmed. It returns the process the start replaces, if any.
+func (r *Runner) admit(name, id string) (*session, *instance, *process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := r.liveSession(id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	inst := r.instance(name)
+	switch {
+	case inst.busy:
+		return nil, nil, nil, apiErr(409, runnerapi.KindBusy, "start %s: another start or stop of %s is under way", name, name)
+	case inst.recovered != nil:
+		return nil, nil, nil, unconfirmed("start", name, inst.recovered.Generation)
+	case inst.cur != nil && inst.cur.state == procUnconfirmed:
+		return nil, nil, nil, unconfirmed("start", name, inst.cur.gen)
+	}
+	inst.busy = true
+	r.wg.Add(1) // Close waits for the start: it may be about to spawn
+	s.starts.Add(1)
+	return s, inst, inst.cur, nil
+}
+
+// release ends what admit began.
+func (r *Runner) release(s *session, inst *instance) {
+	r.mu.Lock()
+	inst.busy = false
+	r.mu.Unlock()
+	s.starts.Done()
+	r.wg.Done()
+}
+
+// newProcess takes the instance's next generation for a process of req
+// and records it, before anything is spawned.
+func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*process, error) {
 	gen, err := r.state.next(name)
 	if err != nil {
 		return nil, r.noGeneration(name, err)
@@ -137,13 +158,18 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
 		return nil, apiErr(500, runnerapi.KindState, "start %s: %v: nothing was started", name, err)
 	}
+	return p, nil
+}
 
-	id := placement.Identity{ID: name, Generation: gen}
+// spawn starts p's process through local and waits until it is ready.
+// The start stops at once when its caller goes away, its session ends or
+// the runner closes: local kills what it started, and nothing of it runs
+// when spawn fails.
+func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnerapi.Start) error {
+	id := placement.Identity{ID: p.name, Generation: p.gen}
 	r.mu.Lock()
 	r.starting[id] = p
 	r.mu.Unlock()
-	// The start stops at once when its caller goes away, its session ends
-	// or the runner closes: local kills what it started.
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop1 := context.AfterFunc(s.ctx, cancel)
@@ -151,7 +177,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	stop2 := context.AfterFunc(r.ctx, cancel)
 	defer stop2()
 	var h placement.Handle
-	err = r.cutShort(ctx, s)
+	err := r.cutShort(ctx, s)
 	if err == nil {
 		h, err = r.local.Start(sctx, placement.Request{
 			Plugin:   pluginOf(req),
@@ -165,16 +191,14 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	delete(r.starting, id)
 	if err != nil && s.ended && p.pid != 0 {
 		// It ran, and local killed it when the session ended.
-		s.late = append(s.late, runnerapi.Stopped{Instance: name, Generation: gen, Outcome: placement.Killed})
+		s.late = append(s.late, runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: placement.Killed})
 	}
 	r.mu.Unlock()
 	if err != nil {
-		// Nothing of it runs: local stops what it started before it
-		// fails a start.
-		if rerr := r.state.removeRecord(name, gen); rerr != nil {
-			r.log.Warn("remove a record", "instance", name, "generation", gen, "err", rerr)
+		if rerr := r.state.removeRecord(p.name, p.gen); rerr != nil {
+			r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", rerr)
 		}
-		return nil, r.startFailed(name, gen, s, err)
+		return r.startFailed(p.name, p.gen, s, err)
 	}
 	p.h = h
 	p.signal = func(syscall.Signal) error { return errors.New("cannot signal its family") }
@@ -184,19 +208,24 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	if p.pid == 0 { // Started was not called: never with local, but be sure
 		p.pid, p.startedAt = h.PID(), time.Now()
 	}
+	return nil
+}
 
+// adopt makes the ready process p its instance's and its session's, and
+// watches it. If its session ended, or the runner closes, as it got
+// ready, it is the instance's until its exit is confirmed, so that no
+// replacement starts before, however long that takes; it is stopped at
+// once, and the start fails.
+func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*runnerapi.Started, error) {
 	r.mu.Lock()
 	if closed := r.closed; s.ended || closed {
-		// Its session ended, or the runner closes, as it got ready. It
-		// is the instance's until its exit is confirmed, so that no
-		// replacement starts before, however long that takes.
 		inst.cur = p
 		p.to(procRunning)
 		r.wg.Add(1)
 		go r.watch(p)
 		r.mu.Unlock()
 		exit, ok := r.stopProcess(p, stopForced, 0)
-		st := runnerapi.Stopped{Instance: name, Generation: gen, Outcome: exit.Outcome}
+		st := runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
 		if !ok {
 			st.Outcome = placement.Unconfirmed
 		}
@@ -214,8 +243,8 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	r.wg.Add(1)
 	go r.watch(p)
 	r.mu.Unlock()
-	r.log.Info("started", "instance", name, "generation", gen, "pid", p.pid, "session", s.id, "plugin", req.Plugin)
-	return &runnerapi.Started{Instance: name, Generation: gen, PID: p.pid, StartedAt: p.startedAt}, nil
+	r.log.Info("started", "instance", p.name, "generation", p.gen, "pid", p.pid, "session", s.id, "plugin", plugin)
+	return &runnerapi.Started{Instance: p.name, Generation: p.gen, PID: p.pid, StartedAt: p.startedAt}, nil
 }
 
 // spawned is local's Started hook: a process runs, and its ready check
