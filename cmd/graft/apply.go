@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -48,8 +48,8 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 
 // request reads FILE as a saved plan when it is one, else as a plugins
 // file, and returns the request and the state dir it goes to.
-func (c *ApplyCmd) request(file string, g *Globals) (host.ApplyRequest, string, error) {
-	req := host.ApplyRequest{Parallelism: c.Parallelism, LockWait: c.LockTimeout.Milliseconds(), Holder: holder("apply")}
+func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, string, error) {
+	req := hostapi.ApplyRequest{Parallelism: c.Parallelism, LockWait: c.LockTimeout.Milliseconds(), Holder: holder("apply")}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return req, "", err
