@@ -113,9 +113,9 @@ func (h *Host) api(token string) http.Handler {
 	})
 }
 
-// streaming is the handler of an apply-like request: it reads an
-// hostapi.ApplyRequest, checks it, runs it, and answers with its messages, one
-// JSON object a line, flushed as they come. A refusal before the apply
+// streaming is the handler of an apply-like request: it reads a
+// hostapi.ApplyRequest, checks it, runs it, and answers with its messages,
+// one JSON object a line, flushed as they come. A refusal before the apply
 // begins is an error answer instead.
 func (h *Host) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

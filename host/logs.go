@@ -93,9 +93,9 @@ func (s *LogStream) Close() {
 	}
 }
 
-// Follow returns the last n lines (at most hostapi.MaxLogLines) of plugin name's
-// log and, when follow is set and the plugin runs, every line after until
-// the stream is closed. A name no plugin can have is a *NotFoundError,
+// Follow returns the last n lines (at most hostapi.MaxLogLines) of plugin
+// name's log and, when follow is set and the plugin runs, every line after
+// until the stream is closed. A name no plugin can have is a *NotFoundError,
 // before it reaches a path; a log that is not a regular file (a link, a
 // named pipe) is refused, not read.
 func (h *Host) Follow(name string, n int, follow bool) (*LogStream, error) {
