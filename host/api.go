@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
@@ -21,17 +22,17 @@ import (
 )
 
 // maxBody bounds a request body: a spec, or a saved plan with its spec.
-const maxBody = 32 << 20
+const maxBody = hostapi.MaxBody
 
 // Serve answers the control API on the host's socket (mode 0600) until ctx
 // ends or graft down has stopped every plugin. ready, when set, is called
 // once the socket accepts connections.
 func (h *Host) Serve(ctx context.Context, ready func()) error {
-	path, err := SocketPath(h.dir)
+	path, err := hostapi.SocketPath(h.dir)
 	if err != nil {
 		return err
 	}
-	link := filepath.Join(h.dir, socketLink)
+	link := filepath.Join(h.dir, hostapi.SocketLink)
 	if filepath.Dir(path) != h.dir {
 		if err := atomicfile.Write(link, []byte(path+"\n"), 0o600); err != nil {
 			return err
@@ -112,33 +113,33 @@ func (h *Host) api(token string) http.Handler {
 	})
 }
 
-// streaming is the handler of an apply-like request: it reads an
-// ApplyRequest, checks it, runs it, and answers with its messages, one
-// JSON object a line, flushed as they come. A refusal before the apply
+// streaming is the handler of an apply-like request: it reads a
+// hostapi.ApplyRequest, checks it, runs it, and answers with its messages,
+// one JSON object a line, flushed as they come. A refusal before the apply
 // begins is an error answer instead.
-func (h *Host) streaming(check func(*ApplyRequest) error, run func(ctx context.Context, req ApplyRequest, events func(Message)) error) http.HandlerFunc {
+func (h *Host) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req ApplyRequest
+		var req hostapi.ApplyRequest
 		if !readJSON(w, r, &req) {
 			return
 		}
 		if err := checkCommon(&req); err != nil {
-			writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
+			writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
 			return
 		}
 		if err := check(&req); err != nil {
-			writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
+			writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
 			return
 		}
-		h.stream(w, func(events func(Message)) error { return run(r.Context(), req, events) })
+		h.stream(w, func(events func(hostapi.Message)) error { return run(r.Context(), req, events) })
 	}
 }
 
-func (h *Host) stream(w http.ResponseWriter, run func(events func(Message)) error) {
+func (h *Host) stream(w http.ResponseWriter, run func(events func(hostapi.Message)) error) {
 	flusher, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	began := false
-	send := func(m Message) {
+	send := func(m hostapi.Message) {
 		if !began {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			w.WriteHeader(http.StatusOK)
@@ -151,13 +152,13 @@ func (h *Host) stream(w http.ResponseWriter, run func(events func(Message)) erro
 	}
 	err := run(send)
 	if !began {
-		writeError(w, statusFor(err), errorBody(err))
+		writeError(w, statusFor(err), hostapi.Encode(err))
 		return
 	}
-	done := Message{Type: MsgDone}
+	done := hostapi.Message{Type: hostapi.MsgDone}
 	for _, e := range unwrapAll(err) {
 		done.Errors = append(done.Errors, e.Error())
-		done.Failures = append(done.Failures, errorBody(e))
+		done.Failures = append(done.Failures, hostapi.Encode(e))
 	}
 	send(done)
 }
@@ -170,9 +171,9 @@ func (e *NotFoundError) Error() string { return e.What }
 func statusFor(err error) int {
 	var (
 		notFound *NotFoundError
-		locked   *LockedError
-		stale    *StaleError
-		nothing  *NothingAppliedError
+		locked   *hostapi.LockedError
+		stale    *hostapi.StaleError
+		nothing  *hostapi.NothingAppliedError
 		bad      spec.Errors
 		badPlan  *plan.CheckError
 	)
@@ -210,11 +211,11 @@ func (h *Host) serveLogs(w http.ResponseWriter, r *http.Request) {
 	follow := r.URL.Query().Get("follow") == "1"
 	s, err := h.Follow(name, n, follow)
 	if errors.Is(err, ErrNoLog) {
-		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("%s: %v", name, err)})
+		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("%s: %v", name, err)})
 		return
 	}
 	if err != nil {
-		writeError(w, statusFor(err), errorBody(err))
+		writeError(w, statusFor(err), hostapi.Encode(err))
 		return
 	}
 	defer s.Close()
@@ -274,7 +275,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		if errors.Is(err, io.EOF) {
 			err = errors.New("empty body")
 		}
-		writeError(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + err.Error()})
+		writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
 		return false
 	}
 	return true
@@ -288,6 +289,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-func writeError(w http.ResponseWriter, status int, b ErrorBody) {
+func writeError(w http.ResponseWriter, status int, b hostapi.ErrorBody) {
 	writeJSON(w, status, b)
 }

@@ -10,47 +10,24 @@ import (
 	"time"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
-// LockedError is a refused apply: another holds the apply lock.
-type LockedError struct {
-	Holder string    `json:"holder"`
-	Since  time.Time `json:"since"`
-}
-
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("another apply is under way: %s, since %s (%s ago)",
-		e.Holder, e.Since.Format("15:04:05"), time.Since(e.Since).Round(time.Second))
-}
-
-// Hint tells the operator what to do about it.
-func (e *LockedError) Hint() string { return "wait for it, or pass --lock-timeout to wait here" }
-
-// StaleError is a saved plan made against a state that has changed.
-type StaleError struct {
-	Reason string `json:"reason"`
-}
-
-func (e *StaleError) Error() string { return "stale plan: " + e.Reason }
-
-// Hint tells the operator what to do about it.
-func (e *StaleError) Hint() string { return "make a new plan with graft plan --out" }
-
 // Apply brings about the spec of req and returns the plan it carried out.
 // events, when set, receives the plan and every step's progress. Applies
 // run one at a time: while one is under way another fails with a
-// *LockedError, or waits up to req.LockWait. Cancelling ctx begins no
+// *hostapi.LockedError, or waits up to req.LockWait. Cancelling ctx begins no
 // further step; the steps under way finish (see apply.Run).
-func (h *Host) Apply(ctx context.Context, req ApplyRequest, events func(Message)) (*plan.Plan, error) {
+func (h *Host) Apply(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) (*plan.Plan, error) {
 	return h.apply(ctx, req, events, true)
 }
 
 // apply is Apply; save records the spec as the last applied one (the
 // host's own shutdown does not).
-func (h *Host) apply(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
+func (h *Host) apply(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (*plan.Plan, error) {
 	if err := h.lockApply(ctx, req); err != nil {
 		return nil, err
 	}
@@ -59,9 +36,9 @@ func (h *Host) apply(ctx context.Context, req ApplyRequest, events func(Message)
 }
 
 // applyLocked is apply, with the apply lock held.
-func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Message), save bool) (*plan.Plan, error) {
+func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (*plan.Plan, error) {
 	if events == nil {
-		events = func(Message) {}
+		events = func(hostapi.Message) {}
 	}
 
 	desired, err := h.desired(req.Source)
@@ -81,7 +58,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
 	}
-	events(Message{Type: MsgPlan, Plan: p})
+	events(hostapi.Message{Type: hostapi.MsgPlan, Plan: p})
 	h.refreshRemotes(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
@@ -89,7 +66,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 		Parallelism: req.Parallelism,
 		Events: func(e apply.Event) {
 			h.logEvent(e)
-			events(Message{Type: MsgEvent, Event: &e})
+			events(hostapi.Message{Type: hostapi.MsgEvent, Event: &e})
 		},
 	})
 	h.closeUnusedLogs()
@@ -100,7 +77,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, events func(Me
 
 // lockApply takes the apply lock, waiting as req allows, or for the
 // host's own start-up apply, which any apply waits for.
-func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
+func (h *Host) lockApply(ctx context.Context, req hostapi.ApplyRequest) error {
 	select {
 	case h.applying <- struct{}{}:
 		h.setHolder(req.Holder)
@@ -115,7 +92,7 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 		wait = 24 * time.Hour // part of starting the host: wait for it
 	}
 	if wait <= 0 {
-		return &LockedError{Holder: held.who, Since: held.since}
+		return &hostapi.LockedError{Holder: held.who, Since: held.since}
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -124,7 +101,7 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 		h.setHolder(req.Holder)
 		return nil
 	case <-timer.C:
-		return &LockedError{Holder: held.who, Since: held.since}
+		return &hostapi.LockedError{Holder: held.who, Since: held.since}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -179,7 +156,7 @@ func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) 
 // plan is the plan of an apply: a saved one, checked against what runs
 // and against the plan its spec and that state give (plan.Plan.Check), or
 // a fresh diff.
-func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
+func (h *Host) plan(req hostapi.ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	if req.Plan == nil {
 		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
 		if err == nil && req.Source.YAML == "" {
@@ -194,10 +171,10 @@ func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (
 		return nil, err
 	}
 	if req.Plan.State != running.Digest() {
-		return nil, &StaleError{Reason: "the running state changed since the plan was made"}
+		return nil, &hostapi.StaleError{Reason: "the running state changed since the plan was made"}
 	}
 	if req.Plan.Desired != keyed.Digest() {
-		return nil, &StaleError{Reason: "the plan's spec is not the one it was made from"}
+		return nil, &hostapi.StaleError{Reason: "the plan's spec is not the one it was made from"}
 	}
 	// The digests tie the plan to this spec and state; its steps must be
 	// the ones they give, checked before anything runs.

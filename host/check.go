@@ -1,6 +1,7 @@
 package host
 
 import (
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/spec"
 
 	"errors"
@@ -15,7 +16,7 @@ import (
 // refuse is a 400, and nothing of the request happens.
 
 // checkCommon checks the fields every apply-like request may carry.
-func checkCommon(req *ApplyRequest) error {
+func checkCommon(req *hostapi.ApplyRequest) error {
 	if req.Parallelism < 0 {
 		return fmt.Errorf("parallelism %d: want a positive number, or 0 for the default", req.Parallelism)
 	}
@@ -30,12 +31,12 @@ func checkCommon(req *ApplyRequest) error {
 	return nil
 }
 
-// maxHolder bounds ApplyRequest.Holder.
+// maxHolder bounds hostapi.ApplyRequest.Holder.
 const maxHolder = 1024
 
 // checkApply: an apply brings about a source. Without one it would be
 // the empty spec, which stops every plugin: that is graft down's to do.
-func checkApply(req *ApplyRequest) error {
+func checkApply(req *hostapi.ApplyRequest) error {
 	if req.Source.YAML == "" {
 		return errors.New("an apply needs a source: the plugins file, with its content (to stop every plugin: graft down)")
 	}
@@ -44,7 +45,7 @@ func checkApply(req *ApplyRequest) error {
 
 // checkRestart: a restart names plugins of the last applied spec, and
 // carries no spec of its own.
-func checkRestart(req *ApplyRequest) error {
+func checkRestart(req *hostapi.ApplyRequest) error {
 	if len(req.Restart) == 0 {
 		return errors.New("a restart names the plugins to restart")
 	}
@@ -66,7 +67,7 @@ func checkNames(names []string) error {
 
 // checkDown: a down stops every plugin; it carries no spec and names
 // none.
-func checkDown(req *ApplyRequest) error {
+func checkDown(req *hostapi.ApplyRequest) error {
 	if req.Source != (plan.Source{}) || req.Plan != nil || len(req.Restart) > 0 {
 		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
@@ -91,9 +92,9 @@ func (h *Host) savedSpec(p *plan.Plan, src plan.Source, desired *spec.Spec) (*sp
 	case src.DigestKey != "":
 		k, err := spec.ParseDigestKey(src.DigestKey)
 		if err != nil || k.ID() != p.KeyID {
-			return nil, &StaleError{Reason: "its source's digest key is not the one its keyID names: the plan file was changed"}
+			return nil, &hostapi.StaleError{Reason: "its source's digest key is not the one its keyID names: the plan file was changed"}
 		}
 		return desired.WithKey(k), nil
 	}
-	return nil, &StaleError{Reason: fmt.Sprintf("it was made with digest key %s, not this host's (%s): against another host, or before the state dir's key was made again", p.KeyID, h.key.ID())}
+	return nil, &hostapi.StaleError{Reason: fmt.Sprintf("it was made with digest key %s, not this host's (%s): against another host, or before the state dir's key was made again", p.KeyID, h.key.ID())}
 }

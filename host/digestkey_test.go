@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -30,7 +31,7 @@ func TestDigestKeyKept(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	k, err := ReadDigestKey(state)
 	require.NoError(t, err)
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, withSecret)}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, withSecret)}, nil)
 	require.NoError(t, err)
 	before := h.State().Plugins[0]
 	assert.Equal(t, k.ID(), before.KeyID)
@@ -81,7 +82,7 @@ func TestPlanEndpoint(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	c := serve(t, h)
 	ctx := context.Background()
-	_, err := h.Apply(ctx, ApplyRequest{Source: source(t, dir, withSecret)}, nil)
+	_, err := h.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, withSecret)}, nil)
 	require.NoError(t, err)
 
 	p, err := c.Plan(ctx, source(t, dir, withSecret))
@@ -118,8 +119,8 @@ func TestSavedPlanKeys(t *testing.T) {
 	// Made elsewhere, under a key the host never saw: stale, saying so.
 	foreign, err := plan.Diff(desired.WithKey(spec.NewDigestKey()), &plan.State{})
 	require.NoError(t, err)
-	_, err = h.Apply(ctx, ApplyRequest{Source: src, Plan: foreign}, nil)
-	var stale *StaleError
+	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: foreign}, nil)
+	var stale *hostapi.StaleError
 	require.ErrorAs(t, err, &stale)
 	assert.Contains(t, stale.Reason, "it was made with digest key "+foreign.KeyID+", not this host's")
 
@@ -131,16 +132,16 @@ func TestSavedPlanKeys(t *testing.T) {
 	withKey.DigestKey = oneTime.Hex()
 	wrong := src
 	wrong.DigestKey = spec.NewDigestKey().Hex()
-	_, err = h.Apply(ctx, ApplyRequest{Source: wrong, Plan: saved}, nil)
+	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: wrong, Plan: saved}, nil)
 	require.ErrorAs(t, err, &stale)
 	assert.Contains(t, stale.Reason, "the plan file was changed")
 	edited := withKey
 	edited.YAML = strings.Replace(withSecret, "4711", "4712", 1)
-	_, err = h.Apply(ctx, ApplyRequest{Source: edited, Plan: saved}, nil)
+	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: edited, Plan: saved}, nil)
 	require.ErrorAs(t, err, &stale)
 	assert.Equal(t, "the plan's spec is not the one it was made from", stale.Reason)
 
-	_, err = h.Apply(ctx, ApplyRequest{Source: withKey, Plan: saved}, nil)
+	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: withKey, Plan: saved}, nil)
 	require.NoError(t, err)
 	r := h.State().Plugins[0]
 	assert.Equal(t, h.key.ID(), r.KeyID, "what runs is recorded under the host's key")
@@ -151,6 +152,6 @@ func TestSavedPlanKeys(t *testing.T) {
 	// Made by the host: checked under its key.
 	again, err := h.Plan(src)
 	require.NoError(t, err)
-	_, err = h.Apply(ctx, ApplyRequest{Source: src, Plan: again}, nil)
+	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: again}, nil)
 	require.NoError(t, err)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -35,7 +36,7 @@ func TestFloatingEpochExhausted(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	src := source(t, dir, "name: shop\nplugins:\n  relay:\n    run: floating\n    command: [sleep, '60']\n    elect: {dir: shared, address: '127.0.0.1:1'}\n")
 	began := time.Now()
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: src}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src}, nil)
 	var exhausted *elect.ExhaustedError
 	require.ErrorAs(t, err, &exhausted)
 	assert.Less(t, time.Since(began), 5*time.Second, "at once, not after ttl and poll")

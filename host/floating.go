@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/placement"
@@ -265,25 +266,25 @@ func (f *floater) lease(ctx context.Context) (elect.Lease, time.Duration, error)
 }
 
 // Leader is the lease of floating plugin name as this host sees it.
-func (h *Host) Leader(ctx context.Context, name string) (LeaderInfo, error) {
+func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, error) {
 	if err := checkName(name); err != nil {
-		return LeaderInfo{}, err
+		return hostapi.LeaderInfo{}, err
 	}
 	e := h.entry(name)
 	if e == nil {
-		return LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q does not run on this host", name)}
+		return hostapi.LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q does not run on this host", name)}
 	}
 	f, ok := e.unit.(*floater)
 	if !ok {
-		return LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q is not floating (run: %s): it has no leader", name, e.record.Run)}
+		return hostapi.LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q is not floating (run: %s): it has no leader", name, e.record.Run)}
 	}
 	l, age, err := f.lease(ctx)
 	if err != nil {
-		return LeaderInfo{}, err
+		return hostapi.LeaderInfo{}, err
 	}
 	role, _ := f.role()
 	p := f.req.Plugin
-	return LeaderInfo{
+	return hostapi.LeaderInfo{
 		Plugin: name, Instance: p.Instance, Dir: electDir(f.req.Dir, p.Elect),
 		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, RenewCount: l.RenewCount, Released: l.Released,
 		AgeMillis: age.Milliseconds(), TTLMillis: p.Elect.TTL.Std().Milliseconds(),
@@ -294,7 +295,7 @@ func (h *Host) Leader(ctx context.Context, name string) (LeaderInfo, error) {
 func (h *Host) serveLeader(w http.ResponseWriter, r *http.Request) {
 	info, err := h.Leader(r.Context(), r.PathValue("plugin"))
 	if err != nil {
-		writeError(w, statusFor(err), errorBody(err))
+		writeError(w, statusFor(err), hostapi.Encode(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
@@ -365,7 +366,7 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 	}
 	slices.Sort(consumers)
 	h.background.Go(func(ctx context.Context) {
-		req := ApplyRequest{Restart: consumers, Holder: "a restart for the new leader of " + name, LockWait: (24 * time.Hour).Milliseconds()}
+		req := hostapi.ApplyRequest{Restart: consumers, Holder: "a restart for the new leader of " + name, LockWait: (24 * time.Hour).Milliseconds()}
 		if err := h.Restart(ctx, req, nil); err != nil && ctx.Err() == nil {
 			h.log.Error("restart consumers for the new leader", "plugin", name, "consumers", consumers, "err", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -36,7 +37,7 @@ func TestHostLogRotates(t *testing.T) {
 	assert.Equal(t, 2, c.cmd.ProcessState.ExitCode(), "it panicked")
 	assert.NotContains(t, c.log.String(), "panic", "its stderr is host.log")
 
-	current := filepath.Join(dir, HostLog)
+	current := filepath.Join(dir, hostapi.HostLog)
 	b, err := os.ReadFile(current)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "printed to stdout")
@@ -68,7 +69,7 @@ func TestFullDisk(t *testing.T) {
 	c := startChild(t, "tmpfs-host", "HOST_TEST_DIR="+dir, "HOST_TEST_TMPFS=2m")
 	c.state = filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "root", dir)
 	require.Equal(t, "ready <nil>", c.say(t, "open"), "a host on a tmpfs in a mount namespace of its own: %s", c.log)
-	cl, err := NewClient(c.state)
+	cl, err := hostapi.NewClient(c.state)
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx := context.Background()
@@ -80,7 +81,7 @@ plugins:
 `
 	src := t.TempDir()
 	spec := func(quiet string) plan.Source { return source(t, src, strings.Replace(noisy, "%s", quiet, 1)) }
-	require.NoError(t, cl.Apply(ctx, ApplyRequest{Source: spec("60")}, nil))
+	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("60")}, nil))
 
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.
 	logPath := filepath.Join(c.state, "logs", "noisy.log")
@@ -107,13 +108,13 @@ plugins:
 	assert.Greater(t, lastNumber(t, live.String()), lastInFile+1000, "lines still come")
 
 	// An apply still records its spec, in the reserve.
-	require.NoError(t, cl.Apply(ctx, ApplyRequest{Source: spec("61")}, nil))
+	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("61")}, nil))
 	assert.Contains(t, keptSpec(t, c), "sleep, '61'")
 
 	// Full to the last byte: an apply fails, naming the file, and the last
 	// good spec is kept, whole, and keeps running.
 	fill(t, filepath.Join(c.state, "filler"))
-	err = cl.Apply(ctx, ApplyRequest{Source: spec("62")}, nil)
+	err = cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("62")}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "record the applied spec: write "+filepath.Join(dir, appliedFile)+": no space left on device")
 	kept := keptSpec(t, c)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -33,7 +34,7 @@ func FuzzAPI(f *testing.F) {
 	f.Cleanup(func() { h.Shutdown(context.Background()) })
 	api := h.api("")
 
-	src, _ := json.Marshal(ApplyRequest{Source: plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: "name: shop\nplugins: {}\n"}, Holder: "fuzz"})
+	src, _ := json.Marshal(hostapi.ApplyRequest{Source: plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: "name: shop\nplugins: {}\n"}, Holder: "fuzz"})
 	for _, seed := range []struct {
 		method, path, ctype string
 		body                string
@@ -89,16 +90,16 @@ func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.Res
 			return
 		}
 		// A stream: JSON messages, the last one its end.
-		var last Message
+		var last hostapi.Message
 		sc := bufio.NewScanner(w.Body)
 		sc.Buffer(nil, maxBody)
 		for sc.Scan() {
 			require.NoError(t, json.Unmarshal(sc.Bytes(), &last), "%s %s %q: %s", method, path, body, sc.Bytes())
 		}
-		require.Equal(t, MsgDone, last.Type, "%s %s %q: the stream has no end", method, path, body)
+		require.Equal(t, hostapi.MsgDone, last.Type, "%s %s %q: the stream has no end", method, path, body)
 	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed,
 		http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
-		var eb ErrorBody
+		var eb hostapi.ErrorBody
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &eb), "%s %s %q: %d %s", method, path, body, w.Code, w.Body)
 		require.NotEmpty(t, eb.Error, "%s %s %q: %d %s", method, path, body, w.Code, w.Body)
 	default:
@@ -124,7 +125,7 @@ func validMethod(m string) bool {
 // startsSomething reports whether body asks for a plugin to be started:
 // a spec with plugins, or a saved plan with steps.
 func startsSomething(body []byte) bool {
-	var req ApplyRequest
+	var req hostapi.ApplyRequest
 	if json.Unmarshal(body, &req) != nil {
 		return false
 	}

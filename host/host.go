@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
@@ -202,7 +203,7 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 	if a == nil {
 		return func(context.Context) error { return aerr }
 	}
-	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
+	req := hostapi.ApplyRequest{Source: a.Source, Holder: startupHolder}
 	locked := h.lockApply(context.Background(), req) == nil
 	return func(ctx context.Context) error {
 		if !locked {
@@ -227,19 +228,13 @@ const startupHolder = "the host's start-up"
 // StopAll stops every plugin in order, consumers first, as an apply of an
 // empty spec, and keeps the last applied spec: the host's own shutdown.
 func (h *Host) StopAll(ctx context.Context) error {
-	_, err := h.apply(ctx, ApplyRequest{Holder: "the host's shutdown"}, nil, false)
+	_, err := h.apply(ctx, hostapi.ApplyRequest{Holder: "the host's shutdown"}, nil, false)
 	return err
 }
 
-// NothingAppliedError is a restart asked of a host that has applied
-// nothing yet.
-type NothingAppliedError struct{}
-
-func (*NothingAppliedError) Error() string { return "nothing was applied on this host yet" }
-
 // Restart replaces req.Restart's plugins of the last applied spec, and
 // restarts their consumers, planned as any apply.
-func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Message)) error {
+func (h *Host) Restart(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
 	h.mu.Lock()
 	a, aerr := h.spec, h.specErr
 	h.mu.Unlock()
@@ -247,7 +242,7 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Messag
 		return aerr
 	}
 	if a == nil {
-		return &NothingAppliedError{}
+		return &hostapi.NothingAppliedError{}
 	}
 	if s := a.parsed; s != nil {
 		for _, name := range req.Restart {
@@ -263,8 +258,8 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, events func(Messag
 
 // Down stops every plugin, consumers first, whatever becomes of ctx, then
 // forgets the applied spec and ends the host (Serve returns).
-func (h *Host) Down(ctx context.Context, req ApplyRequest, events func(Message)) error {
-	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
+func (h *Host) Down(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
+	_, err := h.apply(context.WithoutCancel(ctx), hostapi.ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
 	if err == nil {
 		err = h.forgetApplied()
 	}

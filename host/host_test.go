@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/dirlock"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/placementtest"
@@ -60,11 +61,11 @@ func statuses(h *Host) map[string]plan.Status {
 func TestApplyAndShutdown(t *testing.T) {
 	dir := t.TempDir()
 	h := open(t, filepath.Join(dir, ".graft"))
-	var events []Message
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, func(m Message) { events = append(events, m) })
+	var events []hostapi.Message
+	p, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, func(m hostapi.Message) { events = append(events, m) })
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Summary.Start)
-	assert.Equal(t, MsgPlan, events[0].Type)
+	assert.Equal(t, hostapi.MsgPlan, events[0].Type)
 	assert.Len(t, events, 1+4, "the plan, then each step's beginning and end")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
 
@@ -85,7 +86,7 @@ func TestReapply(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -120,18 +121,18 @@ func TestApplyLock(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil)
+		_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil)
 		assert.NoError(t, err)
 	}()
 	require.Eventually(t, func() bool { return h.State().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
 
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
-	var locked *LockedError
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
+	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)
 	assert.Equal(t, "the first", locked.Holder)
 	assert.True(t, strings.HasPrefix(err.Error(), "another apply is under way: the first, since "))
 
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the third", LockWait: 10_000}, nil)
+	p, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the third", LockWait: 10_000}, nil)
 	require.NoError(t, err, "it waited")
 	assert.False(t, p.HasChanges(), "and found the first apply's work done")
 	wg.Wait()
@@ -145,16 +146,16 @@ func TestStalePlan(t *testing.T) {
 	saved, err := h.Plan(src)
 	require.NoError(t, err)
 
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "plugins:\n  x: {command: [sleep, '60']}\n")}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, "plugins:\n  x: {command: [sleep, '60']}\n")}, nil)
 	require.NoError(t, err)
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: src, Plan: saved}, nil)
-	var stale *StaleError
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
+	var stale *hostapi.StaleError
 	require.ErrorAs(t, err, &stale)
 	assert.Equal(t, "stale plan: the running state changed since the plan was made", err.Error())
 
 	saved.Desired = "sha256:other"
 	saved.State = h.State().Digest()
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: src, Plan: saved}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
 	assert.ErrorAs(t, err, &stale)
 }
 
@@ -165,12 +166,12 @@ func TestFailedStartConverges(t *testing.T) {
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, bad)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, bad)}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "start db: exited before it was ready (exit status 3); last output:\n  cannot start")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Failed}, statuses(h), "api was skipped")
 
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	p, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Summary.Start)
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
@@ -191,17 +192,17 @@ func TestLongStateDir(t *testing.T) {
 	ready := make(chan struct{})
 	go func() { served <- h.Serve(ctx, func() { close(ready) }) }()
 	<-ready
-	path, err := SocketPath(deep)
+	path, err := hostapi.SocketPath(deep)
 	require.NoError(t, err)
-	assert.NotEqual(t, filepath.Join(deep, socketFile), path)
-	assert.LessOrEqual(t, len(path), maxSocketPath)
+	assert.NotEqual(t, filepath.Join(deep, "host.sock"), path)
+	assert.LessOrEqual(t, len(path), 103, "sun_path holds 108 bytes on Linux, 104 on the BSDs")
 	own := filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid()))
 	assert.Equal(t, own, filepath.Dir(path))
 	fi, err := os.Lstat(own)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 
-	c, err := NewClient(deep)
+	c, err := hostapi.NewClient(deep)
 	require.NoError(t, err)
 	st, err := c.Status(context.Background())
 	require.NoError(t, err)
@@ -212,10 +213,10 @@ func TestLongStateDir(t *testing.T) {
 	require.NoError(t, h.Shutdown(context.Background()))
 	_, err = os.Stat(path)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "the socket is removed")
-	c, err = NewClient(deep)
+	c, err = hostapi.NewClient(deep)
 	require.NoError(t, err)
 	_, err = c.Status(context.Background())
-	assert.ErrorIs(t, err, ErrNoHost)
+	assert.ErrorIs(t, err, hostapi.ErrNoHost)
 }
 
 // TestParsedOnce: an apply parses its spec once; a status, a restart of
@@ -225,7 +226,7 @@ func TestParsedOnce(t *testing.T) {
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
 	before := spec.Parses()
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), spec.Parses()-before, "an apply parses its spec once")
 
@@ -233,7 +234,7 @@ func TestParsedOnce(t *testing.T) {
 	for range 100 {
 		assert.Equal(t, "shop", h.State().Host.Project)
 	}
-	require.NoError(t, h.Restart(context.Background(), ApplyRequest{Restart: []string{"db"}}, nil))
+	require.NoError(t, h.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"db"}}, nil))
 	assert.Zero(t, spec.Parses()-before, "a status or a restart parses nothing")
 	require.NoError(t, h.Shutdown(context.Background()))
 

@@ -3,6 +3,7 @@ package host
 import (
 	"path/filepath"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/safefs"
 )
@@ -20,5 +21,5 @@ func openHostLog(dir string, maxSize int64) (*output.Log, error) {
 	if err := safefs.Root(dir, 0o750); err != nil {
 		return nil, err
 	}
-	return output.Open(filepath.Join(dir, HostLog), output.Options{MaxSize: maxSize, Opened: redirectStdio})
+	return output.Open(filepath.Join(dir, hostapi.HostLog), output.Options{MaxSize: maxSize, Opened: redirectStdio})
 }

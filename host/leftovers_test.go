@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
 )
 
@@ -33,7 +34,7 @@ func TestRecordedBeforeReady(t *testing.T) {
 	yaml := fmt.Sprintf("name: shop\nplugins:\n  slow: {command: [sleep, '60'], ready: {tcp: '%s', timeout: 2 seconds}}\n", addr)
 	applied := make(chan error, 1)
 	go func() {
-		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, yaml), Holder: "test"}, nil)
+		_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, yaml), Holder: "test"}, nil)
 		applied <- err
 	}()
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/spec"
 )
@@ -61,9 +62,6 @@ func (h *Host) closeUnusedLogs() {
 // ErrNoLog is returned for a plugin that never ran here.
 var ErrNoLog = errors.New("no log: the plugin never ran on this host")
 
-// MaxLogLines bounds the lines Follow writes out from a log's end.
-const MaxLogLines = 1 << 20
-
 // LogStream is a plugin's log as graft logs reads it: its last lines,
 // then, when followed, the lines written after them.
 type LogStream struct {
@@ -95,16 +93,16 @@ func (s *LogStream) Close() {
 	}
 }
 
-// Follow returns the last n lines (at most MaxLogLines) of plugin name's
-// log and, when follow is set and the plugin runs, every line after until
-// the stream is closed. A name no plugin can have is a *NotFoundError,
+// Follow returns the last n lines (at most hostapi.MaxLogLines) of plugin
+// name's log and, when follow is set and the plugin runs, every line after
+// until the stream is closed. A name no plugin can have is a *NotFoundError,
 // before it reaches a path; a log that is not a regular file (a link, a
 // named pipe) is refused, not read.
 func (h *Host) Follow(name string, n int, follow bool) (*LogStream, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	n = min(max(n, 0), MaxLogLines)
+	n = min(max(n, 0), hostapi.MaxLogLines)
 	h.mu.Lock()
 	log := h.logs[name]
 	h.mu.Unlock()

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
@@ -37,7 +38,7 @@ type netHost struct {
 	dir  string // the state dir
 	addr string // the TCP listener's host:port
 	log  *placementtest.Recorder
-	unix *Client
+	unix *hostapi.Client
 }
 
 func serveNet(t *testing.T, limits guard.Limits) *netHost {
@@ -67,7 +68,7 @@ func (n *netHost) raw(t *testing.T, tcp, auth bool, method, path, body string, h
 	tr := &http.Transport{DisableKeepAlives: true}
 	base := "http://" + n.addr
 	if !tcp {
-		sock, err := SocketPath(n.dir)
+		sock, err := hostapi.SocketPath(n.dir)
 		require.NoError(t, err)
 		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -121,7 +122,7 @@ const sleeper = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n"
 func TestAPIRefusals(t *testing.T) {
 	n := serveNet(t, guard.Limits{})
 	dir := filepath.Dir(n.dir)
-	require.NoError(t, n.unix.Apply(context.Background(), ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	require.NoError(t, n.unix.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, sleeper)}, nil))
 	src, err := json.Marshal(source(t, dir, sleeper))
 	require.NoError(t, err)
 	jsonType := []string{"Content-Type", "application/json"}
@@ -161,7 +162,7 @@ func TestAPIRefusals(t *testing.T) {
 	} {
 		status, body := n.raw(t, c.tcp, c.auth, c.method, c.path, c.body, c.headers...)
 		assert.Equal(t, c.status, status, "%s: %s", c.name, body)
-		var eb ErrorBody
+		var eb hostapi.ErrorBody
 		if assert.NoError(t, json.Unmarshal([]byte(body), &eb), "%s: %s", c.name, body) {
 			assert.Contains(t, eb.Error, c.want, c.name)
 		}
@@ -172,19 +173,19 @@ func TestAPIRefusals(t *testing.T) {
 	st, err := n.unix.Status(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, st.Plugins, 1)
-	tc, err := NewTCPClient("tcp://"+n.addr, tcpToken)
+	tc, err := hostapi.NewTCPClient("tcp://"+n.addr, tcpToken)
 	require.NoError(t, err)
 	defer tc.Close()
-	require.NoError(t, tc.Apply(context.Background(), ApplyRequest{Source: source(t, dir, sleeper)}, nil))
-	require.NoError(t, tc.Restart(context.Background(), ApplyRequest{Restart: []string{"db"}}, nil))
+	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	require.NoError(t, tc.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"db"}}, nil))
 	_, err = tc.Leader(context.Background(), "db")
 	var hint interface{ Hint() string }
 	assert.ErrorAs(t, err, &hint, "db is no floating plugin, and the answer says so: %v", err)
 
-	bad, err := NewTCPClient("tcp://"+n.addr, "not-it")
+	bad, err := hostapi.NewTCPClient("tcp://"+n.addr, "not-it")
 	require.NoError(t, err)
 	_, err = bad.Status(context.Background())
-	assert.ErrorIs(t, err, ErrUnauthorized)
+	assert.ErrorIs(t, err, hostapi.ErrUnauthorized)
 	log := n.log.String()
 	assert.Contains(t, log, "refused a request with a bad or missing token")
 	assert.NotContains(t, log, tcpToken)
@@ -247,7 +248,7 @@ func TestSocketSurvivesATCPFlood(t *testing.T) {
 // is closed.
 func TestSlowClientsCutOff(t *testing.T) {
 	n := serveNet(t, guard.Limits{HeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond, IdleTimeout: 200 * time.Millisecond})
-	sock, err := SocketPath(n.dir)
+	sock, err := hostapi.SocketPath(n.dir)
 	require.NoError(t, err)
 	for _, where := range []struct{ network, addr string }{{"unix", sock}, {"tcp", n.addr}} {
 		for _, req := range []string{
@@ -295,7 +296,7 @@ func TestSocketDirOfAnotherUser(t *testing.T) {
 	assert.Equal(t, theirs, de.Dir)
 	assert.Contains(t, err.Error(), fmt.Sprintf("owned by uid %d", uid))
 
-	_, err = NewClient(deep)
+	_, err = hostapi.NewClient(deep)
 	require.ErrorAs(t, err, &de)
 	entries, err := os.ReadDir(theirs)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/placement"
@@ -75,7 +76,7 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (placement.Pl
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(desired.Dir, path)
 		}
-		tok, err := ReadToken(path)
+		tok, err := hostapi.ReadToken(path)
 		if err != nil {
 			return nil, fmt.Errorf("runner %s: token: %w", name, err)
 		}
@@ -227,7 +228,7 @@ func (h *Host) embeddedRunner() (*embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := socketIn(h.dir, runnerSocket)
+	path, err := hostapi.SocketIn(h.dir, runnerSocket)
 	if err != nil {
 		r.Close()
 		return nil, err

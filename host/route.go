@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/graftland/graft/hostapi"
 )
 
 // route dispatches on the path's segments, each unescaped; a plugin's
@@ -14,13 +16,13 @@ import (
 func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	seg, err := segments(r.URL.EscapedPath())
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
-		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
+		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 		return
 	}
 	method := func(m string, serve http.HandlerFunc) {
 		if r.Method != m {
 			w.Header().Set("Allow", m)
-			writeError(w, http.StatusMethodNotAllowed, ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
+			writeError(w, http.StatusMethodNotAllowed, hostapi.ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
 			return
 		}
 		serve(w, r)
@@ -28,7 +30,7 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if err := checkName(seg[2]); err != nil {
-				writeError(w, statusFor(err), errorBody(err))
+				writeError(w, statusFor(err), hostapi.Encode(err))
 				return
 			}
 			r.SetPathValue("plugin", seg[2])
@@ -39,7 +41,7 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	case len(rest) == 1 && rest[0] == "status":
 		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.State()) })
 	case len(rest) == 1 && rest[0] == "apply":
-		method(http.MethodPost, h.streaming(checkApply, func(ctx context.Context, req ApplyRequest, events func(Message)) error {
+		method(http.MethodPost, h.streaming(checkApply, func(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
 			_, err := h.Apply(ctx, req, events)
 			return err
 		}))
@@ -54,7 +56,7 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	case len(rest) == 2 && rest[0] == "leader":
 		method(http.MethodGet, plugin(h.serveLeader))
 	default:
-		writeError(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
+		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 	}
 }
 

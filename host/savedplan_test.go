@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -24,7 +25,7 @@ func TestEditedPlanRefused(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	c := serve(t, h)
 	ctx := context.Background()
-	require.NoError(t, c.Apply(ctx, ApplyRequest{Source: source(t, dir, twoSleeps)}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil))
 	before := h.State()
 
 	src := source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n  api: {command: [sleep, '60'], uses: [db]}\n")
@@ -43,14 +44,14 @@ func TestEditedPlanRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			edited := clonePlan(t, saved)
 			edit(edited)
-			var events []Message
-			err := c.Apply(ctx, ApplyRequest{Source: src, Plan: edited}, func(m Message) { events = append(events, m) })
+			var events []hostapi.Message
+			err := c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: edited}, func(m hostapi.Message) { events = append(events, m) })
 			var bad *plan.CheckError
 			require.ErrorAs(t, err, &bad)
 			assert.Contains(t, err.Error(), "bad plan: step ")
 			assert.Empty(t, events, "refused before the plan was carried out")
 			assert.Equal(t, http.StatusBadRequest, statusFor(err))
-			assert.Contains(t, errorBody(err).Hint, "graft plan --out")
+			assert.Contains(t, hostapi.Encode(err).Hint, "graft plan --out")
 
 			after, err := c.Status(ctx)
 			require.NoError(t, err, "the host serves on")
@@ -63,7 +64,7 @@ func TestEditedPlanRefused(t *testing.T) {
 	}
 
 	// The plan as saved is carried out.
-	require.NoError(t, c.Apply(ctx, ApplyRequest{Source: src, Plan: saved}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: saved}, nil))
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/safefs"
 )
@@ -34,7 +35,7 @@ func StartBackground(exe, dir string, timeout time.Duration) error {
 	if err := checkStateDir(dir); err != nil {
 		return err
 	}
-	logPath := filepath.Join(dir, HostLog)
+	logPath := filepath.Join(dir, hostapi.HostLog)
 	log, err := safefs.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
 		return err

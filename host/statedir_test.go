@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
@@ -118,7 +119,7 @@ func TestLinksInStateDir(t *testing.T) {
 	require.ErrorAs(t, err, &kept)
 	unsafePath(t, err, appliedPath, "is a symbolic link", "rm "+appliedPath)
 
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, nil)
 	unsafePath(t, err, api, "is a symbolic link", "rm "+api)
 	fi, err := os.Lstat(appliedPath)
 	require.NoError(t, err)
@@ -198,7 +199,7 @@ func TestLogThatIsNotAFile(t *testing.T) {
 	check()
 
 	// A plugin whose log is a pipe does not start, and says why.
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, nil)
 	unsafePath(t, err, fifo, "is a named pipe", "rm "+fifo)
 }
 
@@ -227,11 +228,11 @@ func TestKeptSpecCorrupt(t *testing.T) {
 	st, err := c.Status(ctx)
 	require.NoError(t, err, "status answers")
 	assert.Empty(t, st.Plugins)
-	err = c.Restart(ctx, ApplyRequest{Restart: []string{"api"}}, nil)
+	err = c.Restart(ctx, hostapi.ApplyRequest{Restart: []string{"api"}}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cannot be read")
 
-	require.NoError(t, c.Down(ctx, ApplyRequest{Holder: "down"}, nil))
+	require.NoError(t, c.Down(ctx, hostapi.ApplyRequest{Holder: "down"}, nil))
 	_, err = os.Stat(path)
 	assert.ErrorIs(t, err, os.ErrNotExist, "down removed it")
 }
@@ -243,7 +244,7 @@ func TestKeptSpecReplaced(t *testing.T) {
 	require.NoError(t, os.MkdirAll(state, 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(state, appliedFile), []byte("garbage"), 0o600))
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -259,7 +260,7 @@ func TestStartUpWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -284,33 +285,11 @@ func TestStartUpWritesNothing(t *testing.T) {
 	// A changed spec is written.
 	h = open(t, state)
 	defer h.Shutdown(context.Background())
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n")}, nil)
+	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n")}, nil)
 	require.NoError(t, err)
 	fi, err := os.Stat(filepath.Join(state, appliedFile))
 	require.NoError(t, err)
 	assert.False(t, os.SameFile(before[appliedFile], fi), "a new spec is a new file")
-}
-
-// TestSocketLinkIsAPipe: a client does not wait on a named pipe where the
-// host records its socket's path.
-func TestSocketLinkIsAPipe(t *testing.T) {
-	state := t.TempDir()
-	require.NoError(t, syscall.Mkfifo(filepath.Join(state, socketLink), 0o600))
-	done := make(chan error, 1)
-	go func() {
-		c, err := NewClient(state)
-		if err == nil {
-			_, err = c.Status(context.Background())
-			c.Close()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, ErrNoHost)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the client waits on the pipe")
-	}
 }
 
 // TestLinkedStateDir: a state dir may be a link of the host's own user to
@@ -322,7 +301,7 @@ func TestLinkedStateDir(t *testing.T) {
 	link := filepath.Join(dir, ".graft")
 	require.NoError(t, os.Symlink(real, link))
 	h := open(t, link)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 	assert.FileExists(t, filepath.Join(real, appliedFile))

@@ -1,10 +1,8 @@
 package host
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 
 	"github.com/graftland/graft/internal/guard"
@@ -18,19 +16,6 @@ type TCP struct {
 	Addr string
 	// Token is the bearer token; required.
 	Token string
-}
-
-// ReadToken reads a token file: its content, trimmed; empty is an error.
-func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("%s: empty token", path)
-	}
-	return tok, nil
 }
 
 // Check checks the address and that there is a token (a
@@ -56,6 +41,3 @@ func (t TCP) listen() (net.Listener, error) {
 	}
 	return net.Listen("tcp", strings.TrimPrefix(t.Addr, "tcp://"))
 }
-
-// ErrUnauthorized is returned when a host refuses the client's token.
-var ErrUnauthorized = errors.New("the host refused the request: bad or missing token")

@@ -4,23 +4,22 @@ package host
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
 )
 
 // serve serves h's API until the test ends, and returns a client of it.
-func serve(t *testing.T, h *Host) *Client {
+func serve(t *testing.T, h *Host) *hostapi.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -32,7 +31,7 @@ func serve(t *testing.T, h *Host) *Client {
 		cancel()
 		t.Fatal(err)
 	}
-	c, err := NewClient(h.Dir())
+	c, err := hostapi.NewClient(h.Dir())
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		c.Close()
@@ -54,8 +53,8 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	ctx := context.Background()
 
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	err := c.Apply(ctx, ApplyRequest{Source: source(t, dir, bad)}, nil)
-	var applyErr *ApplyError
+	err := c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, bad)}, nil)
+	var applyErr *hostapi.ApplyError
 	require.ErrorAs(t, err, &applyErr)
 	var start *placement.StartError
 	require.ErrorAs(t, err, &start)
@@ -69,10 +68,10 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 
 	// A stop that has to force its plugin succeeds, and says so.
 	stubborn := "name: shop\nplugins:\n  db: {command: [sh, -c, 'trap \"\" TERM; echo up; exec sleep 60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	require.NoError(t, c.Apply(ctx, ApplyRequest{Source: source(t, dir, stubborn)}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, stubborn)}, nil))
 	var stops []apply.Event
-	err = c.Restart(ctx, ApplyRequest{Restart: []string{"db"}}, func(m Message) {
-		if m.Type == MsgEvent && m.Event.Step.ID == "stop:db" && m.Event.Phase != apply.Began {
+	err = c.Restart(ctx, hostapi.ApplyRequest{Restart: []string{"db"}}, func(m hostapi.Message) {
+		if m.Type == hostapi.MsgEvent && m.Event.Step.ID == "stop:db" && m.Event.Phase != apply.Began {
 			stops = append(stops, *m.Event)
 		}
 	})
@@ -101,8 +100,8 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	saved, err := c.Plan(ctx, src)
 	require.NoError(t, err)
 	saved.State = (&plan.State{}).Digest() // made when nothing ran
-	err = c.Apply(ctx, ApplyRequest{Source: src, Plan: saved}, nil)
-	var stale *StaleError
+	err = c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
+	var stale *hostapi.StaleError
 	require.ErrorAs(t, err, &stale)
 	assert.Equal(t, "the running state changed since the plan was made", stale.Reason)
 
@@ -110,45 +109,13 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	slow := "name: shop\nplugins:\n  slow:\n    command: [sleep, '60']\n    ready: {exec: [sleep, '0.5'], timeout: 10 seconds}\n"
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		assert.NoError(t, c.Apply(ctx, ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil))
+		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil))
 	})
 	require.Eventually(t, func() bool { return h.State().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
-	err = c.Apply(ctx, ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
-	var locked *LockedError
+	err = c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
+	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)
 	assert.Equal(t, "the first", locked.Holder)
 	assert.WithinDuration(t, time.Now(), locked.Since, 10*time.Second)
 	wg.Wait()
-}
-
-// TestUnconfirmedOverTheWire: an unconfirmed stop crosses the wire as a
-// *placement.CleanupError whose cause is a *placement.RemoteTerminationUnconfirmed,
-// in the *apply.StepError of its step, with its hint.
-func TestUnconfirmedOverTheWire(t *testing.T) {
-	cause := &placement.RemoteTerminationUnconfirmed{Plugin: "writer", Instance: "shop.writer", Generation: 4, Runner: "edge", Cause: errors.New("no confirmation within 25s")}
-	failure := &apply.StepError{
-		Step: plan.Step{ID: "stop:writer", Op: plan.OpStop, Plugin: "writer"},
-		Err:  &placement.CleanupError{Plugin: "writer", Outcome: placement.Unconfirmed, Causes: multierror.Append(nil, cause)},
-	}
-	done := Message{Type: MsgDone, Errors: []string{failure.Error()}, Failures: []ErrorBody{errorBody(failure)}}
-	err := done.err()
-	var step *apply.StepError
-	require.ErrorAs(t, err, &step)
-	assert.Equal(t, "stop:writer", step.Step.ID)
-	var cleanup *placement.CleanupError
-	require.ErrorAs(t, err, &cleanup)
-	assert.Equal(t, placement.Unconfirmed, cleanup.Outcome)
-	var got *placement.RemoteTerminationUnconfirmed
-	require.ErrorAs(t, err, &got)
-	assert.Equal(t, "edge", got.Runner)
-	assert.Equal(t, int64(4), got.Generation)
-	assert.EqualError(t, got.Cause, "no confirmation within 25s")
-	assert.Equal(t, failure.Error(), err.Error(), "the same text on both sides")
-	var hint interface{ Hint() string }
-	require.ErrorAs(t, err, &hint)
-	assert.Contains(t, hint.Hint(), "check runner edge")
-
-	// Cancelled applies too.
-	done = Message{Type: MsgDone, Failures: []ErrorBody{errorBody(apply.ErrCancelled)}}
-	assert.ErrorIs(t, done.err(), apply.ErrCancelled)
 }

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 var (
@@ -125,7 +125,7 @@ func settle(hs []*bhost, leader string) {
 
 // role is the host's part in the relay's election, as its status says.
 func (h *bhost) role() string {
-	c, err := host.NewClient(filepath.Join(h.dir, ".graft"))
+	c, err := hostapi.NewClient(filepath.Join(h.dir, ".graft"))
 	if err != nil {
 		return ""
 	}
@@ -182,7 +182,7 @@ func (h *bhost) start() {
 		cmd.Wait()
 		close(done)
 	}(h.cmd, h.done)
-	c, err := host.NewClient(filepath.Join(h.dir, ".graft"))
+	c, err := hostapi.NewClient(filepath.Join(h.dir, ".graft"))
 	check(err)
 	defer c.Close()
 	for c.Ping(context.Background(), time.Second) != nil {

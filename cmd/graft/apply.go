@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -47,8 +47,8 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 
 // request reads FILE as a saved plan when it is one, else as a plugins
 // file, and returns the request and the state dir it goes to.
-func (c *ApplyCmd) request(file string, g *Globals) (host.ApplyRequest, string, error) {
-	req := host.ApplyRequest{Parallelism: c.Parallelism, Holder: holder("apply")}
+func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, string, error) {
+	req := hostapi.ApplyRequest{Parallelism: c.Parallelism, Holder: holder("apply")}
 	if c.LockTimeout != "" {
 		wait, err := positiveDuration("--lock-timeout", c.LockTimeout)
 		if err != nil {

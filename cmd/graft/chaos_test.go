@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -180,7 +180,7 @@ func (c *chaos) plugins() map[int]identity {
 // says, and that no generation repeated.
 func (c *chaos) check(round int) {
 	t := c.t
-	cl, err := host.NewClient(filepath.Join(c.dir, ".graft"))
+	cl, err := hostapi.NewClient(filepath.Join(c.dir, ".graft"))
 	require.NoError(t, err)
 	defer cl.Close()
 	st, err := cl.Status(context.Background())
@@ -232,7 +232,7 @@ func (c *chaos) check(round int) {
 
 func (c *chaos) cleanup() {
 	if c.t.Failed() {
-		b, _ := os.ReadFile(filepath.Join(c.dir, ".graft", host.HostLog))
+		b, _ := os.ReadFile(filepath.Join(c.dir, ".graft", hostapi.HostLog))
 		c.t.Logf("--- host.log ---\n%s", b)
 	}
 	cleanup(c.dir)

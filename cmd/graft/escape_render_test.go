@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
 )
@@ -66,16 +66,16 @@ func TestStatusEscaped(t *testing.T) {
 func TestProgressEscaped(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, false, false)
-	p.On(host.Message{Type: host.MsgPlan, Plan: &plan.Plan{Project: "shop" + title, Changes: []plan.Change{
+	p.On(hostapi.Message{Type: hostapi.MsgPlan, Plan: &plan.Plan{Project: "shop" + title, Changes: []plan.Change{
 		{Plugin: "web" + title, Action: plan.Start, Reason: "failed: " + title, Run: "local"},
 	}, Steps: []plan.Step{{ID: "start:web" + title, Op: plan.OpStart, Plugin: "web" + title}}, Waves: [][]string{{"start:web" + title}},
 		Summary: plan.Summary{Start: 1, Steps: 1, Waves: 1}}})
 	step := plan.Step{ID: "stop:db", Op: plan.OpStop, Plugin: "db" + title}
-	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began}})
-	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded,
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded,
 		Result: apply.Result{Outcome: placement.Killed, Cleanup: &placement.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
-	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Failed, Error: "start db: " + title + "\n  tail"}})
-	p.On(host.Message{Type: host.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Skipped, Error: "skipped: " + title}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Failed, Error: "start db: " + title + "\n  tail"}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Skipped, Error: "skipped: " + title}})
 	p.Close()
 	out := b.String()
 	assert.False(t, raw.MatchString(out), "%q", out)
@@ -90,12 +90,12 @@ func TestProgressEscaped(t *testing.T) {
 // a terminal acts on escaped, its hint too.
 func TestReportEscaped(t *testing.T) {
 	var b bytes.Buffer
-	code := report(&b, &host.LockedError{Holder: "evil\r\x1b[2K", Since: time.Now()})
+	code := report(&b, &hostapi.LockedError{Holder: "evil\r\x1b[2K", Since: time.Now()})
 	assert.Equal(t, 1, code)
 	assert.False(t, raw.MatchString(b.String()), "%q", b.String())
 	assert.Contains(t, b.String(), `graft: another apply is under way: evil\r\x1b[2K, since `)
 
 	b.Reset()
-	report(&b, &host.ApplyError{Errors: []error{errors.New("start a: " + title + "\n  last"), errors.New("b\u202e")}})
+	report(&b, &hostapi.ApplyError{Errors: []error{errors.New("start a: " + title + "\n  last"), errors.New("b\u202e")}})
 	assert.Equal(t, "graft: 2 errors:\n  start a: \\x1b]0;pwned\\a\n  last\n  b\\u202e\n", b.String())
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -26,9 +26,9 @@ func cmdApplyAs(ts *testscript.TestScript, neg bool, args []string) {
 	file := ts.MkAbs(args[1])
 	data, err := os.ReadFile(file)
 	ts.Check(err)
-	c, err := host.NewClient(ts.MkAbs(".graft"))
+	c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 	ts.Check(err)
-	req := host.ApplyRequest{Source: plan.Source{File: file, Dir: ts.MkAbs("."), YAML: string(data)}, Holder: holder}
+	req := hostapi.ApplyRequest{Source: plan.Source{File: file, Dir: ts.MkAbs("."), YAML: string(data)}, Holder: holder}
 	done := make(chan error, 1)
 	go func() { done <- c.Apply(context.Background(), req, nil) }()
 	ts.Defer(func() {

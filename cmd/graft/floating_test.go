@@ -23,6 +23,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/plan"
 )
@@ -139,7 +140,7 @@ func (h *fhost) spawn() error {
 	h.mu.Lock()
 	h.cmd, h.exited, h.frozen = cmd, exited, false
 	h.mu.Unlock()
-	c, err := host.NewClient(h.state())
+	c, err := hostapi.NewClient(h.state())
 	if err != nil {
 		return err
 	}
@@ -262,7 +263,7 @@ func (f *fleet) stop() {
 
 // status is the host's state; a frozen or stopped host has none.
 func (h *fhost) status() (*plan.State, error) {
-	c, err := host.NewClient(h.state())
+	c, err := hostapi.NewClient(h.state())
 	if err != nil {
 		return nil, err
 	}

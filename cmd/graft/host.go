@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 // HostCmd is `graft host`: the daemon, in the foreground.
@@ -44,7 +45,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 		NoNamespace: c.PIDNamespace == "off"}
 	if c.Listen != "" {
 		if g.TokenFile != "" {
-			if opt.TCP.Token, err = host.ReadToken(g.TokenFile); err != nil {
+			if opt.TCP.Token, err = hostapi.ReadToken(g.TokenFile); err != nil {
 				return fmt.Errorf("--token-file: %w", err)
 			}
 		}

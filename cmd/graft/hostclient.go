@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 // stateDir is --state-dir, else .graft beside the plugins file.
@@ -30,7 +31,7 @@ func (g *Globals) fileArg(arg string) string {
 
 // client returns a client of the host of dir, or of --host, and whether
 // one answers.
-func (g *Globals) client(ctx context.Context, dir string) (*host.Client, bool, error) {
+func (g *Globals) client(ctx context.Context, dir string) (*hostapi.Client, bool, error) {
 	c, err := g.newClient(dir)
 	if err != nil {
 		return nil, false, err
@@ -38,25 +39,25 @@ func (g *Globals) client(ctx context.Context, dir string) (*host.Client, bool, e
 	switch err := c.Ping(ctx, 5*time.Second); {
 	case err == nil:
 		return c, true, nil
-	case errors.Is(err, host.ErrNoHost):
+	case errors.Is(err, hostapi.ErrNoHost):
 		return c, false, nil
 	default:
 		return nil, false, err
 	}
 }
 
-func (g *Globals) newClient(dir string) (*host.Client, error) {
+func (g *Globals) newClient(dir string) (*hostapi.Client, error) {
 	if g.Host == "" {
-		return host.NewClient(dir)
+		return hostapi.NewClient(dir)
 	}
 	if g.TokenFile == "" {
 		return nil, fmt.Errorf("--host %s: a host over TCP requires its token: --token-file FILE", g.Host)
 	}
-	token, err := host.ReadToken(g.TokenFile)
+	token, err := hostapi.ReadToken(g.TokenFile)
 	if err != nil {
 		return nil, err
 	}
-	return host.NewTCPClient(g.Host, token)
+	return hostapi.NewTCPClient(g.Host, token)
 }
 
 // hostStartTimeout bounds the wait for a host started in the background.
@@ -64,7 +65,7 @@ const hostStartTimeout = 15 * time.Second
 
 // ensureHost returns a client of the host of dir, starting one in the
 // background when none answers.
-func ensureHost(ctx context.Context, g *Globals, dir string) (*host.Client, error) {
+func ensureHost(ctx context.Context, g *Globals, dir string) (*hostapi.Client, error) {
 	c, up, err := g.client(ctx, dir)
 	if err != nil || up {
 		return c, err
@@ -76,7 +77,7 @@ func ensureHost(ctx context.Context, g *Globals, dir string) (*host.Client, erro
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(g.stderr, "Starting a host for %s (its log: %s)\n", dir, filepath.Join(dir, host.HostLog))
+	fmt.Fprintf(g.stderr, "Starting a host for %s (its log: %s)\n", dir, filepath.Join(dir, hostapi.HostLog))
 	if err := host.StartBackground(exe, dir, hostStartTimeout); err != nil {
 		return nil, err
 	}

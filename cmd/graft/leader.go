@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/spec"
 )
@@ -28,7 +28,7 @@ func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	var info *host.LeaderInfo
+	var info *hostapi.LeaderInfo
 	if up {
 		defer cl.Close()
 		if info, err = cl.Leader(ctx, c.Plugin); err != nil {
@@ -57,7 +57,7 @@ func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // leaseLine says how fresh the lease is.
-func leaseLine(info *host.LeaderInfo, watched bool) string {
+func leaseLine(info *hostapi.LeaderInfo, watched bool) string {
 	age := (time.Duration(info.AgeMillis) * time.Millisecond).Round(100 * time.Millisecond)
 	ttl := time.Duration(info.TTLMillis) * time.Millisecond
 	state := "live"
@@ -80,7 +80,7 @@ func leaseLine(info *host.LeaderInfo, watched bool) string {
 }
 
 // fromFile reads the lease of a floating plugin of the plugins file.
-func (c *LeaderCmd) fromFile(g *Globals) (*host.LeaderInfo, error) {
+func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 	s, err := spec.Load(g.File)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (c *LeaderCmd) fromFile(g *Globals) (*host.LeaderInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &host.LeaderInfo{
+	return &hostapi.LeaderInfo{
 		Plugin: c.Plugin, Instance: p.Instance, Dir: dir,
 		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, RenewCount: l.RenewCount, Released: l.Released,
 		AgeMillis: time.Since(mtime).Milliseconds(), TTLMillis: p.Elect.TTL.Std().Milliseconds(),

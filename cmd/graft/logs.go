@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 // LogsCmd is `graft logs PLUGIN [-f] [-n N]`.
@@ -16,8 +16,8 @@ type LogsCmd struct {
 
 // Run prints the plugin's output from its log in the state dir.
 func (c *LogsCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Lines < 0 || c.Lines > host.MaxLogLines {
-		return fmt.Errorf("-n %d: want 0 to %d lines", c.Lines, host.MaxLogLines)
+	if c.Lines < 0 || c.Lines > hostapi.MaxLogLines {
+		return fmt.Errorf("-n %d: want 0 to %d lines", c.Lines, hostapi.MaxLogLines)
 	}
 	dir := g.stateDir(g.File)
 	cl, up, err := g.client(ctx, dir)

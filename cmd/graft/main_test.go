@@ -22,7 +22,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"go.uber.org/goleak"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the cmp files of testdata/script")
@@ -261,7 +261,7 @@ func cmdStatusVar(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 3 {
 		ts.Fatalf("usage: statusvar plugin field var")
 	}
-	c, err := host.NewClient(ts.MkAbs(".graft"))
+	c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 	ts.Check(err)
 	defer c.Close()
 	st, err := c.Status(context.Background())
@@ -301,7 +301,7 @@ func cmdWaitIdle(ts *testscript.TestScript, neg bool, args []string) { waitApply
 func waitApplying(ts *testscript.TestScript, applying bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := host.NewClient(ts.MkAbs(".graft"))
+		c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 		ts.Check(err)
 		st, err := c.Status(context.Background())
 		c.Close()
@@ -317,7 +317,7 @@ func waitApplying(ts *testscript.TestScript, applying bool) {
 
 // waithost waits until a host answers for $WORK/.graft.
 func cmdWaitHost(ts *testscript.TestScript, neg bool, args []string) {
-	c, err := host.NewClient(ts.MkAbs(".graft"))
+	c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 	ts.Check(err)
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -359,7 +359,7 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		wait = time.Duration(s) * time.Second
 	}
-	c, err := host.NewClient(ts.MkAbs(args[0]))
+	c, err := hostapi.NewClient(ts.MkAbs(args[0]))
 	ts.Check(err)
 	defer c.Close()
 	deadline := time.Now().Add(wait)

@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
 )
 
@@ -147,7 +147,7 @@ func TestSocketDirOfAnotherUserRefused(t *testing.T) {
 	// Where the socket goes, named as the host would name it.
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	t.Setenv("TMPDIR", t.TempDir())
-	probe, err := host.SocketPath(state)
+	probe, err := hostapi.SocketPath(state)
 	require.NoError(t, err)
 	squat := filepath.Join(tmp, "graft-0")
 	sock := filepath.Join(squat, filepath.Base(probe))
@@ -251,7 +251,7 @@ func TestAnotherUserGetsNoWayIn(t *testing.T) {
 			assert.Contains(t, string(out), "permission denied")
 		}
 	}
-	c, err := host.NewClient(state)
+	c, err := hostapi.NewClient(state)
 	require.NoError(t, err)
 	defer c.Close()
 	st, err := c.Status(context.Background())

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
 )
@@ -76,18 +76,18 @@ func (p *progress) paint(code, s string) string {
 }
 
 // On handles one message of the stream.
-func (p *progress) On(m host.Message) {
+func (p *progress) On(m hostapi.Message) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLive()
 	switch m.Type {
-	case host.MsgPlan:
+	case hostapi.MsgPlan:
 		p.total = len(m.Plan.Steps)
 		m.Plan.WriteText(p.w, plan.TextOptions{Color: p.color})
 		if m.Plan.HasChanges() {
 			fmt.Fprintln(p.w, "\nApplying:")
 		}
-	case host.MsgEvent:
+	case hostapi.MsgEvent:
 		p.event(*m.Event)
 	}
 	p.drawLive()

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/faultproxy"
 	"github.com/graftland/graft/plan"
 )
@@ -106,7 +106,7 @@ func (rig *remoteRig) stop() {
 	if rig.t.Failed() {
 		b, _ := os.ReadFile(filepath.Join(rig.dir, "runner.log"))
 		rig.t.Logf("--- runner ---\n%s", b)
-		b, _ = os.ReadFile(filepath.Join(rig.dir, ".graft", host.HostLog))
+		b, _ = os.ReadFile(filepath.Join(rig.dir, ".graft", hostapi.HostLog))
 		rig.t.Logf("--- host ---\n%s", b)
 	}
 }
@@ -127,7 +127,7 @@ plugins:
 }
 
 func (rig *remoteRig) api() (plan.Record, error) {
-	c, err := host.NewClient(filepath.Join(rig.dir, ".graft"))
+	c, err := hostapi.NewClient(filepath.Join(rig.dir, ".graft"))
 	if err != nil {
 		return plan.Record{}, err
 	}

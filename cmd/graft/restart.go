@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 )
 
 // RestartCmd is `graft restart PLUGIN...`.
@@ -34,6 +34,6 @@ func (c *RestartCmd) Run(ctx context.Context, g *Globals) error {
 	return err
 }
 
-func hostRequest(parallelism int, command string) host.ApplyRequest {
-	return host.ApplyRequest{Parallelism: parallelism, Holder: holder(command)}
+func hostRequest(parallelism int, command string) hostapi.ApplyRequest {
+	return hostapi.ApplyRequest{Parallelism: parallelism, Holder: holder(command)}
 }

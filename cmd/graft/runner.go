@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runner"
@@ -47,7 +47,7 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	}
 	var token string
 	if g.TokenFile != "" {
-		if token, err = host.ReadToken(g.TokenFile); err != nil {
+		if token, err = hostapi.ReadToken(g.TokenFile); err != nil {
 			return fmt.Errorf("--token-file: %w", err)
 		}
 	}

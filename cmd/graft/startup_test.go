@@ -15,7 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/spec"
 )
@@ -44,7 +44,7 @@ func cmdStartupRace(ts *testscript.TestScript, neg bool, args []string) {
 		b := write(fmt.Sprintf("name: race\nplugins:\n  b%d: {command: [plug, serve, b]}\n", i))
 		ts.Check(ts.Exec("graft", "apply"))
 
-		c, err := host.NewClient(ts.MkAbs(".graft"))
+		c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 		ts.Check(err)
 		st, err := c.Status(context.Background())
 		c.Close()
@@ -96,7 +96,7 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(wait)
 	last := "not listed"
 	for {
-		c, err := host.NewClient(ts.MkAbs(".graft"))
+		c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 		ts.Check(err)
 		st, err := c.Status(context.Background())
 		c.Close()

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package host
+package hostapi
 
 // gone reports whether process pid has ended; where it cannot be told,
 // the host's closed socket says so.

@@ -1,4 +1,4 @@
-package host
+package hostapi
 
 import (
 	"bufio"
@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/privsock"
-	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
 )
 
@@ -68,15 +67,6 @@ func NewClient(dir string) (*Client, error) {
 	return c, nil
 }
 
-// socketOf finds the socket of the host of dir: the one its host recorded,
-// else where SocketPath says.
-func socketOf(dir string) (string, error) {
-	if b, err := safefs.ReadFile(filepath.Join(dir, socketLink), 4096); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	return SocketPath(dir)
-}
-
 // Close releases the client's connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
@@ -115,26 +105,6 @@ func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error)
 	}
 	return &info, nil
 }
-
-// ApplyError is an apply that ran and had failures: its steps' errors,
-// each with the type the host gave it (an *apply.StepError around a
-// *placement.CleanupError or a *placement.StartError, apply.ErrCancelled), so
-// that errors.As and errors.Is find them through it.
-type ApplyError struct{ Errors []error }
-
-func (e *ApplyError) Error() string {
-	if len(e.Errors) == 1 {
-		return e.Errors[0].Error()
-	}
-	msgs := make([]string, len(e.Errors))
-	for i, err := range e.Errors {
-		msgs[i] = err.Error()
-	}
-	return fmt.Sprintf("%d errors:\n  %s", len(e.Errors), strings.Join(msgs, "\n  "))
-}
-
-// Unwrap returns the failures, so errors.As and errors.Is look into each.
-func (e *ApplyError) Unwrap() []error { return e.Errors }
 
 // Apply asks the host to apply req, calling on for each message as it
 // comes. When the host refuses before it begins, it returns a
@@ -191,7 +161,7 @@ func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on f
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), maxBody)
+	sc.Buffer(make([]byte, 64<<10), MaxBody)
 	for sc.Scan() {
 		var m Message
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
@@ -268,7 +238,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 }
 
 // limitAnswer bounds what is read of an answer that is one JSON value.
-func limitAnswer(r io.Reader) io.Reader { return io.LimitReader(r, maxBody) }
+func limitAnswer(r io.Reader) io.Reader { return io.LimitReader(r, MaxBody) }
 
 // where names the host the client talks to.
 func (c *Client) where() string {
@@ -276,22 +246,4 @@ func (c *Client) where() string {
 		return c.socket
 	}
 	return c.base
-}
-
-// err is the error a MsgDone reports: nil, or an *ApplyError.
-func (m Message) err() error {
-	var errs []error
-	for _, f := range m.Failures {
-		errs = append(errs, f.Err())
-	}
-	if len(errs) == 0 {
-		// A host that sends only the text of its errors.
-		for _, e := range m.Errors {
-			errs = append(errs, errors.New(e))
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &ApplyError{Errors: errs}
 }

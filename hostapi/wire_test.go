@@ -1,0 +1,46 @@
+package hostapi
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/plan"
+)
+
+// TestUnconfirmedOverTheWire: an unconfirmed stop crosses the wire as a
+// *placement.CleanupError whose cause is a *placement.RemoteTerminationUnconfirmed,
+// in the *apply.StepError of its step, with its hint.
+func TestUnconfirmedOverTheWire(t *testing.T) {
+	cause := &placement.RemoteTerminationUnconfirmed{Plugin: "writer", Instance: "shop.writer", Generation: 4, Runner: "edge", Cause: errors.New("no confirmation within 25s")}
+	failure := &apply.StepError{
+		Step: plan.Step{ID: "stop:writer", Op: plan.OpStop, Plugin: "writer"},
+		Err:  &placement.CleanupError{Plugin: "writer", Outcome: placement.Unconfirmed, Causes: multierror.Append(nil, cause)},
+	}
+	done := Message{Type: MsgDone, Errors: []string{failure.Error()}, Failures: []ErrorBody{Encode(failure)}}
+	err := done.err()
+	var step *apply.StepError
+	require.ErrorAs(t, err, &step)
+	assert.Equal(t, "stop:writer", step.Step.ID)
+	var cleanup *placement.CleanupError
+	require.ErrorAs(t, err, &cleanup)
+	assert.Equal(t, placement.Unconfirmed, cleanup.Outcome)
+	var got *placement.RemoteTerminationUnconfirmed
+	require.ErrorAs(t, err, &got)
+	assert.Equal(t, "edge", got.Runner)
+	assert.Equal(t, int64(4), got.Generation)
+	assert.EqualError(t, got.Cause, "no confirmation within 25s")
+	assert.Equal(t, failure.Error(), err.Error(), "the same text on both sides")
+	var hint interface{ Hint() string }
+	require.ErrorAs(t, err, &hint)
+	assert.Contains(t, hint.Hint(), "check runner edge")
+
+	// Cancelled applies too.
+	done = Message{Type: MsgDone, Failures: []ErrorBody{Encode(apply.ErrCancelled)}}
+	assert.ErrorIs(t, done.err(), apply.ErrCancelled)
+}
