@@ -8,12 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runner"
 )
@@ -90,37 +87,7 @@ func (c *RunnerCmd) Run(g *Globals) error {
 		r.Close()
 		return err
 	}
-	if network == "unix" {
-		defer os.Remove(strings.TrimPrefix(c.Listen, "unix://"))
-	}
-	srv := guard.Server(r.Handler(), guard.Limits{}, log)
-	srv.TLSConfig = tlsConf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	served := make(chan error, 1)
-	go func() {
-		if tlsConf != nil {
-			served <- srv.ServeTLS(ln, "", "")
-		} else {
-			served <- srv.Serve(ln)
-		}
-	}()
-	log.Info("runner listening", "listen", c.Listen, "tls", tlsConf != nil, "client-certificates", c.ClientCA != "", "token", token != "")
-	select {
-	case <-ctx.Done():
-		err = nil
-		log.Info("stopping every process")
-	case err = <-served:
-		log.Error("serve", "err", err)
-	}
-	// Close first: it ends the event streams, which Shutdown would wait for.
-	if cerr := r.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
-	}
-	return err
+	return r.Serve(ctx, ln, c.Listen, tlsConf)
 }
