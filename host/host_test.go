@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,4 +245,42 @@ func TestParsedOnce(t *testing.T) {
 	assert.Zero(t, spec.Parses()-before, "the kept spec was parsed as the host read it, once")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
 	require.NoError(t, h.Shutdown(context.Background()))
+}
+
+// TestRun: a host run again after its shutdown listens, says it is ready,
+// applies its kept spec again, and when its ctx ends stops every plugin
+// and returns.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".graft")
+	h := open(t, state)
+	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil)
+	require.NoError(t, err)
+	require.NoError(t, h.Shutdown(context.Background()))
+
+	h = open(t, state)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-ran:
+		t.Fatalf("Run ended before it was ready: %v", err)
+	}
+	var pids []int
+	require.Eventually(t, func() bool {
+		pids = pids[:0]
+		for _, r := range h.State().Plugins {
+			if r.Status == plan.Running {
+				pids = append(pids, r.PID)
+			}
+		}
+		return len(pids) == 2
+	}, 10*time.Second, 10*time.Millisecond, "the kept spec runs again")
+	cancel()
+	require.NoError(t, <-ran)
+	for _, pid := range pids {
+		assert.Error(t, syscall.Kill(pid, 0), "pid %d is gone", pid)
+	}
 }

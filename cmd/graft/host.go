@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,37 +59,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	// The start-up's apply of the kept spec takes the apply lock before
-	// the host listens, so no client's apply can come between them: one
-	// that comes waits for it, then applies over it.
-	reapply := h.BeginReapply()
-	listening := make(chan struct{})
-	served := make(chan error, 1)
-	go func() {
-		served <- h.Serve(ctx, func() { close(listening) })
-	}()
-	select {
-	case <-listening:
-		c.ready()
-		go func() {
-			if err := reapply(ctx); err != nil {
-				log.Error("apply the last applied spec", "err", err)
-			}
-		}()
-	case err := <-served:
-		gone, cancel := context.WithCancel(ctx)
-		cancel()
-		reapply(gone) // releases the apply lock, applying nothing
-		h.Shutdown(context.Background())
-		return err
-	}
-	err = <-served
-	log.Info("stopping every plugin, consumers first")
-	if serr := h.Shutdown(context.Background()); serr != nil {
-		err = errors.Join(err, serr)
-	}
-	log.Info("host stopped")
-	return err
+	return h.Run(ctx, c.ready)
 }
 
 // ready tells whoever started the host in the background that it listens.
