@@ -66,6 +66,19 @@ func hostMain() {
 	}
 	dout.WaitFor("daemon ", 10*time.Second)
 	out.WaitFor("ready", 10*time.Second)
+	// The daemon says ready too, on the plugin's output: before the host
+	// dies, or it would die of SIGPIPE writing it, not of the host's end.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, line := range dout.Tail() {
+			if line == "ready" {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+	}
 	fmt.Println("plugin", h.PID())
 	for _, line := range dout.Tail() {
 		if strings.HasPrefix(line, "daemon ") {
