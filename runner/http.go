@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/graftland/graft/runnerapi"
 	"io"
 	"net/http"
@@ -34,13 +35,13 @@ func (r *Runner) Handler() http.Handler {
 func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 	seg, err := segments(req.URL.EscapedPath())
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
-		writeError(w, apiErr(http.StatusNotFound, runnerapi.KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)
 		return
 	}
 	method := func(m string, h func()) {
 		if req.Method != m {
 			w.Header().Set("Allow", m)
-			writeError(w, apiErr(http.StatusMethodNotAllowed, runnerapi.KindBadRequest, "%s %s: want %s", req.Method, req.URL.Path, m))
+			writeRouteError(w, http.StatusMethodNotAllowed, "%s %s: want %s", req.Method, req.URL.Path, m)
 			return
 		}
 		h()
@@ -75,7 +76,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		op := rest[len(rest)-1]
 		method(http.MethodPost, func() {
 			if err := checkName(name); err != nil {
-				writeError(w, apiErr(http.StatusBadRequest, runnerapi.KindBadRequest, "%s: %v", op, err))
+				writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
 				return
 			}
 			if op == "start" {
@@ -93,7 +94,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 			}
 		})
 	default:
-		writeError(w, apiErr(http.StatusNotFound, runnerapi.KindBadRequest, "no route %s %s", req.Method, req.URL.Path))
+		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)
 	}
 }
 
@@ -116,7 +117,7 @@ func segments(escaped string) ([]string, error) {
 func decodeRequest[T any](w http.ResponseWriter, req *http.Request, v *T, check func(*T) error) bool {
 	err := decode(http.MaxBytesReader(w, req.Body, runnerapi.MaxBody), v, check)
 	if err != nil {
-		writeError(w, apiErr(http.StatusBadRequest, runnerapi.KindBadRequest, "%s %s: %v", req.Method, req.URL.Path, err))
+		writeError(w, kindErr(runnerapi.KindBadRequest, "%s %s: %v", req.Method, req.URL.Path, err))
 		return false
 	}
 	return true
@@ -166,15 +167,45 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// writeError answers err: a *kindError with the status of its kind,
+// anything else as internal.
 func writeError(w http.ResponseWriter, err error) {
-	var e *apiError
+	var e *kindError
 	if !errors.As(err, &e) {
-		e = apiErr(http.StatusInternalServerError, runnerapi.KindInternal, "%v", err)
+		e = kindErr(runnerapi.KindInternal, "%v", err)
 	}
+	writeBody(w, statusOf(e.body.Kind), e.body)
+}
+
+// statusOf is the HTTP status of an error answer of kind: the one place
+// the runner's domain errors meet HTTP.
+func statusOf(kind string) int {
+	switch kind {
+	case runnerapi.KindBadRequest:
+		return http.StatusBadRequest
+	case runnerapi.KindUnauthorized:
+		return http.StatusUnauthorized
+	case runnerapi.KindNoSession, runnerapi.KindNoInstance:
+		return http.StatusNotFound
+	case runnerapi.KindBusy, runnerapi.KindUnconfirmed, runnerapi.KindExhausted:
+		return http.StatusConflict
+	case runnerapi.KindStartFailed:
+		return http.StatusUnprocessableEntity
+	}
+	return http.StatusInternalServerError // KindState, KindInternal
+}
+
+// writeRouteError answers a request no route takes: HTTP's own matter
+// (404, 405), not the runner's.
+func writeRouteError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeBody(w, status, runnerapi.ErrorBody{Error: fmt.Sprintf(format, args...), Kind: runnerapi.KindBadRequest})
+}
+
+func writeBody(w http.ResponseWriter, status int, body runnerapi.ErrorBody) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(e.status)
-	json.NewEncoder(w).Encode(e.body)
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
 }
 
 // serveEvents streams the session's events until the session ends, the

@@ -173,7 +173,7 @@ func (r *Runner) stop(name string, req *runnerapi.Stop) (*runnerapi.StopResult, 
 	}
 	if inst.busy {
 		r.mu.Unlock()
-		return nil, apiErr(409, runnerapi.KindBusy, "stop %s: another start or stop of %s is under way", name, name)
+		return nil, kindErr(runnerapi.KindBusy, "stop %s: another start or stop of %s is under way", name, name)
 	}
 	inst.busy = true
 	r.mu.Unlock()
@@ -224,14 +224,14 @@ func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.Sto
 		}
 	}
 	if _, ok := r.starting[placement.Identity{ID: name, Generation: gen}]; ok {
-		return nil, apiErr(409, runnerapi.KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
+		return nil, kindErr(runnerapi.KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
 	}
 	last, err := r.state.handedOut(name)
 	if err != nil {
-		return nil, apiErr(500, runnerapi.KindState, "stop %s: %v", name, err)
+		return nil, kindErr(runnerapi.KindState, "stop %s: %v", name, err)
 	}
 	if gen < 1 || gen > last {
-		return nil, apiErr(404, runnerapi.KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
+		return nil, kindErr(runnerapi.KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
 	}
 	exit := placement.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: placement.Exited, At: time.Now()}
 	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: placement.Exited, Exit: exit}, nil

@@ -111,7 +111,7 @@ func (r *Runner) admit(name, id string) (*session, *instance, *process, error) {
 	inst := r.instance(name)
 	switch {
 	case inst.busy:
-		return nil, nil, nil, apiErr(409, runnerapi.KindBusy, "start %s: another start or stop of %s is under way", name, name)
+		return nil, nil, nil, kindErr(runnerapi.KindBusy, "start %s: another start or stop of %s is under way", name, name)
 	case inst.recovered != nil:
 		return nil, nil, nil, unconfirmed("start", name, inst.recovered.Generation)
 	case inst.cur != nil && inst.cur.state == procUnconfirmed:
@@ -156,7 +156,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 	rec := record{Instance: name, Generation: gen, Invocation: p.inv, BootID: r.bootID}
 	if err := r.state.writeRecord(rec); err != nil {
 		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
-		return nil, apiErr(500, runnerapi.KindState, "start %s: %v: nothing was started", name, err)
+		return nil, kindErr(runnerapi.KindState, "start %s: %v: nothing was started", name, err)
 	}
 	return p, nil
 }
@@ -285,7 +285,7 @@ func (r *Runner) cutShort(ctx context.Context, s *session) error {
 	case s.ctx.Err() != nil:
 		return noSession(s.id)
 	case ctx.Err() != nil:
-		return apiErr(500, runnerapi.KindInternal, "start cut short, its caller gone: nothing was started")
+		return kindErr(runnerapi.KindInternal, "start cut short, its caller gone: nothing was started")
 	}
 	return nil
 }
@@ -297,16 +297,16 @@ func (r *Runner) startFailed(name string, gen int64, s *session, err error) erro
 	return &e
 }
 
-func (r *Runner) startFailure(name string, gen int64, s *session, err error) *apiError {
+func (r *Runner) startFailure(name string, gen int64, s *session, err error) *kindError {
 	var se *placement.StartError
-	var ae *apiError
+	var ae *kindError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &se):
 		exit := se.Exit
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", exit.String())
-		e := apiErr(422, runnerapi.KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
+		e := kindErr(runnerapi.KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
 		e.body.Exit = &exit
 		return e
 	case r.ctx.Err() != nil:
@@ -314,11 +314,11 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ap
 	case s.ctx.Err() != nil:
 		return noSession(s.id)
 	case errors.Is(err, context.Canceled):
-		return apiErr(500, runnerapi.KindInternal, "start %s generation %d: cut short, its caller gone: nothing of it runs", name, gen)
+		return kindErr(runnerapi.KindInternal, "start %s generation %d: cut short, its caller gone: nothing of it runs", name, gen)
 	default:
 		// It never ran: the command was not found, say.
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "err", err)
-		e := apiErr(422, runnerapi.KindStartFailed, "start %s generation %d: %v", name, gen, err)
+		e := kindErr(runnerapi.KindStartFailed, "start %s generation %d: %v", name, gen, err)
 		e.body.Exit = &placement.Exit{Code: -1, Error: err.Error(), At: time.Now()}
 		return e
 	}
@@ -495,23 +495,24 @@ func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) 
 	close(p.gaveUp)
 }
 
-func noSession(id string) *apiError {
-	return apiErr(404, runnerapi.KindNoSession, "no session %q: it never was, or its lease ran out and its processes were stopped", id)
+func noSession(id string) *kindError {
+	return kindErr(runnerapi.KindNoSession, "no session %q: it never was, or its lease ran out and its processes were stopped", id)
 }
 
-func unconfirmed(op, name string, gen int64) *apiError {
-	return apiErr(409, runnerapi.KindUnconfirmed, "%s %s: generation %d of %s may still be running: its exit is not confirmed", op, name, gen, name)
+func unconfirmed(op, name string, gen int64) *kindError {
+	return kindErr(runnerapi.KindUnconfirmed, "%s %s: generation %d of %s may still be running: its exit is not confirmed", op, name, gen, name)
 }
 
-var errClosing = apiErr(500, runnerapi.KindInternal, "the runner is shutting down")
+var errClosing = kindErr(runnerapi.KindInternal, "the runner is shutting down")
 
-// apiError is an error answer.
-type apiError struct {
-	status int
-	body   runnerapi.ErrorBody
+// kindError is a domain error of the runner: its answer, whose kind
+// says what went wrong (runnerapi's Kind constants); http.go's statusOf
+// gives it its HTTP status.
+type kindError struct {
+	body runnerapi.ErrorBody
 }
 
-func (e *apiError) Error() string { return e.body.Error }
+func (e *kindError) Error() string { return e.body.Error }
 
 // noGeneration is the answer to a start that could not take a
 // generation: none is left, or the state dir could not be read or written.
@@ -519,12 +520,12 @@ func (r *Runner) noGeneration(name string, err error) error {
 	var exhausted *ExhaustedError
 	if errors.As(err, &exhausted) {
 		r.log.Error("start refused: no generation is left", "instance", name, "err", err)
-		return apiErr(409, runnerapi.KindExhausted, "start %s: %v: nothing was started", name, err)
+		return kindErr(runnerapi.KindExhausted, "start %s: %v: nothing was started", name, err)
 	}
 	r.log.Error("start refused: the state dir cannot be written", "instance", name, "err", err)
-	return apiErr(500, runnerapi.KindState, "start %s: %v: nothing was started", name, err)
+	return kindErr(runnerapi.KindState, "start %s: %v: nothing was started", name, err)
 }
 
-func apiErr(status int, kind, format string, args ...any) *apiError {
-	return &apiError{status: status, body: runnerapi.ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}
+func kindErr(kind, format string, args ...any) *kindError {
+	return &kindError{body: runnerapi.ErrorBody{Error: fmt.Sprintf(format, args...), Kind: kind}}
 }
