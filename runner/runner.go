@@ -134,39 +134,14 @@ const killWait = 10 * time.Second
 // records of processes a previous runner left, and starts stopping those
 // that still run. Their instances refuse starts until they are gone.
 func Open(dir string, opt Options) (*Runner, error) {
-	if opt.Lease < 0 || opt.Grace < 0 {
-		return nil, errors.New("runner: lease and grace must be positive")
-	}
-	if opt.Lease == 0 {
-		opt.Lease = runnerapi.DefaultLease
-	}
-	if opt.Grace == 0 {
-		opt.Grace = DefaultGrace
-	}
-	if opt.Version == "" {
-		opt.Version = "graft"
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	log := opt.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	dir, err := filepath.Abs(dir)
+	dir, lock, err := lockStateDir(dir)
 	if err != nil {
 		return nil, err
-	}
-	// A state dir another user may write, or made, is refused: they could
-	// make the runner write where they choose (a *safefs.UnsafeError
-	// names the path and the fix).
-	if err := safefs.Root(dir, 0o700); err != nil {
-		return nil, err
-	}
-	lock, err := dirlock.Lock(filepath.Join(dir, lockFile), "runner")
-	if err != nil {
-		var held *dirlock.HeldError
-		if errors.As(err, &held) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("lock the state dir: %w", err)
 	}
 	st, err := openState(dir)
 	if err != nil {
@@ -210,6 +185,49 @@ func Open(dir string, opt Options) (*Runner, error) {
 	log.Info("runner open", "dir", dir, "lease", opt.Lease, "grace", opt.Grace)
 	r.local.LogIsolation(log, "the runner")
 	return r, nil
+}
+
+// withDefaults is opt with its zero values given their defaults.
+func (opt Options) withDefaults() (Options, error) {
+	if opt.Lease < 0 || opt.Grace < 0 {
+		return opt, errors.New("runner: lease and grace must be positive")
+	}
+	if opt.Lease == 0 {
+		opt.Lease = runnerapi.DefaultLease
+	}
+	if opt.Grace == 0 {
+		opt.Grace = DefaultGrace
+	}
+	if opt.Version == "" {
+		opt.Version = "graft"
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	return opt, nil
+}
+
+// lockStateDir takes state dir dir, made absolute, for this runner. A
+// state dir another user may write, or made, is refused: they could make
+// the runner write where they choose (a *safefs.UnsafeError names the
+// path and the fix); one another runner holds is a *dirlock.HeldError.
+func lockStateDir(dir string) (string, *os.File, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := safefs.Root(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	lock, err := dirlock.Lock(filepath.Join(dir, lockFile), "runner")
+	if err != nil {
+		var held *dirlock.HeldError
+		if errors.As(err, &held) {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("lock the state dir: %w", err)
+	}
+	return dir, lock, nil
 }
 
 // Dir is the runner's state dir.
