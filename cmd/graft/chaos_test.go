@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +34,8 @@ import (
 // It runs with plugins in PID namespaces of their own (the kernel ends
 // a dead host's families) and without (the next host cleans up after the
 // last). GRAFT_CHAOS_ROUNDS sets the number of rounds of each (default
-// 3); the seed of a run is logged, and GRAFT_CHAOS_SEED replays one.
+// 3); each run logs the start of its random source, and GRAFT_CHAOS_RANDOM
+// replays a run from it.
 func TestChaos(t *testing.T) {
 	for _, ns := range []string{"auto", "off"} {
 		t.Run("pid-namespace="+ns, func(t *testing.T) { testChaos(t, ns) })
@@ -49,14 +49,14 @@ func testChaos(t *testing.T, pidNamespace string) {
 		require.NoError(t, err)
 		rounds = n
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GRAFT_CHAOS_SEED"); s != "" {
+	start := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GRAFT_CHAOS_RANDOM"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err)
-		seed = n
+		start = n
 	}
-	t.Logf("seed %d (GRAFT_CHAOS_SEED replays it)", seed)
-	rnd := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("random source from %d (GRAFT_CHAOS_RANDOM=%d replays it)", start, start)
+	rnd := rand.New(rand.NewPCG(start, start))
 	c := &chaos{t: t, dir: t.TempDir(), gens: map[string]generation{}, pidNamespace: pidNamespace}
 	c.run = c.dir
 	t.Cleanup(c.cleanup)
@@ -147,8 +147,7 @@ func (c *chaos) killHost() {
 	dir := filepath.Join(c.dir, ".graft")
 	var pid int
 	waitUntil(c.t, 15*time.Second, func() bool { pid = hostPID(dir); return pid > 0 }, "a host runs")
-	require.NoError(c.t, syscall.Kill(pid, syscall.SIGKILL))
-	waitUntil(c.t, 10*time.Second, func() bool { return !pidAlive(pid) || zombie(pid) }, "the host is gone")
+	require.NoError(c.t, killAndWait(pid, 10*time.Second))
 }
 
 // identity is what a plugin process says of itself in its environment.
@@ -236,11 +235,6 @@ func (c *chaos) cleanup() {
 		c.t.Logf("--- host.log ---\n%s", b)
 	}
 	cleanup(c.dir)
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	return err == nil && strings.Contains(string(stat), ") Z ")
 }
 
 // waitUntil polls cond until it holds, failing the test with what after d.

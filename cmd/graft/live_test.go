@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/graftland/graft/internal/testprog"
 	"io"
 	"os"
 	"os/exec"
@@ -64,7 +65,7 @@ plugins:
 func openPTY(t *testing.T) (master, slave *os.File) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
+		testprog.Unavailable(t, fmt.Sprintf("no pseudo-terminal here: %v", err))
 	}
 	t.Cleanup(func() { m.Close() })
 	var n int

@@ -237,22 +237,30 @@ func cmdKillHost(ts *testscript.TestScript, neg bool, args []string) {
 	if pid == 0 {
 		ts.Fatalf("no host runs for %s", dir)
 	}
-	ts.Check(syscall.Kill(pid, syscall.SIGKILL))
-	deadline := time.Now().Add(5 * time.Second)
+	ts.Check(killAndWait(pid, 5*time.Second))
+}
+
+// killAndWait sends SIGKILL to pid and waits, at most d, until it is gone.
+func killAndWait(pid int, d time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(d)
 	for syscall.Kill(pid, 0) == nil {
 		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(stat), ") Z ") {
 			// A zombie its parent will reap, once its other threads are
 			// gone too: the leader of a thread group turns zombie before
 			// the rest, which still hold its files (its socket).
 			if tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid)); len(tasks) <= 1 {
-				break
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("host %d survived SIGKILL", pid)
+			return fmt.Errorf("process %d survived SIGKILL", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return nil
 }
 
 // statusvar PLUGIN FIELD VAR sets VAR to FIELD (pid, instance, generation

@@ -23,12 +23,7 @@ import (
 // fails it, under GRAFT_TEST_REQUIRE_ALL=1), and returns nobody's uid.
 func Need(t testing.TB) int {
 	t.Helper()
-	if os.Getuid() != 0 {
-		if testprog.RequireAll() {
-			t.Fatalf("this test acts as another user (nobody) and needs root (%s=1: no test may be skipped)", testprog.RequireAllEnv)
-		}
-		t.Skip("this test acts as another user (nobody) and needs root: run it as root")
-	}
+	testprog.NeedRoot(t, "this test acts as another user (nobody)")
 	testprog.Need(t, "setpriv", "util-linux")
 	u, err := user.Lookup("nobody")
 	if err != nil {

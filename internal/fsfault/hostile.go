@@ -15,12 +15,7 @@ import (
 // The directory is removed at the test's end.
 func Hostile(t testing.TB) (dir string, asNobody func(script string)) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if testprog.RequireAll() {
-			t.Fatalf("this test acts as another user, which needs root (%s=1: no test may be skipped)", testprog.RequireAllEnv)
-		}
-		t.Skip("this test acts as another user, which needs root")
-	}
+	testprog.NeedRoot(t, "this test acts as another user")
 	testprog.Need(t, "setpriv", "util-linux")
 	// Not under t.TempDir, which nobody cannot enter.
 	dir, err := os.MkdirTemp("", "graft-hostile-")

@@ -1,8 +1,7 @@
 package testprog
 
 import (
-	"os"
-	"os/exec"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,44 +13,32 @@ func TestMissing(t *testing.T) {
 		Missing("graft-no-such-program", "graft-pkg"))
 }
 
-// TestNeed runs Need in a test of its own, in a child process, with and
-// without GRAFT_TEST_REQUIRE_ALL: a skip that names the program and its
-// package, or a failure.
+// ended records how Unavailable ended a test. It stands in for
+// *testing.T, whose Skip and Fatalf would end this test itself.
+type ended struct{ skipped, failed string }
+
+func (e *ended) Helper()                           {}
+func (e *ended) Skip(args ...any)                  { e.skipped = fmt.Sprint(args...) }
+func (e *ended) Fatalf(format string, args ...any) { e.failed = fmt.Sprintf(format, args...) }
+
+// TestNeed: a missing program skips the test, naming the program and its
+// package; under GRAFT_TEST_REQUIRE_ALL=1 it fails it; one on PATH does
+// neither.
 func TestNeed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the test binary again")
-	}
 	for _, tt := range []struct {
 		requireAll string
-		fails      bool
-		says       string
+		want       ended
 	}{
-		{"", false, "--- SKIP: TestNeedChild"},
-		{"1", true, "--- FAIL: TestNeedChild"},
+		{"", ended{skipped: "graft-no-such-program is not installed: apt-get install graft-pkg"}},
+		{"1", ended{failed: "graft-no-such-program is not installed: apt-get install graft-pkg (GRAFT_TEST_REQUIRE_ALL=1: no test may be skipped)"}},
 	} {
-		cmd := exec.Command(testBinary(t), "-test.run=^TestNeedChild$", "-test.v")
-		cmd.Env = append(cmd.Environ(), "GRAFT_TESTPROG_CHILD=1", RequireAllEnv+"="+tt.requireAll)
-		out, err := cmd.CombinedOutput()
-		assert.Equal(t, tt.fails, err != nil, "%s", out)
-		assert.Contains(t, string(out), tt.says)
-		assert.Contains(t, string(out), "graft-no-such-program is not installed: apt-get install graft-pkg")
-	}
-}
+		t.Setenv(RequireAllEnv, tt.requireAll)
+		var got ended
+		Need(&got, "graft-no-such-program", "graft-pkg")
+		assert.Equal(t, tt.want, got, "%s=%q", RequireAllEnv, tt.requireAll)
 
-func TestNeedChild(t *testing.T) {
-	if !childRun() {
-		t.Skip("run by TestNeed")
+		got = ended{}
+		Need(&got, "sh", "dash")
+		assert.Equal(t, ended{}, got, "a program on PATH")
 	}
-	Need(t, "graft-no-such-program", "graft-pkg")
-	t.Log("not reached")
-}
-
-func childRun() bool { return os.Getenv("GRAFT_TESTPROG_CHILD") == "1" }
-
-func testBinary(t *testing.T) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exe
 }

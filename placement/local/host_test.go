@@ -179,7 +179,7 @@ func needNamespace(t *testing.T) {
 	case os.Geteuid() == 0 || testprog.RequireAll():
 		t.Fatalf("plugins get no PID namespace: %v", iso.Err)
 	default:
-		t.Skipf("plugins get no PID namespace here (%v); as root this test runs", iso.Err)
+		testprog.Unavailable(t, fmt.Sprintf("plugins get no PID namespace here (%v); as root this test runs", iso.Err))
 	}
 }
 
