@@ -271,11 +271,7 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	// finds the entry to restart (leaderChanged).
 	x.h.mu.Lock()
 	req.Env = x.h.providerEnv(x.desired, p)
-	if p.Run == spec.Floating {
-		e.unit = newFloater(x.h, req)
-	} else {
-		e.unit = placement.NewSupervisor(pl, req)
-	}
+	e.unit = placement.NewSupervisor(pl, req)
 	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
@@ -298,8 +294,10 @@ func (h *Host) pruneLastStops() {
 // placement is where plugin p of desired runs.
 func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
 	switch p.Run {
-	case spec.Local, spec.Floating: // a floating plugin's leader runs it as a local process
+	case spec.Local:
 		return h.locals, nil
+	case spec.Floating: // its leader runs it as a local process
+		return h.floating, nil
 	case spec.Worker:
 		return h.workers, nil
 	case spec.Remote:
@@ -311,17 +309,9 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placemen
 // entry is one plugin the host runs or tracks.
 type entry struct {
 	record    plan.Record // what its spec decides (plan.Applied)
-	unit      unit
+	unit      *placement.Supervisor
 	placement placement.Placement // where it runs
 	env       map[string]string   // what the host added to its environment
-}
-
-// unit keeps one plugin running: a placement.Supervisor, or a floater that
-// runs it only while this host leads its election.
-type unit interface {
-	Start(ctx context.Context) error
-	Stop(ctx context.Context) (placement.Outcome, error)
-	State() placement.State
 }
 
 func (h *Host) entry(name string) *entry {
@@ -355,9 +345,7 @@ func (h *Host) State() *plan.State {
 		r := e.record
 		s := e.unit.State()
 		r.Status = statusOf(s.Status)
-		if f, ok := e.unit.(*floater); ok {
-			r.Role, r.Address = f.role()
-		}
+		r.Role, r.Address = s.Role, s.Address
 		r.Instance = s.Identity.ID
 		r.Generation = s.Identity.Generation
 		r.PID = s.PID

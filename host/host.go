@@ -18,6 +18,7 @@ import (
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/floating"
 	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/placement/worker"
 	"github.com/graftland/graft/plan"
@@ -58,10 +59,13 @@ type Host struct {
 	local   *local.Local
 	locals  placement.Placement // local, recording the instances it starts
 	workers *worker.Worker
-	remotes remotes
-	hostID  string
-	clock   elect.Clock
-	key     spec.DigestKey // keys the digests of env values (digest.key)
+	// floating runs floating plugins on locals while this host leads;
+	// followLeaders takes its changes of leader until followed is closed.
+	floating *floating.Placement
+	followed chan struct{}
+	remotes  remotes
+	hostID   string
+	key      spec.DigestKey // keys the digests of env values (digest.key)
 
 	background tasks // restarts of consumers when a leader moves
 	started    time.Time
@@ -147,13 +151,15 @@ func Open(dir string, opt Options) (*Host, error) {
 	if h.spec != nil {
 		h.spec.parsed = h.spec.parsed.WithKey(h.key)
 	}
-	h.clock = opt.Clock
 	if h.hostID = opt.HostID; h.hostID == "" {
 		if h.hostID, err = defaultHostID(dir); err != nil {
 			h.close()
 			return nil, err
 		}
 	}
+	h.floating = floating.New(h.locals, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: log})
+	h.followed = make(chan struct{})
+	go h.followLeaders()
 	if err := h.cleanCache(); err != nil {
 		h.close()
 		return nil, err
@@ -168,6 +174,12 @@ func (h *Host) Dir() string { return h.dir }
 
 // close releases what Open took.
 func (h *Host) close() {
+	if h.floating != nil {
+		if err := h.floating.Close(); err != nil {
+			h.log.Error("stop floating plugins", "err", err)
+		}
+		<-h.followed
+	}
 	if err := h.closeRemotes(); err != nil {
 		h.log.Error("stop remote plugins", "err", err)
 	}

@@ -41,6 +41,20 @@ type State struct {
 	LastError string
 	// NextRetry is when the next restart is due; zero when none is.
 	NextRetry time.Time
+	// Role is a floating plugin's part in its election: leader, follower
+	// or candidate; empty for others.
+	Role string
+	// Address is where a floating plugin's leader serves.
+	Address string
+}
+
+// Reporter is a Handle that reports a state of its own while it runs: a
+// floating plugin's, which runs its process only while its host leads
+// (restarting it there) and stands by otherwise. A Supervisor's State is
+// then the handle's.
+type Reporter interface {
+	Handle
+	State() State
 }
 
 // Supervisor keeps one plugin running on a placement: it starts it, marks
@@ -56,6 +70,7 @@ type Supervisor struct {
 	mu       sync.Mutex
 	state    State
 	handle   Handle
+	lastExit Exit // how the last handle ended
 	attempt  int  // restarts since the schedule was last reset
 	stopping bool // Stop was called: no more starts
 	// starting is closed when the start under way ends; nil when none is.
@@ -139,6 +154,9 @@ func (s *Supervisor) watch(h Handle) {
 		exit := h.Exit()
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.handle == h {
+			s.lastExit = exit
+		}
 		if s.handle != h || s.stopping || exit.Requested {
 			return
 		}
@@ -266,16 +284,33 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 		}
 		return outcome, err
 	}
+	if h != nil {
+		s.lastExit = h.Exit()
+	}
 	s.state.PID = 0
 	s.set(Stopped, "")
 	return outcome, err
 }
 
-// State returns a snapshot of the plugin's state.
+// State returns a snapshot of the plugin's state: a Reporter's own while
+// it runs, with the restarts of both.
 func (s *Supervisor) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r, ok := s.handle.(Reporter); ok && s.state.Status == Running {
+		st := r.State()
+		st.Restarts += s.state.Restarts
+		return st
+	}
 	return s.state
+}
+
+// LastExit is how the plugin last ended: its last exit on its own, or
+// its last stop's; zero before either.
+func (s *Supervisor) LastExit() Exit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastExit
 }
 
 // set moves to status; a failure records its error. Called with s.mu held.

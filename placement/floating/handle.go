@@ -1,0 +1,286 @@
+package floating
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/spec"
+)
+
+// Role is a host's part in a floating plugin's election.
+type Role string
+
+// The roles.
+const (
+	// Leading: this host leads, and runs the plugin.
+	Leading Role = "leader"
+	// Following: another host leads, and its lease is healthy.
+	Following Role = "follower"
+	// Candidate: bootstrapping, contending or backing off.
+	Candidate Role = "candidate"
+)
+
+// handle is one floating plugin on this host: it campaigns in the
+// plugin's election and, while this host leads, runs the plugin on the
+// inner placement with the instance name and the epoch as its identity,
+// restarting it if it dies. A leader that loses its term stops the
+// plugin first, then campaigns again. On every host it watches who leads,
+// and publishes each change.
+type handle struct {
+	p    *Placement
+	req  placement.Request
+	el   *elect.Election
+	addr string // where this host's plugin serves, when it leads
+
+	ctx    context.Context // the campaign's life: cancelled by Stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	stopping bool
+	leading  bool
+	sup      *placement.Supervisor // the plugin, while leading
+	leader   elect.Lease           // who leads, as last seen
+	known    chan struct{}         // closed once a leader is known
+	since    time.Time
+	ended    chan struct{} // closed when the campaign cannot go on; then:
+	why      error         // why (an *elect.ExhaustedError)
+
+	stopOnce sync.Once
+	outcome  placement.Outcome // the Stop's, once stopOnce has run
+	stopErr  error
+	endOnce  sync.Once
+	done     chan struct{} // closed when the handle has ended; then:
+	exit     placement.Exit
+}
+
+func newHandle(p *Placement, req placement.Request, el *elect.Election, addr string) *handle {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &handle{p: p, req: req, el: el, addr: addr, ctx: ctx, cancel: cancel,
+		known: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{}), since: time.Now()}
+}
+
+// join starts campaigning and observing.
+func (h *handle) join() {
+	h.wg.Add(2)
+	go h.campaign()
+	go h.observe()
+}
+
+// awaitLeader waits until some host leads, at most ttl plus poll.
+func (h *handle) awaitLeader(ctx context.Context) error {
+	p := h.req.Plugin
+	e := p.Elect
+	wait := time.NewTimer(e.TTL.Std() + e.Poll.Std())
+	defer wait.Stop()
+	select {
+	case <-h.known:
+		return nil
+	case <-h.ended:
+		return fmt.Errorf("start %s: %w", p.Name, h.why)
+	case <-wait.C:
+		return fmt.Errorf("start %s: no leader elected in %s within %s: is the directory readable and writable on every host?", p.Name, e.Dir, e.TTL.Std()+e.Poll.Std())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// campaign leads when it can: it runs the plugin while leading, and stops
+// it first when the term is lost or the handle stops.
+func (h *handle) campaign() {
+	defer h.wg.Done()
+	name := h.req.Plugin.Name
+	for {
+		term, err := h.el.Campaign(h.ctx)
+		if err != nil {
+			if h.ctx.Err() == nil { // not stopped: it cannot go on
+				h.p.log.Error("the election cannot go on", "plugin", name, "err", err)
+				h.mu.Lock()
+				h.why = err
+				h.mu.Unlock()
+				close(h.ended)
+				h.end(placement.Exit{Error: err.Error(), Outcome: placement.Exited})
+			}
+			return
+		}
+		h.lead(term)
+		select {
+		case <-term.Lost():
+			h.p.log.Warn("lost the lead: stopping the plugin first", "plugin", name, "epoch", term.Epoch(), "err", term.Err())
+			h.follow()
+		case <-h.ctx.Done():
+			h.follow()
+			if err := term.Resign(context.Background()); err != nil {
+				h.p.log.Warn("release the lease", "plugin", name, "err", err)
+			}
+			return
+		}
+	}
+}
+
+// lead starts the plugin with the epoch as its generation. It is started
+// again whenever it dies: the plugin's retry, or a second's delay and
+// backoff when it has none.
+func (h *handle) lead(term *elect.Term) {
+	req := h.req
+	p := *req.Plugin
+	if p.Retry == nil {
+		p.Retry = &spec.Retry{Delay: spec.FromStd(time.Second), Factor: 2, Max: spec.FromStd(30 * time.Second)}
+	}
+	req.Plugin = &p
+	req.Identity = &placement.Identity{ID: p.Instance, Generation: term.Epoch()}
+	sup := placement.NewSupervisor(h.p.inner, req)
+	h.mu.Lock()
+	if h.stopping {
+		h.mu.Unlock()
+		return
+	}
+	h.leading, h.sup, h.since = true, sup, time.Now()
+	h.mu.Unlock()
+	h.p.log.Info("leading", "plugin", p.Name, "epoch", term.Epoch())
+	if err := sup.Start(h.ctx); err != nil {
+		h.p.log.Error("start the plugin as leader", "plugin", p.Name, "err", err)
+	}
+	h.saw(elect.Lease{Holder: h.p.opt.HostID, Address: h.addr, Epoch: term.Epoch()})
+}
+
+// follow stops the plugin, if it runs here.
+func (h *handle) follow() {
+	h.mu.Lock()
+	sup := h.sup
+	h.leading, h.sup, h.since = false, nil, time.Now()
+	h.mu.Unlock()
+	if sup != nil {
+		sup.Stop(context.Background())
+	}
+}
+
+// observe follows the lease, to learn of every change of leader.
+func (h *handle) observe() {
+	defer h.wg.Done()
+	for o := range h.el.Observe(h.ctx) {
+		if !o.Dead {
+			h.saw(o.Lease)
+		}
+	}
+}
+
+// saw notes who leads, and publishes a new leader or a new address.
+func (h *handle) saw(l elect.Lease) {
+	h.mu.Lock()
+	if l.Epoch < h.leader.Epoch {
+		h.mu.Unlock()
+		return // an old lease, read late
+	}
+	changed := l.Epoch != h.leader.Epoch || l.Address != h.leader.Address
+	h.leader = l
+	select {
+	case <-h.known:
+	default:
+		close(h.known)
+	}
+	h.mu.Unlock()
+	if changed {
+		h.p.changes.publish(Change{Plugin: h.req.Plugin.Name, Lease: l})
+	}
+}
+
+// Stop leaves the election: a leader stops the plugin, then marks the
+// lease released so another host takes over within one poll. Concurrent
+// and later calls wait for the first and return what it did.
+func (h *handle) Stop(ctx context.Context) (placement.Outcome, error) {
+	h.stopOnce.Do(func() { h.outcome, h.stopErr = h.stop(ctx) })
+	return h.outcome, h.stopErr
+}
+
+func (h *handle) stop(ctx context.Context) (placement.Outcome, error) {
+	h.mu.Lock()
+	h.stopping = true
+	sup := h.sup
+	h.mu.Unlock()
+	outcome, err := placement.Exited, error(nil)
+	var exit placement.Exit
+	if sup != nil {
+		outcome, err = sup.Stop(ctx)
+		exit = sup.LastExit()
+	}
+	h.cancel()
+	h.wg.Wait()
+	h.el.Close()
+	h.p.forget(h)
+	exit.Requested, exit.Outcome, exit.At = true, outcome, time.Now()
+	h.end(exit)
+	return outcome, err
+}
+
+// end records how the handle ended and closes Done, the first time.
+func (h *handle) end(exit placement.Exit) {
+	h.endOnce.Do(func() {
+		h.exit = exit
+		close(h.done)
+	})
+}
+
+// Done is closed once the handle has ended: stopped, or its election
+// could not go on.
+func (h *handle) Done() <-chan struct{} { return h.done }
+
+// Exit is how the handle ended: the last exit of the plugin on this host
+// when it was stopped, or why the election could not go on.
+func (h *handle) Exit() placement.Exit { return h.exit }
+
+// Identity is the instance name and the epoch this host last saw.
+func (h *handle) Identity() placement.Identity { return h.State().Identity }
+
+// PID is the plugin's process while this host leads, else 0.
+func (h *handle) PID() int { return h.State().PID }
+
+// State is the plugin's state on this host: its process's while leading,
+// standby while another host leads; with this host's role and the
+// leader's address.
+func (h *handle) State() placement.State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var st placement.State
+	switch {
+	case h.sup != nil:
+		st = h.sup.State()
+	case h.why != nil: // the campaign ended: no host leads, nor can
+		st = placement.State{Status: placement.Failed, Since: h.since, LastError: h.why.Error()}
+	case h.leader.Epoch > 0:
+		st = placement.State{Status: placement.Standby, Since: h.since,
+			Identity: placement.Identity{ID: h.req.Plugin.Instance, Generation: h.leader.Epoch}}
+	default:
+		st = placement.State{Status: placement.Starting, Since: h.since}
+	}
+	st.Role, st.Address = string(h.roleLocked()), h.leader.Address
+	return st
+}
+
+// roleLocked is this host's role. h.mu is held.
+func (h *handle) roleLocked() Role {
+	switch {
+	case h.leading:
+		return Leading
+	case h.el.Following():
+		return Following
+	}
+	return Candidate
+}
+
+// leaderInfo reads the election's lease.
+func (h *handle) leaderInfo(ctx context.Context) (Leader, error) {
+	l, age, err := h.el.Leader(ctx)
+	if err != nil {
+		return Leader{}, err
+	}
+	h.mu.Lock()
+	role := h.roleLocked()
+	h.mu.Unlock()
+	p := h.req.Plugin
+	return Leader{Lease: l, Instance: p.Instance, Dir: Dir(h.req.Dir, p.Elect), Age: age, TTL: p.Elect.TTL.Std(), Role: role}, nil
+}
