@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
 	"path"
 	"slices"
@@ -56,7 +60,7 @@ func graftDeps(p pkg) []string {
 
 func TestLayout(t *testing.T) {
 	pkgs := listPackages(t)
-	for _, must := range []string{"spec", "plan", "apply", "placement", "placement/local", "placement/remote", "runner", "runnerapi", "host", "hostapi"} {
+	for _, must := range []string{"spec", "plan", "apply", "placement", "placement/local", "placement/remote", "placement/floating", "runner", "runnerapi", "host", "hostapi"} {
 		if _, ok := pkgs[must]; !ok {
 			t.Fatalf("no package %s: the layout moved; update this test and the README", must)
 		}
@@ -64,8 +68,8 @@ func TestLayout(t *testing.T) {
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
 	running := []string{"internal/proc", "internal/output", "internal/ready", "placement/local", "placement/worker",
-		"placement/remote", "runner", "host", "elect"}
-	placements := []string{"placement/local", "placement/worker", "placement/remote"}
+		"placement/remote", "placement/floating", "runner", "host", "elect"}
+	placements := []string{"placement/local", "placement/worker", "placement/remote", "placement/floating"}
 
 	for rel, p := range pkgs {
 		deps := graftDeps(p)
@@ -128,6 +132,55 @@ func TestNoStandardName(t *testing.T) {
 		}
 		if s, ok := std[p.Name]; ok {
 			t.Errorf("package %s (%s) has the name of the standard library's %s", p.Name, rel, s)
+		}
+	}
+}
+
+// TestHostAssertsNoPlacement: the host reaches placements only through
+// placement.Placement and placement.Handle. A type assertion in the host
+// to a type of a placement package, or to one of the host's own types,
+// would make it depend on how one placement works; assertions to
+// interfaces of the placement package (placement.Reporter) and to other
+// packages' types (http.Flusher) are fine.
+func TestHostAssertsNoPlacement(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, "host", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			// The packages of placements, by the name the file imports them as.
+			banned := map[string]bool{}
+			for _, imp := range f.Imports {
+				ip := strings.Trim(imp.Path.Value, `"`)
+				if rel, ok := strings.CutPrefix(ip, module+"/placement/"); ok && rel != "placementtest" {
+					local := path.Base(ip)
+					if imp.Name != nil {
+						local = imp.Name.Name
+					}
+					banned[local] = true
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				ta, ok := n.(*ast.TypeAssertExpr)
+				if !ok || ta.Type == nil {
+					return true
+				}
+				typ := ta.Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				switch x := typ.(type) {
+				case *ast.Ident: // one of the host's own types
+					t.Errorf("%s: a type assertion to the host's own %s", fset.Position(ta.Pos()), x.Name)
+				case *ast.SelectorExpr:
+					if pkg, ok := x.X.(*ast.Ident); ok && banned[pkg.Name] {
+						t.Errorf("%s: a type assertion to %s.%s, a placement's type", fset.Position(ta.Pos()), pkg.Name, x.Sel.Name)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

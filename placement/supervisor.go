@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/graftland/graft/spec"
 )
 
 // Status is where a supervised plugin stands.
@@ -66,6 +68,7 @@ type Reporter interface {
 type Supervisor struct {
 	placement Placement
 	req       Request
+	retry     *spec.Retry // the plugin's, or its placement's default
 
 	mu       sync.Mutex
 	state    State
@@ -83,7 +86,20 @@ type Supervisor struct {
 // NewSupervisor returns a Supervisor of req on p. Nothing starts before
 // Start.
 func NewSupervisor(p Placement, req Request) *Supervisor {
-	return &Supervisor{placement: p, req: req, state: State{Status: Stopped, Since: time.Now()}}
+	retry := req.Plugin.Retry
+	if d, ok := p.(Retrier); ok && retry == nil {
+		retry = d.DefaultRetry()
+	}
+	return &Supervisor{placement: p, req: req, retry: retry, state: State{Status: Stopped, Since: time.Now()}}
+}
+
+// Retrier is a Placement whose plugins are retried even when their spec
+// says no retry: a floating placement, whose plugin must go on
+// campaigning after a start that saw no leader in time.
+type Retrier interface {
+	Placement
+	// DefaultRetry is the retry of a plugin that has none.
+	DefaultRetry() *spec.Retry
 }
 
 // Start starts the plugin and returns once it runs (and is ready), or
@@ -160,7 +176,7 @@ func (s *Supervisor) watch(h Handle) {
 		if s.handle != h || s.stopping || exit.Requested {
 			return
 		}
-		if r := s.req.Plugin.Retry; r != nil && time.Since(started) > r.Max.Std() {
+		if r := s.retry; r != nil && time.Since(started) > r.Max.Std() {
 			s.attempt = 0 // it ran long enough to count as healthy
 		}
 		if exit.Lost {
@@ -198,7 +214,7 @@ func describeExit(e Exit) string {
 // scheduleRetry arms the next restart, if the plugin has a retry schedule
 // with attempts left. Called with s.mu held.
 func (s *Supervisor) scheduleRetry() {
-	r := s.req.Plugin.Retry
+	r := s.retry
 	if r == nil || (r.Attempts > 0 && s.attempt >= r.Attempts) {
 		s.state.NextRetry = time.Time{}
 		return

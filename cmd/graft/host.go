@@ -52,7 +52,6 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 			return err
 		}
 	}
-	opt.Clock = electionClock
 	h, err := host.Open(dir, opt)
 	if err != nil {
 		return err

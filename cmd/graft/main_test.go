@@ -28,10 +28,10 @@ import (
 var update = flag.Bool("update", false, "rewrite the cmp files of testdata/script")
 
 // TestMain registers this binary as the graft and plug commands of the
-// scripts, which run it as real programs, and as skewed-graft, and checks
-// for leaked goroutines.
+// scripts, which run it as real programs, and checks for leaked
+// goroutines.
 func TestMain(m *testing.M) {
-	testscript.Main(leakCheck{m}, map[string]func(){"graft": main, "plug": plugMain, "skewed-graft": skewedGraftMain})
+	testscript.Main(leakCheck{m}, map[string]func(){"graft": main, "plug": plugMain})
 }
 
 type leakCheck struct{ m *testing.M }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/spec"
 )
 
 // Options configures a Placement.
@@ -114,6 +115,16 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 		return nil, err
 	}
 	return h, nil
+}
+
+// DefaultRetry is the retry of a floating plugin whose spec has none: a
+// second's delay, doubled up to 30 seconds, for ever. A leader starts its
+// plugin again on it when the plugin dies, and a Supervisor starts the
+// campaign again on it when a start saw no leader in time (a stale lock, a
+// directory not yet writable): a floating plugin does not stay down while
+// the hosts can elect.
+func (p *Placement) DefaultRetry() *spec.Retry {
+	return &spec.Retry{Delay: spec.FromStd(time.Second), Factor: 2, Max: spec.FromStd(30 * time.Second)}
 }
 
 var errClosed = errors.New("the floating placement is closed")

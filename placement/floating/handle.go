@@ -8,7 +8,6 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/spec"
 )
 
 // Role is a host's part in a floating plugin's election.
@@ -46,6 +45,7 @@ type handle struct {
 	sup      *placement.Supervisor // the plugin, while leading
 	leader   elect.Lease           // who leads, as last seen
 	known    chan struct{}         // closed once a leader is known
+	led      chan struct{}         // closed once this host has led
 	since    time.Time
 	ended    chan struct{} // closed when the campaign cannot go on; then:
 	why      error         // why (an *elect.ExhaustedError)
@@ -61,7 +61,7 @@ type handle struct {
 func newHandle(p *Placement, req placement.Request, el *elect.Election, addr string) *handle {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &handle{p: p, req: req, el: el, addr: addr, ctx: ctx, cancel: cancel,
-		known: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{}), since: time.Now()}
+		known: make(chan struct{}), led: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{}), since: time.Now()}
 }
 
 // join starts campaigning and observing.
@@ -71,21 +71,29 @@ func (h *handle) join() {
 	go h.observe()
 }
 
-// awaitLeader waits until some host leads, at most ttl plus poll.
+// awaitLeader waits until some host leads, at most ttl plus poll; when
+// this host does, until its plugin has started (and is ready), which its
+// ready check bounds.
 func (h *handle) awaitLeader(ctx context.Context) error {
 	p := h.req.Plugin
 	e := p.Elect
 	wait := time.NewTimer(e.TTL.Std() + e.Poll.Std())
 	defer wait.Stop()
-	select {
-	case <-h.known:
-		return nil
-	case <-h.ended:
-		return fmt.Errorf("start %s: %w", p.Name, h.why)
-	case <-wait.C:
-		return fmt.Errorf("start %s: no leader elected in %s within %s: is the directory readable and writable on every host?", p.Name, e.Dir, e.TTL.Std()+e.Poll.Std())
-	case <-ctx.Done():
-		return ctx.Err()
+	led := h.led
+	for {
+		select {
+		case <-h.known:
+			return nil
+		case <-h.ended:
+			return fmt.Errorf("start %s: %w", p.Name, h.why)
+		case <-wait.C:
+			return fmt.Errorf("start %s: no leader elected in %s within %s: is the directory readable and writable on every host?", p.Name, e.Dir, e.TTL.Std()+e.Poll.Std())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-led:
+			wait.Stop()
+			led = nil // this host leads: wait for its plugin's start
+		}
 	}
 }
 
@@ -123,13 +131,12 @@ func (h *handle) campaign() {
 }
 
 // lead starts the plugin with the epoch as its generation. It is started
-// again whenever it dies: the plugin's retry, or a second's delay and
-// backoff when it has none.
+// again whenever it dies: on the plugin's retry, or DefaultRetry's.
 func (h *handle) lead(term *elect.Term) {
 	req := h.req
 	p := *req.Plugin
 	if p.Retry == nil {
-		p.Retry = &spec.Retry{Delay: spec.FromStd(time.Second), Factor: 2, Max: spec.FromStd(30 * time.Second)}
+		p.Retry = h.p.DefaultRetry()
 	}
 	req.Plugin = &p
 	req.Identity = &placement.Identity{ID: p.Instance, Generation: term.Epoch()}
@@ -140,6 +147,11 @@ func (h *handle) lead(term *elect.Term) {
 		return
 	}
 	h.leading, h.sup, h.since = true, sup, time.Now()
+	select {
+	case <-h.led:
+	default:
+		close(h.led)
+	}
 	h.mu.Unlock()
 	h.p.log.Info("leading", "plugin", p.Name, "epoch", term.Epoch())
 	if err := sup.Start(h.ctx); err != nil {
@@ -159,11 +171,13 @@ func (h *handle) follow() {
 	}
 }
 
-// observe follows the lease, to learn of every change of leader.
+// observe follows the lease, to learn of every change of leader. A
+// lease this host holds is lead's to report, once its plugin has
+// started: the consumers of a leader's plugin wait for it.
 func (h *handle) observe() {
 	defer h.wg.Done()
 	for o := range h.el.Observe(h.ctx) {
-		if !o.Dead {
+		if !o.Dead && o.Lease.Holder != h.p.opt.HostID {
 			h.saw(o.Lease)
 		}
 	}

@@ -62,6 +62,11 @@ type Kit struct {
 	// start of it replaces the last with a larger generation (a runner);
 	// false where every start has a fresh id.
 	Stable bool
+	// Elected is true for a floating placement: the id is the instance
+	// name and the generation the election's epoch, a placement runs one
+	// start of an instance at a time, and a plugin that exits on its own
+	// is started again while its host leads, so its handle goes on.
+	Elected bool
 }
 
 // Main runs a placement package's tests, then fails them if a goroutine
@@ -143,6 +148,12 @@ func testIdentity(t *testing.T, kit Kit) {
 	assert.Equal(t, kit.Generation, id.Generation)
 	want := fmt.Sprintf("id=%s generation=%d plugin=who extra=from-request", id.ID, id.Generation)
 	require.True(t, out.WaitFor(want, 10*time.Second), "the plugin sees its identity; output: %q", out.Tail())
+	if kit.Elected {
+		assert.Equal(t, "who", id.ID, "the id is the instance name")
+		_, err := h.Stop(context.Background())
+		require.NoError(t, err)
+		return
+	}
 
 	again := start(t, p, kit, "who", Identity, NewRecorder())
 	switch {
@@ -229,6 +240,10 @@ func testExitOnItsOwn(t *testing.T, kit Kit) {
 	p := newPlacement(t, kit)
 	out := NewRecorder()
 	h := start(t, p, kit, "failing", Failing, out)
+	if kit.Elected {
+		testLeaderRestarts(t, h, out)
+		return
+	}
 	select {
 	case <-h.Done():
 	case <-time.After(10 * time.Second):
@@ -247,6 +262,23 @@ func testExitOnItsOwn(t *testing.T, kit Kit) {
 	assert.Equal(t, placement.Exited, outcome)
 	assert.Less(t, time.Since(began), 100*time.Millisecond, "stopping what has exited returns at once")
 	assert.True(t, kit.Gone(t, h))
+}
+
+// testLeaderRestarts: a leader starts its plugin again when it exits on
+// its own; the handle goes on, and stopping it stops the plugin.
+func testLeaderRestarts(t *testing.T, h placement.Handle, out *Recorder) {
+	require.Eventually(t, func() bool { return strings.Count(out.String(), "three") >= 2 }, 10*time.Second, 10*time.Millisecond,
+		"the leader starts its plugin again; output: %q", out.Tail())
+	select {
+	case <-h.Done():
+		t.Fatal("the handle ended with its plugin's exit")
+	default:
+	}
+	outcome, err := h.Stop(context.Background())
+	assert.NoError(t, err)
+	assert.Equal(t, placement.Exited, outcome)
+	requireDone(t, h)
+	assert.True(t, h.Exit().Requested)
 }
 
 func testStopIdempotent(t *testing.T, kit Kit) {
