@@ -91,7 +91,7 @@ func BenchmarkPlanCommand(b *testing.B) {
 	require.NoError(b, os.WriteFile(file, Spec(bigPlugins, bigEdges, 2, 100), 0o644))
 	old, err := spec.Parse(file, Spec(bigPlugins, bigEdges, 1, 100))
 	require.NoError(b, err)
-	state, err := json.Marshal(State(old))
+	state, err := json.Marshal(Status(old))
 	require.NoError(b, err)
 	stateFile := filepath.Join(dir, "state.json")
 	require.NoError(b, os.WriteFile(stateFile, state, 0o644))

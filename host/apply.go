@@ -45,7 +45,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 	if err != nil {
 		return nil, err
 	}
-	running := h.State()
+	running := h.Status().State()
 	p, err := h.plan(req, desired, running)
 	if err != nil {
 		return nil, err
@@ -229,9 +229,9 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 // unless its end is unconfirmed.
 func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outcome, error) {
 	outcome, err := e.unit.Stop(ctx)
-	last := &plan.LastStop{Outcome: string(outcome), At: time.Now()}
+	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
 	for _, c := range unwrapAll(err) {
-		last.Causes = append(last.Causes, plan.StopCause{Kind: placement.CauseKind(c), Message: c.Error()})
+		last.Causes = append(last.Causes, hostapi.StopCause{Kind: placement.CauseKind(c), Message: c.Error()})
 	}
 	h.mu.Lock()
 	h.lastStops[name] = last
@@ -320,19 +320,20 @@ func (h *Host) entry(name string) *entry {
 	return h.plugins[name]
 }
 
-// State is what runs, as plan.Diff and graft status read it.
-func (h *Host) State() *plan.State {
+// Status is the host's report of itself and of what it runs, as graft
+// status reads it; its State is what plan.Diff reads.
+func (h *Host) Status() *hostapi.Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := &plan.State{
-		Host: &plan.Host{
+	st := &hostapi.Status{
+		Host: &hostapi.HostInfo{
 			PID:      os.Getpid(),
 			Version:  h.opt.Version,
 			StateDir: h.dir,
 			Since:    h.started,
 			Applying: h.holder.who,
 		},
-		Plugins: []plan.Record{},
+		Plugins: []hostapi.PluginStatus{},
 	}
 	if h.spec != nil {
 		st.Host.Spec = h.spec.Digest
@@ -342,7 +343,7 @@ func (h *Host) State() *plan.State {
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
 		e := h.plugins[name]
-		r := e.record
+		r := hostapi.PluginStatus{Record: e.record}
 		s := e.unit.State()
 		r.Status = statusOf(s.Status)
 		r.Role, r.Address = s.Role, s.Address

@@ -33,14 +33,14 @@ func TestDigestKeyKept(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, withSecret)}, nil)
 	require.NoError(t, err)
-	before := h.State().Plugins[0]
+	before := h.Status().Plugins[0]
 	assert.Equal(t, k.ID(), before.KeyID)
 	require.NoError(t, h.Shutdown(context.Background()))
 
 	h = open(t, state)
 	defer h.Shutdown(context.Background())
 	require.NoError(t, h.Reapply(context.Background()))
-	after := h.State().Plugins[0]
+	after := h.Status().Plugins[0]
 	assert.Equal(t, before.Hash, after.Hash, "the same key, the same hash")
 	assert.Equal(t, before.Fields, after.Fields)
 
@@ -89,7 +89,7 @@ func TestPlanEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, p.HasChanges(), "the same spec under the host's key: nothing to do")
 	assert.Equal(t, h.key.ID(), p.KeyID)
-	assert.Equal(t, h.State().Digest(), p.State)
+	assert.Equal(t, h.Status().State().Digest(), p.State)
 
 	p, err = c.Plan(ctx, source(t, dir, strings.Replace(withSecret, "4711", "4712", 1)))
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestSavedPlanKeys(t *testing.T) {
 
 	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: withKey, Plan: saved}, nil)
 	require.NoError(t, err)
-	r := h.State().Plugins[0]
+	r := h.Status().Plugins[0]
 	assert.Equal(t, h.key.ID(), r.KeyID, "what runs is recorded under the host's key")
 	b, err := os.ReadFile(filepath.Join(dir, ".graft", appliedFile))
 	require.NoError(t, err)

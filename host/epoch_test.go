@@ -40,7 +40,7 @@ func TestFloatingEpochExhausted(t *testing.T) {
 	var exhausted *elect.ExhaustedError
 	require.ErrorAs(t, err, &exhausted)
 	assert.Less(t, time.Since(began), 5*time.Second, "at once, not after ttl and poll")
-	st := h.State()
+	st := h.Status()
 	require.Len(t, st.Plugins, 1)
 	assert.Equal(t, plan.Failed, st.Plugins[0].Status)
 	assert.Contains(t, st.Plugins[0].LastError, "the lease has had epoch 9223372036854775807, the largest there is")

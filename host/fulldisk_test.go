@@ -188,7 +188,7 @@ func keptSpec(t *testing.T, c *child) string {
 	return a.Source.YAML
 }
 
-func statusesOf(st *plan.State) map[string]plan.Status {
+func statusesOf(st *hostapi.Status) map[string]plan.Status {
 	out := map[string]plan.Status{}
 	for _, r := range st.Plugins {
 		out[r.Name] = r.Status

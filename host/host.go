@@ -21,7 +21,6 @@ import (
 	"github.com/graftland/graft/placement/floating"
 	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/placement/worker"
-	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
@@ -76,7 +75,7 @@ type Host struct {
 	spec    *applied               // the last applied spec; nil before the first apply
 	specErr error                  // a *KeptSpecError: the last applied spec cannot be read
 	// lastStops is how each plugin's last stop ended, for its status.
-	lastStops map[string]*plan.LastStop
+	lastStops map[string]*hostapi.LastStop
 
 	applying chan struct{} // a token: held by the apply under way
 	holder   holder        // who holds it, while one does
@@ -135,7 +134,7 @@ func Open(dir string, opt Options) (*Host, error) {
 		started:   time.Now(),
 		plugins:   map[string]*entry{},
 		logs:      map[string]*output.Log{},
-		lastStops: map[string]*plan.LastStop{},
+		lastStops: map[string]*hostapi.LastStop{},
 		applying:  make(chan struct{}, 1),
 		down:      make(chan struct{}),
 	}

@@ -53,7 +53,7 @@ const twoSleeps = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n  api: 
 
 func statuses(h *Host) map[string]plan.Status {
 	out := map[string]plan.Status{}
-	for _, r := range h.State().Plugins {
+	for _, r := range h.Status().Plugins {
 		out[r.Name] = r.Status
 	}
 	return out
@@ -70,7 +70,7 @@ func TestApplyAndShutdown(t *testing.T) {
 	assert.Len(t, events, 1+4, "the plan, then each step's beginning and end")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
 
-	st := h.State()
+	st := h.Status()
 	assert.Equal(t, os.Getpid(), st.Host.PID)
 	assert.Equal(t, "shop", st.Host.Project)
 	for _, r := range st.Plugins {
@@ -125,7 +125,7 @@ func TestApplyLock(t *testing.T) {
 		_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil)
 		assert.NoError(t, err)
 	}()
-	require.Eventually(t, func() bool { return h.State().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return h.Status().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
 
 	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
 	var locked *hostapi.LockedError
@@ -155,7 +155,7 @@ func TestStalePlan(t *testing.T) {
 	assert.Equal(t, "stale plan: the running state changed since the plan was made", err.Error())
 
 	saved.Desired = "sha256:other"
-	saved.State = h.State().Digest()
+	saved.State = h.Status().State().Digest()
 	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
 	assert.ErrorAs(t, err, &stale)
 }
@@ -233,7 +233,7 @@ func TestParsedOnce(t *testing.T) {
 
 	before = spec.Parses()
 	for range 100 {
-		assert.Equal(t, "shop", h.State().Host.Project)
+		assert.Equal(t, "shop", h.Status().Host.Project)
 	}
 	require.NoError(t, h.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"db"}}, nil))
 	assert.Zero(t, spec.Parses()-before, "a status or a restart parses nothing")
@@ -271,7 +271,7 @@ func TestRun(t *testing.T) {
 	var pids []int
 	require.Eventually(t, func() bool {
 		pids = pids[:0]
-		for _, r := range h.State().Plugins {
+		for _, r := range h.Status().Plugins {
 			if r.Status == plan.Running {
 				pids = append(pids, r.PID)
 			}

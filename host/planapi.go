@@ -20,7 +20,7 @@ func (h *Host) Plan(src plan.Source) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plan.Diff(desired, h.State())
+	return plan.Diff(desired, h.Status().State())
 }
 
 func (h *Host) servePlan(w http.ResponseWriter, r *http.Request) {

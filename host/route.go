@@ -39,7 +39,7 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rest := seg[1:]; {
 	case len(rest) == 1 && rest[0] == "status":
-		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.State()) })
+		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.Status()) })
 	case len(rest) == 1 && rest[0] == "apply":
 		method(http.MethodPost, h.streaming(checkApply, func(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
 			_, err := h.Apply(ctx, req, events)

@@ -26,7 +26,7 @@ func TestEditedPlanRefused(t *testing.T) {
 	c := serve(t, h)
 	ctx := context.Background()
 	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil))
-	before := h.State()
+	before := h.Status()
 
 	src := source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n  api: {command: [sleep, '60'], uses: [db]}\n")
 	saved, err := h.Plan(src)

@@ -111,7 +111,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	wg.Go(func() {
 		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil))
 	})
-	require.Eventually(t, func() bool { return h.State().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return h.Status().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
 	err = c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
 	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)

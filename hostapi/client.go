@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/privsock"
-	"github.com/graftland/graft/plan"
 )
 
 // ErrNoHost is returned when no host answers on the state dir's socket.
@@ -78,14 +77,14 @@ func (c *Client) Ping(ctx context.Context, timeout time.Duration) error {
 	return err
 }
 
-// Status returns what runs.
-func (c *Client) Status(ctx context.Context) (*plan.State, error) {
+// Status returns the host's report of itself and of what it runs.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/v1/status", nil)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var st plan.State
+	var st Status
 	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("read status: %w", err)
 	}

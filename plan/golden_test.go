@@ -69,9 +69,9 @@ func goldenState(t *testing.T, dir string) *State {
 	st := &State{Plugins: []Record{}}
 	if before, err := spec.Load(filepath.Join(dir, "before.yaml")); err == nil {
 		before = before.WithKey(goldenKey)
-		for i, name := range slices.Sorted(maps.Keys(before.Plugins)) {
+		for _, name := range slices.Sorted(maps.Keys(before.Plugins)) {
 			r := Applied(before, name)
-			r.Status, r.Generation, r.PID = Running, 1, 1000+i
+			r.Status = Running
 			st.Plugins = append(st.Plugins, r)
 		}
 	} else if !os.IsNotExist(err) {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/graftland/graft/spec"
 )
@@ -30,42 +29,25 @@ const (
 // Statuses lists every status.
 var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standby}
 
-// State is what runs: the host's report, and the input of Diff. Its JSON
-// form is what `graft status --json` prints and `graft plan --state` reads.
+// State is what runs, as a plan reads it: the input of Diff and Check,
+// and what a saved plan's state digest covers. The host reports more
+// (hostapi.Status, what `graft status --json` prints); its State method
+// gives this part of it, and ReadState reads this part of a saved status.
 type State struct {
-	Host    *Host    `json:"host,omitempty"`
 	Plugins []Record `json:"plugins"`
 }
 
-// Host describes the host daemon that reported a State.
-type Host struct {
-	PID      int       `json:"pid"`
-	Version  string    `json:"version,omitempty"`
-	Project  string    `json:"project,omitempty"`
-	StateDir string    `json:"stateDir,omitempty"`
-	Since    time.Time `json:"since,omitzero"`
-	// Spec is the digest of the last applied spec.
-	Spec string `json:"spec,omitempty"`
-	// Applying says who is applying, while an apply is under way.
-	Applying string `json:"applying,omitempty"`
-}
-
-// Record is one plugin the host runs or tracks.
+// Record is one plugin the host runs or tracks, as a plan reads it: what
+// its spec decided when it was applied, and where it stands. The host's
+// status adds the process facts (hostapi.PluginStatus), which no plan
+// reads; its JSON form inlines a Record.
 type Record struct {
-	Name       string         `json:"name"`
-	Run        spec.Placement `json:"run"`
-	Status     Status         `json:"status"`
-	Instance   string         `json:"instance"`
-	Generation int64          `json:"generation"`
-	PID        int            `json:"pid"`
-	Since      time.Time      `json:"since,omitzero"`
-	Restarts   int            `json:"restarts"`
-	LastError  string         `json:"lastError,omitempty"`
-	// Role is a floating plugin's part in its election: leader,
-	// follower or candidate.
-	Role string `json:"role,omitempty"`
-	// Address is where a floating plugin's leader serves.
-	Address string `json:"address,omitempty"`
+	Name   string         `json:"name"`
+	Run    spec.Placement `json:"run"`
+	Status Status         `json:"status"`
+	// LastError is why the plugin failed, when it did; a plan gives its
+	// first line as the reason to start it again.
+	LastError string `json:"lastError,omitempty"`
 	// Hash is spec.Spec.Hash of the plugin as it was applied.
 	Hash string `json:"hash"`
 	// Uses is what the running process was started to use: stops are
@@ -80,26 +62,6 @@ type Record struct {
 	// Runner is the runner a runner plugin runs on, as the spec names it;
 	// empty for the runner embedded in the host.
 	Runner string `json:"runner,omitempty"`
-	// LastStop is how the plugin's last stop ended, when it has been
-	// stopped (a restart, a replacement).
-	LastStop *LastStop `json:"lastStop,omitempty"`
-}
-
-// LastStop is how a stop ended: its outcome (Exited, Killed or
-// RemoteTerminationUnconfirmed) and, when it had to force the plugin or
-// could not confirm its end, the causes (docs/stopping.md).
-type LastStop struct {
-	Outcome string      `json:"outcome"`
-	Causes  []StopCause `json:"causes,omitempty"`
-	At      time.Time   `json:"at"`
-}
-
-// StopCause is one cause of a forced or unconfirmed stop.
-type StopCause struct {
-	// Kind names its type, such as LocalTerminationTimeout; empty for
-	// another error.
-	Kind    string `json:"kind,omitempty"`
-	Message string `json:"message"`
 }
 
 // Where names the runner a runner plugin runs on, for messages.
@@ -115,19 +77,19 @@ func (r *Record) Where() string {
 func Applied(s *spec.Spec, name string) Record {
 	p := s.Plugins[name]
 	return Record{
-		Name:     name,
-		Run:      p.Run,
-		Instance: p.Instance,
-		Hash:     s.Hash(name),
-		Uses:     slices.Sorted(slices.Values(p.Uses)),
-		Fields:   spec.FieldDigests(s.Fields(name)),
-		KeyID:    s.KeyID(),
-		Runner:   p.Runner,
+		Name:   name,
+		Run:    p.Run,
+		Hash:   s.Hash(name),
+		Uses:   slices.Sorted(slices.Values(p.Uses)),
+		Fields: spec.FieldDigests(s.Fields(name)),
+		KeyID:  s.KeyID(),
+		Runner: p.Runner,
 	}
 }
 
 // ReadState reads a State from a JSON file, such as one saved from
-// `graft status --json`.
+// `graft status --json`: the plan's part of it, ignoring the host's and
+// the processes' facts.
 func ReadState(path string) (*State, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -32,7 +32,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := json.Marshal(bench.State(old))
+	b, err := json.Marshal(bench.Status(old))
 	if err != nil {
 		log.Fatal(err)
 	}

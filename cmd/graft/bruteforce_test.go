@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -156,10 +157,10 @@ func cmdOldStatus(ts *testscript.TestScript, neg bool, args []string) {
 	s, err := spec.Load(ts.MkAbs(args[0]))
 	ts.Check(err)
 	all := map[string]string{"name": mustJSON(s.Name)}
-	st := plan.State{Host: &plan.Host{}}
+	st := hostapi.Status{Host: &hostapi.HostInfo{}}
 	for _, n := range slices.Sorted(maps.Keys(s.Plugins)) {
 		f := oldFields(s, n, s.Plugins[n].Env)
-		r := plan.Record{Name: n, Status: plan.Running, Hash: oldDigest(f), Fields: map[string]string{}}
+		r := hostapi.PluginStatus{Record: plan.Record{Name: n, Status: plan.Running, Hash: oldDigest(f), Fields: map[string]string{}}}
 		for k, v := range f {
 			r.Fields[k] = oldFieldDigest(v)
 		}

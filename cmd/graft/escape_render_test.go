@@ -30,12 +30,15 @@ const title = "\x1b]0;pwned\x07"
 // its names, holder and errors; the table shows them escaped, each cell
 // cut to 80 runes.
 func TestStatusEscaped(t *testing.T) {
-	st := &plan.State{
-		Host: &plan.Host{PID: 7, StateDir: "/srv/\u202e.graft", Applying: "evil\r\x1b[2K" + strings.Repeat("x", 300), Since: time.Now()},
-		Plugins: []plan.Record{{
-			Name: "web" + title, Run: "local\x1b[31m", Status: plan.Failed, Instance: "i\x9b",
-			LastError: "start web: " + title + strings.Repeat("e", 100) + "\nlast output:\n  more",
-			LastStop:  &plan.LastStop{Outcome: "Killed", Causes: []plan.StopCause{{Kind: "\x1b[2J"}}},
+	st := &hostapi.Status{
+		Host: &hostapi.HostInfo{PID: 7, StateDir: "/srv/\u202e.graft", Applying: "evil\r\x1b[2K" + strings.Repeat("x", 300), Since: time.Now()},
+		Plugins: []hostapi.PluginStatus{{
+			Record: plan.Record{
+				Name: "web" + title, Run: "local\x1b[31m", Status: plan.Failed,
+				LastError: "start web: " + title + strings.Repeat("e", 100) + "\nlast output:\n  more",
+			},
+			Instance: "i\x9b",
+			LastStop: &hostapi.LastStop{Outcome: "Killed", Causes: []hostapi.StopCause{{Kind: "\x1b[2J"}}},
 		}},
 	}
 	var b bytes.Buffer

@@ -259,7 +259,7 @@ func (f *fleet) stop() {
 }
 
 // status is the host's state; a frozen or stopped host has none.
-func (h *fhost) status() (*plan.State, error) {
+func (h *fhost) status() (*hostapi.Status, error) {
 	c, err := hostapi.NewClient(h.state())
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func (h *fhost) status() (*plan.State, error) {
 }
 
 // relay is the relay's record on the host.
-func (h *fhost) relay() (plan.Record, error) { return h.record("relay") }
+func (h *fhost) relay() (hostapi.PluginStatus, error) { return h.record("relay") }
 
 // lease reads the lease file, as another program would.
 func (f *fleet) lease() elect.Lease {
@@ -357,17 +357,17 @@ func (h *fhost) waitClient(addr string, d time.Duration) {
 	}
 }
 
-func (h *fhost) record(name string) (plan.Record, error) {
+func (h *fhost) record(name string) (hostapi.PluginStatus, error) {
 	st, err := h.status()
 	if err != nil {
-		return plan.Record{}, err
+		return hostapi.PluginStatus{}, err
 	}
 	for _, r := range st.Plugins {
 		if r.Name == name {
 			return r, nil
 		}
 	}
-	return plan.Record{}, fmt.Errorf("no %s", name)
+	return hostapi.PluginStatus{}, fmt.Errorf("no %s", name)
 }
 
 // generations lists, per relay generation, the hosts whose relay ran with

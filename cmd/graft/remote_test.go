@@ -126,24 +126,24 @@ plugins:
 	require.NoError(rig.t, os.WriteFile(filepath.Join(rig.dir, "plugins.yaml"), []byte(yaml), 0o644))
 }
 
-func (rig *remoteRig) api() (plan.Record, error) {
+func (rig *remoteRig) api() (hostapi.PluginStatus, error) {
 	c, err := hostapi.NewClient(filepath.Join(rig.dir, ".graft"))
 	if err != nil {
-		return plan.Record{}, err
+		return hostapi.PluginStatus{}, err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, err := c.Status(ctx)
 	if err != nil {
-		return plan.Record{}, err
+		return hostapi.PluginStatus{}, err
 	}
 	for _, r := range st.Plugins {
 		if r.Name == "api" {
 			return r, nil
 		}
 	}
-	return plan.Record{}, fmt.Errorf("no api")
+	return hostapi.PluginStatus{}, fmt.Errorf("no api")
 }
 
 // TestHostFrozenPastLease freezes the host (SIGSTOP): its renewals stop,

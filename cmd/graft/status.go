@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
 )
@@ -27,7 +28,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	st := &plan.State{Plugins: []plan.Record{}}
+	st := &hostapi.Status{Plugins: []hostapi.PluginStatus{}}
 	if up {
 		defer cl.Close()
 		if st, err = cl.Status(ctx); err != nil {
@@ -48,10 +49,10 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 // then a table of its plugins. The status may come from a host over TCP:
 // every text in it is escaped for the terminal, and the table's cells are
 // cut.
-func writeStatus(w io.Writer, st *plan.State) error {
+func writeStatus(w io.Writer, st *hostapi.Status) error {
 	h := st.Host
 	if h == nil {
-		h = &plan.Host{}
+		h = &hostapi.HostInfo{}
 	}
 	fmt.Fprintf(w, "Host: pid %d, up %s, state dir %s", h.PID, since(h.Since), termtext.Line(h.StateDir))
 	if h.Applying != "" {
@@ -110,7 +111,7 @@ func writeJSON(w io.Writer, v any) error {
 // lastStop is the outcome of a plugin's last stop, with the kind of its
 // first cause when it had to force the plugin or could not confirm its end
 // (every cause, in full, is in --json).
-func lastStop(l *plan.LastStop) string {
+func lastStop(l *hostapi.LastStop) string {
 	switch {
 	case l == nil:
 		return "-"
