@@ -40,8 +40,10 @@ const (
 
 // Kit is what the suite needs of a placement.
 type Kit struct {
-	// New returns a fresh placement; the suite closes it.
-	New func(t *testing.T) placement.Placement
+	// New returns a fresh placement with the windows of timing, which
+	// are Timing's or the fixed ones of placement.DefaultTiming, with
+	// the same steps zero; the suite closes it.
+	New func(t *testing.T, timing placement.Timing) placement.Placement
 	// Plugin returns a plugin, named name, that behaves as b.
 	Plugin func(t *testing.T, name string, b Behavior) *spec.Plugin
 	// Timing is the stop's windows the placement was given, each zero
@@ -93,8 +95,19 @@ func openFDs() int {
 	return len(ents)
 }
 
-// Run runs the suite against the placement of kit.
+// Run runs the suite against the placement of kit. The case of the fixed
+// windows spends seconds waiting and does little else: it runs beside the
+// other cases, which run one after another, rather than after them.
 func Run(t *testing.T, kit Kit) {
+	t.Run("FixedWindows", func(t *testing.T) { testFixedWindows(t, kit) })
+	t.Run("Cases", func(t *testing.T) {
+		t.Parallel()
+		runCases(t, kit)
+	})
+}
+
+// runCases runs every case but the fixed windows, one after another.
+func runCases(t *testing.T, kit Kit) {
 	tests := []struct {
 		name string
 		test func(*testing.T, Kit)
@@ -115,8 +128,10 @@ func Run(t *testing.T, kit Kit) {
 	}
 }
 
-func newPlacement(t *testing.T, kit Kit) placement.Placement {
-	p := kit.New(t)
+// newPlacement makes a placement of kit with timing, which the test's
+// cleanup closes.
+func newPlacement(t *testing.T, kit Kit, timing placement.Timing) placement.Placement {
+	p := kit.New(t, timing)
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
 	return p
 }
@@ -134,7 +149,7 @@ func start(t *testing.T, p placement.Placement, kit Kit, name string, b Behavior
 }
 
 func testIdentity(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "who", Identity, out)
 	id := h.Identity()
@@ -166,7 +181,7 @@ func testIdentity(t *testing.T, kit Kit) {
 // once, not on a tick: well under 100 ms from Stop to its confirmed end,
 // round after round.
 func testCooperativeStop(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	for range 3 {
 		out := NewRecorder()
 		h := start(t, p, kit, "coop", Cooperative, out)
@@ -203,7 +218,7 @@ const slack = 2 * time.Second
 // each zero where the placement has no such step; it ends Killed and
 // reports the placement's cause of a forced stop.
 func testStubbornStop(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "stubborn", Stubborn, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
@@ -225,7 +240,7 @@ func testStubbornStop(t *testing.T, kit Kit) {
 }
 
 func testExitOnItsOwn(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "failing", Failing, out)
 	select {
@@ -249,7 +264,7 @@ func testExitOnItsOwn(t *testing.T, kit Kit) {
 }
 
 func testStopIdempotent(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "coop", Cooperative, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
@@ -308,7 +323,7 @@ func testCancelDuringStop(t *testing.T, kit Kit) {
 // within the shutdown timeout, and gone. It returns the stop's error.
 func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
 	t.Helper()
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "stubborn", Stubborn, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
@@ -322,7 +337,7 @@ func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
 }
 
 func testCancelledStart(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	h, err := p.Start(ctx, placement.Request{Plugin: kit.Plugin(t, "never", Cooperative), Project: "conformance", Output: NewRecorder()})
@@ -331,7 +346,7 @@ func testCancelledStart(t *testing.T, kit Kit) {
 }
 
 func testCloseStopsAll(t *testing.T, kit Kit) {
-	p := kit.New(t)
+	p := kit.New(t, kit.Timing)
 	var hs []placement.Handle
 	for i := range 3 {
 		out := NewRecorder()
