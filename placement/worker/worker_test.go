@@ -61,6 +61,7 @@ func start(t *testing.T, w *Worker, p *spec.Plugin, out *placementtest.Recorder)
 }
 
 func TestConformance(t *testing.T) {
+	warm(t)
 	placementtest.Run(t, placementtest.Kit{
 		New: func(t *testing.T, timing placement.Timing) placement.Placement {
 			w, err := New(Options{Timing: timing, CacheDir: sharedCache})
@@ -75,6 +76,19 @@ func TestConformance(t *testing.T) {
 		Generation: 1,
 		Gone:       func(t *testing.T, h placement.Handle) bool { return true }, // Done: its goroutine returned
 	})
+}
+
+// warm compiles the test module into sharedCache: the conformance suite
+// runs its fixed windows beside its other cases, which would otherwise
+// each compile it at once, two long compilations competing for the
+// machine with the timing of every other test.
+func warm(t *testing.T) {
+	w := newWorker(t, short)
+	out := placementtest.NewRecorder()
+	h := start(t, w, plug("warm", "cooperative"), out)
+	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
+	_, err := h.Stop(context.Background())
+	require.NoError(t, err)
 }
 
 // TestBusyLoopIsClosed: a module that ignores the end of stdin and spins
