@@ -106,9 +106,24 @@ func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
 // wave, stops before starts, then by plugin. A cycle can only come from a
 // running state whose records use each other; it is an error.
 func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error) {
+	order, wave, err := kahn(names, has, after)
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(wave[a]-wave[b], a%2-b%2, a/2-b/2) // wave, stops first, plugin
+	})
+	steps, ws := listSteps(names, order, wave, after)
+	return steps, ws, nil
+}
+
+// kahn orders the nodes that has marks so that each comes after those it
+// waits on, and gives each its wave: one after the latest of those. It
+// fails on a cycle.
+func kahn(names []string, has []bool, after [][]int) (order, wave []int, err error) {
 	waiting := make([]int, len(has))
 	next := make([][]int, len(has))
-	wave := make([]int, len(has))
+	wave = make([]int, len(has))
 	var ready []int
 	total := 0
 	for n := range has {
@@ -124,7 +139,6 @@ func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error
 			ready = append(ready, n)
 		}
 	}
-	var order []int
 	for len(ready) > 0 {
 		n := ready[len(ready)-1]
 		ready = ready[:len(ready)-1]
@@ -143,10 +157,13 @@ func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error
 			}
 		}
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(wave[a]-wave[b], a%2-b%2, a/2-b/2) // wave, stops first, plugin
-	})
-	ids := make([]string, len(has))
+	return order, wave, nil
+}
+
+// listSteps makes the steps of the nodes of order, in that order, each
+// with the ids of the steps it waits on, and lists their ids by wave.
+func listSteps(names []string, order, wave []int, after [][]int) ([]Step, [][]string) {
+	ids := make([]string, len(after))
 	for _, n := range order {
 		ids[n] = StepID(nodeOp(n), names[n/2])
 	}
@@ -165,5 +182,5 @@ func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error
 		}
 		ws[wave[n]] = append(ws[wave[n]], s.ID)
 	}
-	return steps, ws, nil
+	return steps, ws
 }

@@ -21,6 +21,8 @@ func checkOpenSession(o *runnerapi.OpenSession) error {
 	return noNUL("holder", o.Holder)
 }
 
+// checkStart refuses a start whose fields no process can be given: its
+// command, environment and names, its stop signal and its readiness check.
 func checkStart(s *runnerapi.Start) error {
 	if s.Session == "" {
 		return errors.New("no session")
@@ -36,18 +38,8 @@ func checkStart(s *runnerapi.Start) error {
 			return err
 		}
 	}
-	for k, v := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("env: bad name %q", k)
-		}
-		if err := noNUL("env "+k, v); err != nil {
-			return err
-		}
-	}
-	for _, k := range s.InheritEnv {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("inheritEnv: bad name %q", k)
-		}
+	if err := checkEnv(s.Env, s.InheritEnv); err != nil {
+		return err
 	}
 	for _, f := range []struct{ name, v string }{{"plugin", s.Plugin}, {"project", s.Project}, {"dir", s.Dir}} {
 		if err := noNUL(f.name, f.v); err != nil {
@@ -58,37 +50,60 @@ func checkStart(s *runnerapi.Start) error {
 		return fmt.Errorf("stopSignal %q: not a signal (want a name such as SIGTERM)", s.StopSignal)
 	}
 	if rd := s.Ready; rd != nil {
-		n := 0
-		for _, set := range []bool{rd.TCP != "", rd.HTTP != "", len(rd.Exec) > 0} {
-			if set {
-				n++
-			}
+		return checkReady(rd)
+	}
+	return nil
+}
+
+// checkEnv refuses a name that cannot be an environment variable's, in the
+// variables set or in those inherited, and a value with a NUL byte.
+func checkEnv(env map[string]string, inherit []string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env: bad name %q", k)
 		}
-		if n != 1 {
-			return errors.New("ready: want exactly one of tcp, http and exec")
-		}
-		if rd.TimeoutMillis < 0 || rd.TimeoutMillis > int64(maxLease/time.Millisecond) {
-			return fmt.Errorf("ready: timeoutMillis %d: want a positive number of milliseconds, or 0 for 30 seconds", rd.TimeoutMillis)
-		}
-		if rd.HTTP != "" {
-			u, err := url.Parse(rd.HTTP)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("ready: http %q: want an http or https URL", rd.HTTP)
-			}
-		}
-		if len(rd.Exec) > 0 && rd.Exec[0] == "" {
-			return errors.New("ready: exec: no command")
-		}
-		for i, a := range rd.Exec {
-			if err := noNUL(fmt.Sprintf("ready: exec[%d]", i), a); err != nil {
-				return err
-			}
-		}
-		if err := noNUL("ready: tcp", rd.TCP); err != nil {
+		if err := noNUL("env "+k, v); err != nil {
 			return err
 		}
 	}
+	for _, k := range inherit {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("inheritEnv: bad name %q", k)
+		}
+	}
 	return nil
+}
+
+// checkReady refuses a readiness check that is not exactly one of tcp,
+// http and exec, or whose one cannot be carried out.
+func checkReady(rd *runnerapi.Ready) error {
+	n := 0
+	for _, set := range []bool{rd.TCP != "", rd.HTTP != "", len(rd.Exec) > 0} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("ready: want exactly one of tcp, http and exec")
+	}
+	if rd.TimeoutMillis < 0 || rd.TimeoutMillis > int64(maxLease/time.Millisecond) {
+		return fmt.Errorf("ready: timeoutMillis %d: want a positive number of milliseconds, or 0 for 30 seconds", rd.TimeoutMillis)
+	}
+	if rd.HTTP != "" {
+		u, err := url.Parse(rd.HTTP)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("ready: http %q: want an http or https URL", rd.HTTP)
+		}
+	}
+	if len(rd.Exec) > 0 && rd.Exec[0] == "" {
+		return errors.New("ready: exec: no command")
+	}
+	for i, a := range rd.Exec {
+		if err := noNUL(fmt.Sprintf("ready: exec[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	return noNUL("ready: tcp", rd.TCP)
 }
 
 func checkStop(s *runnerapi.Stop) error {

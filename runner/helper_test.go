@@ -94,6 +94,28 @@ func pluginMain(role string, args []string) {
 		say("id=%s generation=%s plugin=%s invocation=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
 			os.Getenv("GRAFT_PLUGIN"), os.Getenv(EnvInvocation))
 		pluginMain("cooperative", nil)
+	case "listen": // waits args[0], then listens on args[1] and acts as cooperative
+		d, _ := time.ParseDuration(args[0])
+		say("waiting %s", d)
+		time.Sleep(d)
+		l, err := net.Listen("tcp", args[1])
+		if err != nil {
+			say("listen: %v", err)
+			os.Exit(3)
+		}
+		defer l.Close()
+		pluginMain("cooperative", nil)
+	default:
+		familyMain(role, args)
+	}
+}
+
+// familyMain acts as the plugin roles that start processes of their own
+// (children in the plugin's group, a grandchild that escapes into a
+// session of its own) or are one of those, and exits.
+func familyMain(role string, args []string) {
+	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+	switch role {
 	case "forker": // starts args[0] stubborn children in its group, prints their pids, then acts as cooperative
 		n, _ := strconv.Atoi(args[0])
 		var pids []string
@@ -112,17 +134,6 @@ func pluginMain(role string, args []string) {
 	case "deaf": // ignores SIGTERM and SIGINT, writes nothing (its output's reader may be gone)
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		select {}
-	case "listen": // waits args[0], then listens on args[1] and acts as cooperative
-		d, _ := time.ParseDuration(args[0])
-		say("waiting %s", d)
-		time.Sleep(d)
-		l, err := net.Listen("tcp", args[1])
-		if err != nil {
-			say("listen: %v", err)
-			os.Exit(3)
-		}
-		defer l.Close()
-		pluginMain("cooperative", nil)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		os.Exit(2)

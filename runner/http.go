@@ -74,27 +74,31 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		// More than one segment between is a name with a '/' in it.
 		name := strings.Join(rest[1:len(rest)-1], "/")
 		op := rest[len(rest)-1]
-		method(http.MethodPost, func() {
-			if err := checkName(name); err != nil {
-				writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
-				return
-			}
-			if op == "start" {
-				var body runnerapi.Start
-				if decodeRequest(w, req, &body, checkStart) {
-					v, err := r.start(req.Context(), name, &body)
-					answer(w, v, err)
-				}
-				return
-			}
-			var body runnerapi.Stop
-			if decodeRequest(w, req, &body, checkStop) {
-				v, err := r.stop(name, &body)
-				answer(w, v, err)
-			}
-		})
+		method(http.MethodPost, func() { r.instanceOp(w, req, name, op) })
 	default:
 		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)
+	}
+}
+
+// instanceOp serves POST /v1/instances/NAME/start and .../stop, op, once
+// the name is checked.
+func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op string) {
+	if err := checkName(name); err != nil {
+		writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
+		return
+	}
+	if op == "start" {
+		var body runnerapi.Start
+		if decodeRequest(w, req, &body, checkStart) {
+			v, err := r.start(req.Context(), name, &body)
+			answer(w, v, err)
+		}
+		return
+	}
+	var body runnerapi.Stop
+	if decodeRequest(w, req, &body, checkStop) {
+		v, err := r.stop(name, &body)
+		answer(w, v, err)
 	}
 }
 

@@ -100,85 +100,134 @@ func TestKill9(t *testing.T) {
 func TestKill9WithoutNamespace(t *testing.T) { kill9(t, true) }
 
 func kill9(t *testing.T, noNamespace bool) {
-	dir := t.TempDir()
+	k := &kill9Run{t: t, dir: t.TempDir(), handed: map[string]int64{}}
 	stopWatch := overlapWatch(t)
 	defer stopWatch()
-	handed := map[string]int64{} // the last generation of each instance
-	take := func(st runnerapi.Started) {
-		t.Helper()
-		require.Greater(t, st.Generation, handed[st.Instance], "generations only grow")
-		handed[st.Instance] = st.Generation
-	}
-	var env []string
 	if noNamespace {
-		env = append(env, noNamespaceEnv+"=1")
-	}
-	start := func(grace time.Duration) *daemon {
-		d, line := launchDaemon(t, dir, filepath.Join(dir, "r.sock"), grace, nil, env...)
-		require.Equal(t, "ready\n", line, "log: %s", d.log)
-		return d
+		k.env = append(k.env, noNamespaceEnv+"=1")
 	}
 
-	d := start(300 * time.Millisecond)
+	d := k.launch(300 * time.Millisecond)
+	c := k.catch(d)
+	killed := time.Now()
+	d.kill()
+	c.ev.close()
+	assert.Error(t, <-c.stopAnswered)
+	assert.Error(t, <-c.startAnswered)
+	if noNamespace {
+		waitGone(t, 5*time.Second, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID)
+		require.True(t, alive(c.escaped), "the escaped grandchild outlived the runner")
+	} else {
+		waitGone(t, 2500*time.Millisecond, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID, c.escaped)
+		t.Logf("every process was gone %s after the kill", time.Since(killed).Round(time.Millisecond))
+	}
+
+	d = k.launch(time.Second)
+	k.recovered(d, c.escaped, noNamespace)
+	d.kill()
+}
+
+// kill9Run is one run of kill9: the state dir and the environment of its
+// runners, and the last generation handed out of each instance.
+type kill9Run struct {
+	t      *testing.T
+	dir    string
+	env    []string
+	handed map[string]int64
+}
+
+// take records the generation of st, which must be larger than any
+// handed out of its instance before.
+func (k *kill9Run) take(st runnerapi.Started) {
+	k.t.Helper()
+	require.Greater(k.t, st.Generation, k.handed[st.Instance], "generations only grow")
+	k.handed[st.Instance] = st.Generation
+}
+
+// launch starts a runner daemon of the run, with grace, and waits until
+// it serves.
+func (k *kill9Run) launch(grace time.Duration) *daemon {
+	k.t.Helper()
+	d, line := launchDaemon(k.t, k.dir, filepath.Join(k.dir, "r.sock"), grace, nil, k.env...)
+	require.Equal(k.t, "ready\n", line, "log: %s", d.log)
+	return d
+}
+
+// caught is what a runner is doing when kill9 kills it: a process idle,
+// one in the graceful window of its stop, one in its ready check (known
+// by its record, with its pid), and one whose grandchild left for a
+// session of its own; with the events of their session and the answers
+// of the stop and of the start under way.
+type caught struct {
+	idle, stubborn, escapes runnerapi.Started
+	starting                record
+	escaped                 int // the grandchild's pid
+	ev                      *events
+	stopAnswered            chan error
+	startAnswered           chan error
+}
+
+// catch brings the runner d into every situation of caught.
+func (k *kill9Run) catch(d *daemon) caught {
+	t := k.t
 	sess := d.open(0)
-	ev := d.events(sess)
+	c := caught{ev: d.events(sess), stopAnswered: make(chan error, 1), startAnswered: make(chan error, 1)}
 
 	// Idle.
-	st := d.start("k.idle", plugin(t, sess, "cooperative"))
-	take(st)
-	ev.ready(t)
+	c.idle = d.start("k.idle", plugin(t, sess, "cooperative"))
+	k.take(c.idle)
+	c.ev.ready(t)
 	// Mid-stop: a stubborn process in its graceful window.
-	stub := d.start("k.stop", plugin(t, sess, "stubborn"))
-	take(stub)
-	ev.ready(t)
-	stopAnswered := make(chan error, 1)
+	c.stubborn = d.start("k.stop", plugin(t, sess, "stubborn"))
+	k.take(c.stubborn)
+	c.ev.ready(t)
 	go func() {
-		_, _, err := d.try("POST", "/v1/instances/k.stop/stop", runnerapi.Stop{Session: sess, Generation: stub.Generation, ShutdownTimeoutMillis: 30000}, nil)
-		stopAnswered <- err
+		_, _, err := d.try("POST", "/v1/instances/k.stop/stop", runnerapi.Stop{Session: sess, Generation: c.stubborn.Generation, ShutdownTimeoutMillis: 30000}, nil)
+		c.stopAnswered <- err
 	}()
-	ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.stop" && e.Line == "got terminated" })
-	// Mid-start: waiting for a ready check that will not pass soon.
+	c.ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.stop" && e.Line == "got terminated" })
+	c.starting = k.midStart(d, sess, c)
+	// Escaped: a grandchild in a session of its own, which no
+	// parent-death signal reaches.
+	c.escapes = d.start("k.escaped", plugin(t, sess, "daemon"))
+	k.take(c.escapes)
+	evs := c.ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
+	c.escaped = atoi(t, strings.TrimPrefix(evs[len(evs)-1].Line, "daemon "))
+	require.True(t, alive(c.escaped), "the escaped grandchild runs")
+	return c
+}
+
+// midStart starts a process whose ready check will not pass soon, and
+// returns its record once the runner wrote its pid in it.
+func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
+	t := k.t
 	addr := freeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
 	slow.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 60000}
-	startAnswered := make(chan error, 1)
 	go func() {
 		_, _, err := d.try("POST", "/v1/instances/k.start/start", slow, nil)
-		startAnswered <- err
+		c.startAnswered <- err
 	}()
-	ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.start" && strings.HasPrefix(e.Line, "waiting") })
+	c.ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Instance == "k.start" && strings.HasPrefix(e.Line, "waiting") })
 	// The ready check cannot pass for a minute: a record with the pid
 	// was written before it did. (The plugin may say "waiting" before
 	// the runner has written it.)
 	var rec record
 	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "records", "k.start.json"))
+		b, err := os.ReadFile(filepath.Join(k.dir, "records", "k.start.json"))
 		return err == nil && json.Unmarshal(b, &rec) == nil && rec.PID != 0
 	}, 5*time.Second, 10*time.Millisecond, "the pid is recorded before the ready check")
-	handed["k.start"] = rec.Generation
-	// Escaped: a grandchild in a session of its own, which no
-	// parent-death signal reaches.
-	esc := d.start("k.escaped", plugin(t, sess, "daemon"))
-	take(esc)
-	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
-	escaped := atoi(t, strings.TrimPrefix(evs[len(evs)-1].Line, "daemon "))
-	require.True(t, alive(escaped), "the escaped grandchild runs")
+	k.handed["k.start"] = rec.Generation
+	return rec
+}
 
-	killed := time.Now()
-	d.kill()
-	ev.close()
-	assert.Error(t, <-stopAnswered)
-	assert.Error(t, <-startAnswered)
-	if noNamespace {
-		waitGone(t, 5*time.Second, st.PID, stub.PID, rec.PID, esc.PID)
-		require.True(t, alive(escaped), "the escaped grandchild outlived the runner")
-	} else {
-		waitGone(t, 2500*time.Millisecond, st.PID, stub.PID, rec.PID, esc.PID, escaped)
-		t.Logf("every process was gone %s after the kill", time.Since(killed).Round(time.Millisecond))
-	}
-
-	d = start(time.Second)
-	sess = d.open(0)
+// recovered checks the runner d, started after the kill: every instance
+// starts again with the next generation, the escaped grandchild's only
+// once the recovery has stopped it, and the log says whether anything of
+// the killed runner's processes was left.
+func (k *kill9Run) recovered(d *daemon, escaped int, noNamespace bool) {
+	t := k.t
+	sess := d.open(0)
 	// The next runner's recovery stops the escaped grandchild in the
 	// background: a start of its instance is refused until it has, and
 	// once it has, the grandchild is gone.
@@ -187,7 +236,7 @@ func kill9(t *testing.T, noNamespace bool) {
 		switch status {
 		case http.StatusOK:
 			assert.False(t, alive(escaped), "stopped before its instance started again")
-			take(st)
+			k.take(st)
 			return true
 		case http.StatusConflict:
 			assert.Equal(t, runnerapi.KindUnconfirmed, e.Kind, "%+v", e)
@@ -198,7 +247,7 @@ func kill9(t *testing.T, noNamespace bool) {
 	}
 	started := startEscaped()
 	for _, name := range []string{"k.idle", "k.stop", "k.start"} {
-		take(d.start(name, plugin(t, sess, "cooperative")))
+		k.take(d.start(name, plugin(t, sess, "cooperative")))
 	}
 	if !started {
 		require.Eventually(t, startEscaped, 15*time.Second, 20*time.Millisecond)
@@ -210,10 +259,9 @@ func kill9(t *testing.T, noNamespace bool) {
 		assert.NotContains(t, d.log.String(), "a recorded process may still run", "nothing was left")
 		assert.Contains(t, d.log.String(), "a recorded process is gone")
 	}
-	for name, gen := range handed {
+	for name, gen := range k.handed {
 		assert.Equal(t, int64(2), gen, name)
 	}
-	d.kill()
 }
 
 // needNamespace skips a test where this process cannot make PID

@@ -115,23 +115,7 @@ func TestRecovery(t *testing.T) {
 	invA, invB, invC := uuid.NewString(), uuid.NewString(), uuid.NewString()
 
 	// A stubborn leftover of generation 7, in a session of its own.
-	left := exec.Command(os.Args[0])
-	left.Env = append(os.Environ(), roleEnv+"=stubborn", EnvInvocation+"="+invA, markEnv+"="+mark(t), "GRAFT_INSTANCE_ID=rec.a", "GRAFT_GENERATION=7")
-	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	out, w, err := os.Pipe()
-	require.NoError(t, err)
-	left.Stdout = w
-	require.NoError(t, left.Start())
-	w.Close()
-	defer out.Close()
-	lines := bufio.NewReader(out)
-	line, err := lines.ReadString('\n')
-	require.NoError(t, err)
-	require.Contains(t, line, "ready", "its handlers are set: it ignores SIGTERM")
-	go io.Copy(io.Discard, lines) // until it exits
-	leftDone := make(chan struct{})
-	go func() { left.Wait(); close(leftDone) }()
-	t.Cleanup(func() { left.Process.Kill(); <-leftDone })
+	left, leftDone := startLeftover(t, invA)
 	start, err := proc.StartTime(left.Process.Pid)
 	require.NoError(t, err)
 	require.NoError(t, st.writeRecord(record{Instance: "rec.a", Generation: 7, Invocation: invA, PID: left.Process.Pid, StartTime: start, BootID: boot}))
@@ -184,6 +168,32 @@ func TestRecovery(t *testing.T) {
 	}
 	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
 	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
+}
+
+// startLeftover starts a stubborn plugin of generation 7 of rec.a with
+// invocation id inv, in a session of its own, as a killed runner leaves
+// one, and returns it once it ignores SIGTERM, with a channel closed once
+// it has exited. The test's cleanup kills it.
+func startLeftover(t *testing.T, inv string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	left := exec.Command(os.Args[0])
+	left.Env = append(os.Environ(), roleEnv+"=stubborn", EnvInvocation+"="+inv, markEnv+"="+mark(t), "GRAFT_INSTANCE_ID=rec.a", "GRAFT_GENERATION=7")
+	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, w, err := os.Pipe()
+	require.NoError(t, err)
+	left.Stdout = w
+	require.NoError(t, left.Start())
+	w.Close()
+	t.Cleanup(func() { out.Close() })
+	lines := bufio.NewReader(out)
+	line, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "ready", "its handlers are set: it ignores SIGTERM")
+	go io.Copy(io.Discard, lines) // until it exits
+	leftDone := make(chan struct{})
+	go func() { left.Wait(); close(leftDone) }()
+	t.Cleanup(func() { left.Process.Kill(); <-leftDone })
+	return left, leftDone
 }
 
 // TestFullStateDir: a state dir on a file system with no space left

@@ -52,17 +52,9 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	var tlsConf *tls.Config
-	switch {
-	case c.TLSCert == "" && c.TLSKey == "" && c.ClientCA == "":
-	case network != "tcp":
-		return errors.New("--tls-cert, --tls-key and --client-ca are for a tcp:// --listen")
-	case c.TLSCert == "" || c.TLSKey == "":
-		return errors.New("TLS needs both --tls-cert and --tls-key")
-	default:
-		if tlsConf, err = runner.TLSConfig(c.TLSCert, c.TLSKey, c.ClientCA); err != nil {
-			return err
-		}
+	tlsConf, err := c.tlsConfig(network)
+	if err != nil {
+		return err
 	}
 
 	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
@@ -90,4 +82,19 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return r.Serve(ctx, ln, c.Listen, tlsConf)
+}
+
+// tlsConfig is the TLS the flags ask for, on a listener of network: none
+// without --tls-cert, --tls-key or --client-ca; a tcp:// listener only.
+func (c *RunnerCmd) tlsConfig(network string) (*tls.Config, error) {
+	switch {
+	case c.TLSCert == "" && c.TLSKey == "" && c.ClientCA == "":
+		return nil, nil
+	case network != "tcp":
+		return nil, errors.New("--tls-cert, --tls-key and --client-ca are for a tcp:// --listen")
+	case c.TLSCert == "" || c.TLSKey == "":
+		return nil, errors.New("TLS needs both --tls-cert and --tls-key")
+	default:
+		return runner.TLSConfig(c.TLSCert, c.TLSKey, c.ClientCA)
+	}
 }

@@ -73,6 +73,16 @@ func runInit() int {
 	}
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
+	pid, ok := startPlugin(spec, report)
+	if !ok {
+		return 1
+	}
+	return supervise(pid, chld, drop, commands(ctl), report)
+}
+
+// startPlugin starts the plugin of spec in a process group of its own and
+// reports "pid N" once its program runs, or "err ERRNO" and false.
+func startPlugin(spec initSpec, report *os.File) (pid int, ok bool) {
 	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -85,7 +95,7 @@ func runInit() int {
 			errno = syscall.EINVAL
 		}
 		fmt.Fprintf(report, "err %d\n", errno)
-		return 1
+		return 0, false
 	}
 	// The plugin's output is its own: the init lets go of it (stdin is
 	// /dev/null), so the reader sees its end when the plugin's family is
@@ -93,7 +103,12 @@ func runInit() int {
 	unix.Dup2(0, 1)
 	unix.Dup2(0, 2)
 	fmt.Fprintf(report, "pid %d\n", pid)
+	return pid, true
+}
 
+// commands delivers the lines of the control pipe after the spec, and is
+// closed when the pipe ends.
+func commands(ctl *bufio.Reader) <-chan string {
 	cmds := make(chan string)
 	go func() {
 		defer close(cmds)
@@ -105,6 +120,15 @@ func runInit() int {
 			cmds <- strings.TrimSpace(line)
 		}
 	}()
+	return cmds
+}
+
+// supervise reaps the orphans of the namespace, on every SIGCHLD and every
+// signal dropped, until the spawning process says "reap": then it reaps
+// the plugin, reports "status WAITSTATUS" and returns the init's exit
+// code. It returns as well when the control pipe ends: the spawning
+// process is gone.
+func supervise(pid int, chld, drop <-chan os.Signal, cmds <-chan string, report *os.File) int {
 	exited := false
 	for {
 		if !exited {
@@ -118,16 +142,20 @@ func runInit() int {
 				return 0 // the spawning process is gone
 			}
 			if cmd == "reap" {
-				var ws syscall.WaitStatus
-				for {
-					_, err := syscall.Wait4(pid, &ws, 0, nil)
-					if err != syscall.EINTR {
-						break
-					}
-				}
-				fmt.Fprintf(report, "status %d\n", uint32(ws))
+				fmt.Fprintf(report, "status %d\n", uint32(reap(pid)))
 				return 0
 			}
+		}
+	}
+}
+
+// reap waits for pid, through any EINTR, and returns its status.
+func reap(pid int) syscall.WaitStatus {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws
 		}
 	}
 }

@@ -103,40 +103,8 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	}
 	res := make(chan result, 1)
 	run := func() {
-		pidfd := -1
-		attr := &syscall.ProcAttr{
-			Dir:   c.Dir,
-			Env:   c.Env,
-			Files: []uintptr{devnull.Fd(), out.Fd(), out.Fd()},
-			Sys: &syscall.SysProcAttr{
-				Setpgid:   true,
-				Pdeathsig: syscall.SIGKILL,
-				PidFD:     &pidfd,
-			},
-		}
-		// Registered under the lock that the reaper takes to list
-		// children, so it never mistakes this child for an orphan.
-		registry.Lock()
-		pid, err := syscall.ForkExec(path, c.Argv, attr)
-		if err != nil {
-			registry.Unlock()
-			res <- result{err: &os.PathError{Op: "start", Path: c.Argv[0], Err: err}}
-			return
-		}
-		p, err := newProcess(pid, pidfd, c.Marker)
-		if err != nil {
-			// Without its pidfd the process cannot be watched: kill it
-			// and reap it here, so nothing is left behind.
-			syscall.Kill(-pid, syscall.SIGKILL)
-			var ws syscall.WaitStatus
-			syscall.Wait4(pid, &ws, 0, nil)
-			registry.Unlock()
-			res <- result{err: fmt.Errorf("start %s: %w", c.Argv[0], err)}
-			return
-		}
-		registry.pids[pid] = true
-		registry.Unlock()
-		res <- result{p: p}
+		p, err := forkChild(c, path, devnull, out)
+		res <- result{p, err}
 	}
 	select {
 	case s.work <- run:
@@ -145,6 +113,42 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	}
 	r := <-res
 	return r.p, r.err
+}
+
+// forkChild forks and executes path as c says, with stdin devnull and
+// stdout and stderr out, and returns the watched process. It runs on the
+// Spawner's thread, whose life the child's parent-death signal follows.
+func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
+	pidfd := -1
+	attr := &syscall.ProcAttr{
+		Dir:   c.Dir,
+		Env:   c.Env,
+		Files: []uintptr{devnull.Fd(), out.Fd(), out.Fd()},
+		Sys: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: syscall.SIGKILL,
+			PidFD:     &pidfd,
+		},
+	}
+	// Registered under the lock that the reaper takes to list children,
+	// so it never mistakes this child for an orphan.
+	registry.Lock()
+	defer registry.Unlock()
+	pid, err := syscall.ForkExec(path, c.Argv, attr)
+	if err != nil {
+		return nil, &os.PathError{Op: "start", Path: c.Argv[0], Err: err}
+	}
+	p, err := newProcess(pid, pidfd, c.Marker)
+	if err != nil {
+		// Without its pidfd the process cannot be watched: kill it and
+		// reap it here, so nothing is left behind.
+		syscall.Kill(-pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, 0, nil)
+		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)
+	}
+	registry.pids[pid] = true
+	return p, nil
 }
 
 // lookPath finds the program to run as exec.LookPath does, but in the

@@ -69,6 +69,17 @@ func helperMain(role string, args []string) {
 		}
 		defer l.Close()
 		helperMain("cooperative", nil)
+	default:
+		familyMain(role, args)
+	}
+}
+
+// familyMain acts as the helper roles that start processes of their own
+// (children in the plugin's group, a grandchild that escapes into a
+// session of its own), and exits.
+func familyMain(role string, args []string) {
+	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
+	switch role {
 	case "forker": // starts args[0] stubborn children in its group, prints their pids, then is cooperative
 		n, _ := strconv.Atoi(args[0])
 		var pids []string

@@ -91,19 +91,8 @@ func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Han
 	}
 
 	if req.Plugin.Ready != nil {
-		probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
-		err := ready.Wait(ctx, req.Plugin.Ready, probe, pp.Exited())
-		switch {
-		case err == nil:
-		case errors.Is(err, ready.ErrGone):
-			<-p.done
-			return nil, &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
-		case ctx.Err() != nil:
-			p.Stop(canceled)
-			return nil, ctx.Err()
-		default:
-			p.Stop(context.Background())
-			return nil, &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+		if err := l.awaitReady(ctx, req, env, p, pp); err != nil {
+			return nil, err
 		}
 	}
 	if ctx.Err() != nil {
@@ -111,6 +100,27 @@ func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Han
 		return nil, ctx.Err()
 	}
 	return p, nil
+}
+
+// awaitReady waits for the ready check of p, the process pp, to pass.
+// When it cannot, p is stopped (forced if ctx ended) and the error is the
+// start's: a *placement.StartError with p's exit, or ctx's.
+func (l *Local) awaitReady(ctx context.Context, req placement.Request, env []string, p *process, pp *proc.Process) error {
+	probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
+	err := ready.Wait(ctx, req.Plugin.Ready, probe, pp.Exited())
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ready.ErrGone):
+		<-p.done
+		return &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+	case ctx.Err() != nil:
+		p.Stop(canceled)
+		return ctx.Err()
+	default:
+		p.Stop(context.Background())
+		return &placement.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+	}
 }
 
 // forget drops a reaped process from the live ones.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,8 +40,10 @@ const (
 
 // Kit is what the suite needs of a placement.
 type Kit struct {
-	// New returns a fresh placement; the suite closes it.
-	New func(t *testing.T) placement.Placement
+	// New returns a fresh placement with the windows of timing, which
+	// are Timing's or the fixed ones of placement.DefaultTiming, with
+	// the same steps zero; the suite closes it.
+	New func(t *testing.T, timing placement.Timing) placement.Placement
 	// Plugin returns a plugin, named name, that behaves as b.
 	Plugin func(t *testing.T, name string, b Behavior) *spec.Plugin
 	// Timing is the stop's windows the placement was given, each zero
@@ -99,8 +100,19 @@ func openFDs() int {
 	return len(ents)
 }
 
-// Run runs the suite against the placement of kit.
+// Run runs the suite against the placement of kit. The case of the fixed
+// windows spends seconds waiting and does little else: it runs beside the
+// other cases, which run one after another, rather than after them.
 func Run(t *testing.T, kit Kit) {
+	t.Run("FixedWindows", func(t *testing.T) { testFixedWindows(t, kit) })
+	t.Run("Cases", func(t *testing.T) {
+		t.Parallel()
+		runCases(t, kit)
+	})
+}
+
+// runCases runs every case but the fixed windows, one after another.
+func runCases(t *testing.T, kit Kit) {
 	tests := []struct {
 		name string
 		test func(*testing.T, Kit)
@@ -121,8 +133,10 @@ func Run(t *testing.T, kit Kit) {
 	}
 }
 
-func newPlacement(t *testing.T, kit Kit) placement.Placement {
-	p := kit.New(t)
+// newPlacement makes a placement of kit with timing, which the test's
+// cleanup closes.
+func newPlacement(t *testing.T, kit Kit, timing placement.Timing) placement.Placement {
+	p := kit.New(t, timing)
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
 	return p
 }
@@ -140,7 +154,7 @@ func start(t *testing.T, p placement.Placement, kit Kit, name string, b Behavior
 }
 
 func testIdentity(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "who", Identity, out)
 	id := h.Identity()
@@ -178,7 +192,7 @@ func testIdentity(t *testing.T, kit Kit) {
 // once, not on a tick: well under 100 ms from Stop to its confirmed end,
 // round after round.
 func testCooperativeStop(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	for range 3 {
 		out := NewRecorder()
 		h := start(t, p, kit, "coop", Cooperative, out)
@@ -215,7 +229,7 @@ const slack = 2 * time.Second
 // each zero where the placement has no such step; it ends Killed and
 // reports the placement's cause of a forced stop.
 func testStubbornStop(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "stubborn", Stubborn, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second), "output: %q", out.Tail())
@@ -237,7 +251,7 @@ func testStubbornStop(t *testing.T, kit Kit) {
 }
 
 func testExitOnItsOwn(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "failing", Failing, out)
 	if kit.Elected {
@@ -282,7 +296,7 @@ func testLeaderRestarts(t *testing.T, h placement.Handle, out *Recorder) {
 }
 
 func testStopIdempotent(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "coop", Cooperative, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
@@ -341,7 +355,7 @@ func testCancelDuringStop(t *testing.T, kit Kit) {
 // within the shutdown timeout, and gone. It returns the stop's error.
 func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
 	t.Helper()
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	out := NewRecorder()
 	h := start(t, p, kit, "stubborn", Stubborn, out)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
@@ -355,7 +369,7 @@ func stopStubborn(t *testing.T, kit Kit, ctx context.Context) error {
 }
 
 func testCancelledStart(t *testing.T, kit Kit) {
-	p := newPlacement(t, kit)
+	p := newPlacement(t, kit, kit.Timing)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	h, err := p.Start(ctx, placement.Request{Plugin: kit.Plugin(t, "never", Cooperative), Project: "conformance", Output: NewRecorder()})
@@ -364,7 +378,7 @@ func testCancelledStart(t *testing.T, kit Kit) {
 }
 
 func testCloseStopsAll(t *testing.T, kit Kit) {
-	p := kit.New(t)
+	p := kit.New(t, kit.Timing)
 	var hs []placement.Handle
 	for i := range 3 {
 		out := NewRecorder()
@@ -385,62 +399,5 @@ func requireDone(t *testing.T, h placement.Handle) {
 	case <-h.Done():
 	default:
 		t.Fatal("Stop returned before Done closed")
-	}
-}
-
-// Recorder is a placement.Output that keeps everything written and lets a
-// test wait for a line.
-type Recorder struct {
-	mu      sync.Mutex
-	buf     strings.Builder
-	changed chan struct{}
-}
-
-// NewRecorder returns an empty Recorder.
-func NewRecorder() *Recorder { return &Recorder{changed: make(chan struct{})} }
-
-// Write keeps p and wakes whoever waits.
-func (r *Recorder) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf.Write(p)
-	close(r.changed)
-	r.changed = make(chan struct{})
-	return len(p), nil
-}
-
-// Tail returns every complete or partial line written.
-func (r *Recorder) Tail() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := strings.TrimSuffix(r.buf.String(), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
-}
-
-// String returns everything written.
-func (r *Recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.String()
-}
-
-// WaitFor waits up to timeout for a line containing s to be written.
-func (r *Recorder) WaitFor(s string, timeout time.Duration) bool {
-	deadline := time.After(timeout)
-	for {
-		r.mu.Lock()
-		found, changed := strings.Contains(r.buf.String(), s), r.changed
-		r.mu.Unlock()
-		if found {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return false
-		}
 	}
 }

@@ -105,14 +105,28 @@ const testToken = "remote-test-token"
 // testToken, for the test's life, and returns its address.
 func testRunner(t *testing.T) string {
 	t.Helper()
+	return testRunnerWithGrace(t, grace)
+}
+
+// testRunnerWithGrace is testRunner with grace, not the tests' short one,
+// from interrupting a process to killing it.
+func testRunnerWithGrace(t *testing.T, grace time.Duration) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(serveRunner(t, t.TempDir(), ln, testToken))
+	t.Cleanup(serveRunnerWithGrace(t, t.TempDir(), ln, testToken, grace))
 	return "tcp://" + ln.Addr().String()
 }
 
 // serveRunner serves a runner on dir, with token, on ln until stop.
 func serveRunner(t *testing.T, dir string, ln net.Listener, token string) (stop func()) {
+	t.Helper()
+	return serveRunnerWithGrace(t, dir, ln, token, grace)
+}
+
+// serveRunnerWithGrace is serveRunner with grace from interrupting a
+// process to killing it.
+func serveRunnerWithGrace(t *testing.T, dir string, ln net.Listener, token string, grace time.Duration) (stop func()) {
 	t.Helper()
 	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
 	require.NoError(t, err)
@@ -144,6 +158,13 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 func newRemote(t *testing.T, addr string, log *slog.Logger) *Remote {
 	t.Helper()
+	return newRemoteWithShutdown(t, addr, log, shutdown)
+}
+
+// newRemoteWithShutdown is newRemote with shutdown, not the tests' short
+// one, as the bound of the graceful stop.
+func newRemoteWithShutdown(t *testing.T, addr string, log *slog.Logger, shutdown time.Duration) *Remote {
+	t.Helper()
 	if log == nil {
 		log = testLogger(t)
 	}
@@ -164,7 +185,11 @@ func gone(pid int) bool {
 
 func TestConformance(t *testing.T) {
 	placementtest.Run(t, placementtest.Kit{
-		New: func(t *testing.T) placement.Placement { return newRemote(t, testRunner(t), nil) },
+		// A runner's windows: the remote's graceful stop, then the runner's
+		// grace from interrupt to kill.
+		New: func(t *testing.T, timing placement.Timing) placement.Placement {
+			return newRemoteWithShutdown(t, testRunnerWithGrace(t, timing.KillAfter), nil, timing.ShutdownTimeout)
+		},
 		Plugin: func(t *testing.T, name string, b placementtest.Behavior) *spec.Plugin {
 			if b == placementtest.Failing {
 				return helper(name, "exit", "3", "one", "two", "three")

@@ -117,21 +117,7 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if req.Identity != nil {
 		id = *req.Identity
 	}
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithArgs(append([]string{p.Name}, p.Args...)...).
-		WithStdin(stdin).
-		WithStdout(req.Output).
-		WithStderr(req.Output).
-		WithSysWalltime().
-		WithSysNanotime().
-		WithNanosleep(nanosleep(run)).
-		WithRandSource(rand.Reader).
-		WithFSConfig(mounts(req))
-	env := environ(req, id)
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		cfg = cfg.WithEnv(k, env[k])
-	}
+	cfg := moduleConfig(run, req, id, stdin)
 
 	w.mu.Lock()
 	if w.closed {
@@ -149,6 +135,29 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 		return nil, err
 	}
 	return m, nil
+}
+
+// moduleConfig configures an instance of req's module as id: its args,
+// stdin, output, clocks, randomness, mounts and environment, graft's
+// identity variables included. Its sleeps end when run is cancelled.
+func moduleConfig(run context.Context, req placement.Request, id placement.Identity, stdin *os.File) wazero.ModuleConfig {
+	p := req.Plugin
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(append([]string{p.Name}, p.Args...)...).
+		WithStdin(stdin).
+		WithStdout(req.Output).
+		WithStderr(req.Output).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithNanosleep(nanosleep(run)).
+		WithRandSource(rand.Reader).
+		WithFSConfig(mounts(req))
+	env := environ(req, id)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		cfg = cfg.WithEnv(k, env[k])
+	}
+	return cfg
 }
 
 // DefaultMemory bounds the linear memory of a worker whose plugin sets no

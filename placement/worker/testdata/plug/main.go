@@ -72,6 +72,24 @@ func main() {
 			ballast[i] = 1 // every page written
 		}
 		cooperative()
+	default:
+		files(role)
+	}
+}
+
+// ballast is what the ballast role holds until it stops.
+var ballast []byte
+
+func cooperative() {
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	fmt.Println("bye")
+}
+
+// files acts as the roles that try the module's mounts: what it can read,
+// write and reach through a link, and a named pipe.
+func files(role string) {
+	switch role {
 	case "escape":
 		err := os.Symlink("../secret.txt", "/out/up")
 		fmt.Printf("symlink: %v\n", err)
@@ -91,13 +109,4 @@ func main() {
 		_, err = os.ReadFile("/etc/passwd")
 		fmt.Printf("host files hidden: %v\n", err != nil)
 	}
-}
-
-// ballast is what the ballast role holds until it stops.
-var ballast []byte
-
-func cooperative() {
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	fmt.Println("bye")
 }

@@ -1,0 +1,157 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The checks of the whole, defaulted spec: what each placement needs, and
+// the references between entries.
+
+// checkStructure checks what only the whole, defaulted spec can tell: what
+// each placement needs, references between entries, and uses cycles.
+func (d *decoder) checkStructure(s *Spec) {
+	runners := slices.Sorted(maps.Keys(s.Runners))
+	plugins := slices.Sorted(maps.Keys(s.Plugins))
+	for _, name := range plugins {
+		p, path := s.Plugins[name], join("plugins", name)
+		if p == nil {
+			continue
+		}
+		if slices.Contains(Placements, p.Run) {
+			d.placement(p, path, runners)
+		}
+		for i, u := range p.Uses {
+			if _, ok := s.Plugins[u]; !ok {
+				up := fmt.Sprintf("%s.uses[%d]", path, i)
+				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
+			}
+		}
+	}
+	d.cycles(s, plugins)
+}
+
+// placement checks the fields that belong to p's placement, and only those.
+func (d *decoder) placement(p *Plugin, path string, runners []string) {
+	run := string(p.Run)
+	only := func(field, placements string) {
+		if d.written(path + "." + field) {
+			d.errorf(d.at(path+"."+field), path+"."+field, "only for %s, and this plugin has run: %s", placements, run)
+		}
+	}
+	if p.Run == Worker {
+		d.mounts(p, path)
+		if p.Module == "" {
+			d.errorf(d.at(path), path, "missing module: a worker runs a WebAssembly module (module: ./app.wasm)")
+		}
+		if d.written(path + ".command") {
+			d.errorf(d.at(path+".command"), path+".command", "a worker runs module, not command")
+		}
+		if d.written(path + ".stopSignal") {
+			d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "a worker gets no signal: its graceful stop closes its stdin")
+		}
+		if d.written(path + ".dir") {
+			d.errorf(d.at(path+".dir"), path+".dir", "a worker has no working directory: it sees only its mounts")
+		}
+	} else {
+		switch {
+		case d.bad[path+".command"]: // reported as written
+		case d.written(path+".command") && len(p.Command) == 0:
+			d.errorf(d.at(path+".command"), path+".command", "empty; want the program and its arguments")
+		case len(p.Command) == 0:
+			d.errorf(d.at(path), path, "missing command, such as command: [./bin/api, --port, \"8080\"]")
+		}
+		for _, f := range []string{"module", "args", "mounts", "memory"} {
+			only(f, "run: worker")
+		}
+	}
+	if p.Run == Remote {
+		if p.Runner != "" && !slices.Contains(runners, p.Runner) {
+			d.errorf(d.at(path+".runner"), path+".runner", "runner %q is not declared in runners%s", p.Runner, didYouMean(p.Runner, runners))
+		}
+	} else {
+		only("runner", "run: runner")
+	}
+	if p.Run != Remote && p.Run != Floating {
+		only("instance", "run: runner and run: floating (local and worker plugins get a fresh UUID each start)")
+	}
+	if p.Run == Floating {
+		d.elect(p.Elect, path+".elect", path)
+	} else {
+		only("elect", "run: floating")
+	}
+}
+
+// mounts checks a worker's mounts: a host directory, an absolute guest
+// path, each guest path once; and its memory, at least one 64 KiB page and
+// at most WebAssembly's 4 GiB.
+func (d *decoder) mounts(p *Plugin, path string) {
+	seen := map[string]bool{}
+	for i, m := range p.Mounts {
+		mp := fmt.Sprintf("%s.mounts[%d]", path, i)
+		switch {
+		case m.Host == "":
+			d.errorf(d.at(mp), mp, "missing host: the host directory to mount")
+		case !strings.HasPrefix(m.Guest, "/"):
+			d.errorf(d.at(mp+".guest"), mp+".guest", "want an absolute guest path, such as /data, got %q", m.Guest)
+		case seen[m.Guest]:
+			d.errorf(d.at(mp+".guest"), mp+".guest", "%s is mounted twice", m.Guest)
+		}
+		seen[m.Guest] = true
+	}
+	if d.written(path+".memory") && (p.Memory < 64<<10 || p.Memory > 4<<30) {
+		d.errorf(d.at(path+".memory"), path+".memory", "want from 64 KiB to 4 GiB, got %s", p.Memory)
+	}
+}
+
+func (d *decoder) elect(e *Elect, path, plugin string) {
+	if e == nil {
+		d.errorf(d.at(plugin), plugin, "missing elect: a floating plugin needs elect: {dir: /shared/dir, port: PORT}")
+		return
+	}
+	if e.Dir == "" {
+		d.errorf(d.at(path), path, "missing dir: the shared directory that holds the lease")
+	}
+	if e.Port == 0 && e.Address == "" && !d.bad[path+".port"] {
+		d.errorf(d.at(path), path, "missing port: the port the plugin serves on, published to its consumers")
+	}
+	ttl := e.TTL.Std()
+	for _, f := range []struct {
+		key string
+		v   Duration
+	}{{"renew", e.Renew}, {"poll", e.Poll}} {
+		if f.v.Std() >= ttl && !f.v.Infinite() && !e.TTL.Infinite() {
+			d.errorf(d.at(path+"."+f.key), path+"."+f.key, "%s (%s) must be shorter than ttl (%s), or the leader is taken for dead while alive", f.key, f.v, e.TTL)
+		}
+	}
+}
+
+func checkRunnerAddress(addr string) error {
+	bad := fmt.Errorf("want tcp://HOST:PORT or unix:///ABSOLUTE/PATH, got %q", addr)
+	switch {
+	case strings.HasPrefix(addr, "tcp://"):
+		if err := checkHostPort(strings.TrimPrefix(addr, "tcp://")); err != nil {
+			return bad
+		}
+	case strings.HasPrefix(addr, "unix://"):
+		if !strings.HasPrefix(strings.TrimPrefix(addr, "unix://"), "/") {
+			return bad
+		}
+	default:
+		return bad
+	}
+	return nil
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(port)
+	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want HOST:PORT with a port from 1 to 65535, got %q", addr)
+	}
+	return nil
+}
