@@ -64,8 +64,8 @@ func (tr *tracking) gone() bool {
 func TestConformance(t *testing.T) {
 	var inners sync.Map // *testing.T -> *tracking
 	placementtest.Run(t, placementtest.Kit{
-		New: func(t *testing.T) placement.Placement {
-			inner := &tracking{Placement: local.New(local.Options{Timing: short})}
+		New: func(t *testing.T, timing placement.Timing) placement.Placement {
+			inner := &tracking{Placement: local.New(local.Options{Timing: timing})}
 			t.Cleanup(func() { assert.NoError(t, inner.Close()) })
 			inners.Store(t, inner)
 			return New(inner, Options{HostID: "only"})
