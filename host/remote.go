@@ -72,11 +72,7 @@ func (h *Host) remotePlacement(desired *spec.Spec, p *spec.Plugin) (placement.Pl
 		Logger:  h.log,
 	}
 	if rs.TokenFile != "" {
-		path := rs.TokenFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(desired.Dir, path)
-		}
-		tok, err := hostapi.ReadToken(path)
+		tok, err := hostapi.ReadToken(desired.Path(rs.TokenFile))
 		if err != nil {
 			return nil, fmt.Errorf("runner %s: token: %w", name, err)
 		}
@@ -172,19 +168,13 @@ func (h *Host) pruneRemotes() {
 // runnerTLS is the TLS config of a runner's connections; its files are
 // relative to dir.
 func runnerTLS(dir string, t *spec.RunnerTLS) (*tls.Config, string, error) {
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
 	// sum tells one setting from another: the files' contents, not only
 	// their names, so that a renewed certificate is taken at the next
 	// apply.
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%q\n", t.ServerName)
 	read := func(p string) ([]byte, error) {
-		b, err := os.ReadFile(abs(p))
+		b, err := os.ReadFile(spec.Resolve(dir, p))
 		fmt.Fprintf(sum, "%d\n", len(b))
 		sum.Write(b)
 		return b, err

@@ -58,6 +58,10 @@ type Request struct {
 	Identity *Identity
 }
 
+// Path resolves a path of the plugin's spec: relative to Dir, the plugins
+// file's directory, unless absolute (spec.Resolve).
+func (r Request) Path(path string) string { return spec.Resolve(r.Dir, path) }
+
 // Handle is one started plugin: one process, module instance or remote
 // execution, from its start until it is gone.
 type Handle interface {

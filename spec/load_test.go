@@ -229,3 +229,13 @@ plugins:
 	assert.Equal(t, DefaultElectTTL, s.Plugins["f"].Elect.TTL.Std())
 	assert.Equal(t, "spec", s.Name, "a bare file name lies in the working directory, whose name is the default")
 }
+
+// TestPath: a spec's paths are relative to its file's directory, unless
+// absolute.
+func TestPath(t *testing.T) {
+	s := &Spec{Dir: "/srv/shop"}
+	assert.Equal(t, "/srv/shop/bin/api", s.Path("bin/api"))
+	assert.Equal(t, "/srv/shared", s.Path("../shared"))
+	assert.Equal(t, "/etc/graft/token", s.Path("/etc/graft/token"))
+	assert.Equal(t, "/srv/shop", s.Path(""))
+}

@@ -1,5 +1,7 @@
 package spec
 
+import "path/filepath"
+
 // Placement says where a plugin's process lives (README.md, the table of
 // run: values; docs/semantics.md, "Identity and generations").
 type Placement string
@@ -178,4 +180,19 @@ type Elect struct {
 	Renew     Duration `yaml:"renew"`     // default 3 seconds
 	Poll      Duration `yaml:"poll"`      // default 2 seconds
 	LockStale Duration `yaml:"lockStale"` // default 15 seconds
+}
+
+// Path resolves path as the spec means it: relative to the plugins file's
+// directory Dir, unless absolute. The spec's paths (a plugin's dir, a
+// module, a mount, an election's directory, a token or certificate file)
+// all resolve through it.
+func (s *Spec) Path(path string) string { return Resolve(s.Dir, path) }
+
+// Resolve is path relative to dir, unless absolute: Spec.Path for a
+// spec's directory dir.
+func Resolve(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/graftland/graft/elect"
@@ -92,10 +91,7 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 	case p.Run != spec.Floating:
 		return nil, fmt.Errorf("plugin %q is not floating (run: %s): it has no leader", c.Plugin, p.Run)
 	}
-	dir := p.Elect.Dir
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(s.Dir, dir)
-	}
+	dir := s.Path(p.Elect.Dir)
 	l, mtime, err := elect.Read(dir, p.Instance)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no host has led %s yet: %w", c.Plugin, err)

@@ -93,7 +93,7 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 		addr = net.JoinHostPort(localAddress(), strconv.Itoa(e.Port))
 	}
 	el, err := elect.New(elect.Config{
-		Dir: Dir(req.Dir, e), Instance: pl.Instance, HostID: p.opt.HostID, Address: addr,
+		Dir: req.Path(e.Dir), Instance: pl.Instance, HostID: p.opt.HostID, Address: addr,
 		TTL: e.TTL.Std(), Renew: e.Renew.Std(), Poll: e.Poll.Std(), LockStale: e.LockStale.Std(),
 		Clock: p.opt.Clock,
 	})

@@ -296,5 +296,5 @@ func (h *handle) leaderInfo(ctx context.Context) (Leader, error) {
 	role := h.roleLocked()
 	h.mu.Unlock()
 	p := h.req.Plugin
-	return Leader{Lease: l, Instance: p.Instance, Dir: Dir(h.req.Dir, p.Elect), Age: age, TTL: p.Elect.TTL.Std(), Role: role}, nil
+	return Leader{Lease: l, Instance: p.Instance, Dir: h.req.Path(p.Elect.Dir), Age: age, TTL: p.Elect.TTL.Std(), Role: role}, nil
 }

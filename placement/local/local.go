@@ -7,7 +7,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,9 +90,4 @@ func environ(parent []string, req placement.Request, id placement.Identity) []st
 }
 
 // workDir is where the plugin runs: its dir, relative to the spec's.
-func workDir(req placement.Request) string {
-	if filepath.IsAbs(req.Plugin.Dir) {
-		return req.Plugin.Dir
-	}
-	return filepath.Join(req.Dir, req.Plugin.Dir)
-}
+func workDir(req placement.Request) string { return req.Path(req.Plugin.Dir) }

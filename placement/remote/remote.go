@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -218,11 +217,10 @@ func (r *Remote) startError(plugin string, err error) error {
 
 // dir is the working directory to ask for.
 func (r *Remote) dir(req placement.Request) string {
-	d := req.Plugin.Dir
-	if r.cfg.SameMachine && !filepath.IsAbs(d) {
-		return filepath.Join(req.Dir, d)
+	if r.cfg.SameMachine {
+		return req.Path(req.Plugin.Dir)
 	}
-	return d
+	return req.Plugin.Dir
 }
 
 func env(spec, extra map[string]string) map[string]string {

@@ -17,7 +17,7 @@ import (
 func mounts(req placement.Request) wazero.FSConfig {
 	fs := wazero.NewFSConfig()
 	for _, m := range slices.Clone(req.Plugin.Mounts) {
-		host := resolve(req.Dir, m.Host)
+		host := req.Path(m.Host)
 		if m.Writable {
 			fs = fs.(sysfs.FSConfig).WithSysFSMount(noSymlinks{sysfs.DirFS(host)}, m.Guest)
 		} else {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,7 +89,7 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bin, err := os.ReadFile(resolve(req.Dir, p.Module))
+	bin, err := os.ReadFile(req.Path(p.Module))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
 	}
@@ -229,11 +228,4 @@ func environ(req placement.Request, id placement.Identity) map[string]string {
 	env[instance.EnvGeneration] = strconv.FormatInt(id.Generation, 10)
 	env[instance.EnvPlugin] = req.Plugin.Name
 	return env
-}
-
-func resolve(dir, path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(dir, path)
 }
