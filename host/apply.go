@@ -59,7 +59,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 		}
 	}
 	events(hostapi.Message{Type: hostapi.MsgPlan, Plan: p})
-	h.refreshRemotes(desired)
+	h.runners.Refresh(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
 	err = apply.Run(ctx, p, executor{h: h, desired: desired}, apply.Options{
@@ -70,7 +70,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 		},
 	})
 	h.closeUnusedLogs()
-	h.pruneRemotes()
+	h.runners.Prune(h.placements())
 	h.pruneLastStops()
 	return p, err
 }
@@ -301,7 +301,7 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placemen
 	case spec.Worker:
 		return h.workers, nil
 	case spec.Remote:
-		return h.remotePlacement(desired, p)
+		return h.runners.Placement(desired, p)
 	}
 	return nil, fmt.Errorf("placement %q is not supported yet", p.Run)
 }
@@ -312,6 +312,17 @@ type entry struct {
 	unit      *placement.Supervisor
 	placement placement.Placement // where it runs
 	env       map[string]string   // what the host added to its environment
+}
+
+// placements are the placements of the plugins the host runs or tracks.
+func (h *Host) placements() map[placement.Placement]bool {
+	used := map[placement.Placement]bool{}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.plugins {
+		used[e.placement] = true
+	}
+	return used
 }
 
 func (h *Host) entry(name string) *entry {

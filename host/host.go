@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/host/runners"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
@@ -62,7 +63,7 @@ type Host struct {
 	// followLeaders takes its changes of leader until followed is closed.
 	floating *floating.Placement
 	followed chan struct{}
-	remotes  remotes
+	runners  *runners.Registry // runner plugins' placements
 	hostID   string
 	key      spec.DigestKey // keys the digests of env values (digest.key)
 
@@ -156,6 +157,7 @@ func Open(dir string, opt Options) (*Host, error) {
 			return nil, err
 		}
 	}
+	h.runners = runners.New(runners.Options{StateDir: dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: log})
 	h.floating = floating.New(h.locals, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: log})
 	h.followed = make(chan struct{})
 	go h.followLeaders()
@@ -179,8 +181,10 @@ func (h *Host) close() {
 		}
 		<-h.followed
 	}
-	if err := h.closeRemotes(); err != nil {
-		h.log.Error("stop remote plugins", "err", err)
+	if h.runners != nil {
+		if err := h.runners.Close(); err != nil {
+			h.log.Error("stop remote plugins", "err", err)
+		}
 	}
 	if err := h.local.Close(); err != nil {
 		h.log.Error("stop plugins", "err", err)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/graftland/graft/host/runners"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/plan"
@@ -16,14 +17,12 @@ import (
 )
 
 // The files of a state dir; hostapi names those a client needs (the
-// socket, and host.log).
+// socket, and host.log), runners those of the embedded runner.
 const (
 	lockFile     = "host.lock"    // held (flock) by the one host; holds its pid
 	appliedFile  = "applied.json" // the last applied spec
 	logDir       = "logs"         // one rotated log per plugin
 	wasmCacheDir = "wasm-cache"   // compiled WebAssembly modules, by content
-	runnerDir    = "runner"       // the state of the runner embedded in the host
-	runnerSocket = "runner.sock"  // where the embedded runner listens
 )
 
 // applied is the last applied spec, as stored in the state dir.
@@ -144,7 +143,7 @@ func checkStateDir(dir string) error {
 			return err
 		}
 	}
-	return safefs.Check(filepath.Join(dir, runnerDir))
+	return safefs.Check(filepath.Join(dir, runners.Dir))
 }
 
 // cleanCache removes from the module cache whatever the host would not

@@ -1,0 +1,204 @@
+// Package runners keeps a host's runner placements: one placement/remote
+// per runner the spec names (by name and address), its settings (token,
+// TLS, lease) read from the spec's files at every apply, and the runner
+// embedded in the host for runner entries without an address, started at
+// its first use.
+package runners
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/remote"
+	"github.com/graftland/graft/spec"
+)
+
+// Options configures a Registry.
+type Options struct {
+	// StateDir is the host's state dir: the embedded runner keeps its state
+	// in StateDir/runner and listens on StateDir/runner.sock.
+	StateDir string
+	// HostID names the host to the runners, in their sessions' holder.
+	HostID string
+	// Version is the embedded runner's.
+	Version string
+	// Limits bound the embedded runner's connections; zero: the defaults.
+	Limits guard.Limits
+	// Logger receives the sessions' and the embedded runner's log.
+	Logger *slog.Logger
+}
+
+// The embedded runner's files in the host's state dir.
+const (
+	Dir    = "runner"      // its state
+	Socket = "runner.sock" // where it listens
+)
+
+// Registry is the host's runner placements. It is safe for concurrent use.
+type Registry struct {
+	opt Options
+
+	mu       sync.Mutex
+	byKey    map[string]*entry
+	embedded *embedded
+	apply    uint64 // counts Refresh, to tell the runners an apply named
+}
+
+// entry is a runner's placement and the settings it was given last: an
+// apply that changes them (a new token, a renewed certificate, another
+// lease) updates it in place, so that the plugins on the runner, and
+// their retries, use them from their next session on.
+type entry struct {
+	r        *remote.Remote
+	settings string
+	apply    uint64 // the last apply that named it
+}
+
+// New returns an empty Registry.
+func New(opt Options) *Registry {
+	return &Registry{opt: opt, byKey: map[string]*entry{}}
+}
+
+// Placement is the placement of runner plugin p of desired: the remote of
+// its runner, made at its first use and given the settings desired says
+// now.
+func (g *Registry) Placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
+	cfg, settings, err := g.config(desired, p.Runner)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cfg.Address == "" {
+		e, err := g.embeddedRunner()
+		if err != nil {
+			return nil, fmt.Errorf("start the runner embedded in the host: %w", err)
+		}
+		cfg.Address, cfg.SameMachine = "unix://"+e.path, true
+	}
+	key := cfg.Name + "\x00" + cfg.Address
+	if e := g.byKey[key]; e != nil {
+		e.apply = g.apply
+		if e.settings != settings {
+			if err := e.r.Update(cfg); err != nil {
+				return nil, fmt.Errorf("runner %s: %w", cfg.Name, err)
+			}
+			e.settings = settings
+		}
+		return e.r, nil
+	}
+	r, err := remote.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("runner %s: %w", cfg.Name, err)
+	}
+	g.byKey[key] = &entry{r: r, settings: settings, apply: g.apply}
+	return r, nil
+}
+
+// config is the remote's config for runner name of desired ("" is the
+// embedded one), its files read now, and a digest of its settings that
+// tells them from others: the token, the lease, the TLS files' contents.
+func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, string, error) {
+	var rs spec.Runner
+	if r := desired.Runners[name]; r != nil {
+		rs = *r
+	}
+	if name == "" {
+		name = "embedded"
+	}
+	cfg := remote.Config{
+		Name:    name,
+		Address: rs.Address,
+		Lease:   rs.Connect.Lease.Std(),
+		Margin:  rs.Connect.Margin.Std(),
+		Holder:  fmt.Sprintf("graft host %s (pid %d)", g.opt.HostID, os.Getpid()),
+		Logger:  g.opt.Logger,
+	}
+	if rs.TokenFile != "" {
+		tok, err := hostapi.ReadToken(desired.Path(rs.TokenFile))
+		if err != nil {
+			return cfg, "", fmt.Errorf("runner %s: token: %w", name, err)
+		}
+		cfg.Token = tok
+	}
+	var tlsSum string
+	if rs.TLS != nil {
+		t, sum, err := tlsConfig(desired, rs.TLS)
+		if err != nil {
+			return cfg, "", fmt.Errorf("runner %s: tls: %w", name, err)
+		}
+		cfg.TLS, tlsSum = t, sum
+	}
+	return cfg, fmt.Sprintf("%s\x00%s\x00%s\x00%s", cfg.Token, cfg.Lease, cfg.Margin, tlsSum), nil
+}
+
+// Refresh begins an apply of desired: it gives the placements of
+// desired's runners their settings as they are now (a token file
+// rewritten, a certificate renewed), plugins with no step in the plan
+// included: their retries and stops use them from their next session on.
+// A setting that cannot be read is logged here, and fails the steps that
+// need it.
+func (g *Registry) Refresh(desired *spec.Spec) {
+	g.mu.Lock()
+	g.apply++
+	g.mu.Unlock()
+	seen := map[string]bool{}
+	for _, p := range desired.Plugins {
+		if p.Run != spec.Remote || seen[p.Runner] {
+			continue
+		}
+		seen[p.Runner] = true
+		if _, err := g.Placement(desired, p); err != nil {
+			g.opt.Logger.Warn("runner settings", "runner", p.Runner, "err", err)
+		}
+	}
+}
+
+// Prune ends the sessions with runners that the last apply did not name
+// (their address changed, say) and that used does not hold: the
+// placements of the plugins the host still tracks, among them one whose
+// stop is unconfirmed, which keeps its runner's to ask again.
+func (g *Registry) Prune(used map[placement.Placement]bool) {
+	g.mu.Lock()
+	var unused []*remote.Remote
+	for key, e := range g.byKey {
+		if e.apply != g.apply && !used[e.r] {
+			unused = append(unused, e.r)
+			delete(g.byKey, key)
+		}
+	}
+	g.mu.Unlock()
+	for _, r := range unused {
+		if err := r.Close(); err != nil {
+			g.opt.Logger.Warn("end the session with a runner no longer named", "err", err)
+		}
+	}
+}
+
+// Close ends the sessions with runners (what still runs on them is
+// stopped), then the embedded runner.
+func (g *Registry) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs *multierror.Error
+	for _, e := range g.byKey {
+		if err := e.r.Close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+	}
+	g.byKey = map[string]*entry{}
+	if e := g.embedded; e != nil {
+		if err := e.close(); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+		g.embedded = nil
+	}
+	return errs.ErrorOrNil()
+}
