@@ -28,27 +28,11 @@ const maxBody = hostapi.MaxBody
 // ends or graft down has stopped every plugin. ready, when set, is called
 // once the socket accepts connections.
 func (h *Host) Serve(ctx context.Context, ready func()) error {
-	path, err := hostapi.SocketPath(h.dir)
+	ln, path, cleanup, err := h.listenSocket()
 	if err != nil {
 		return err
 	}
-	link := filepath.Join(h.dir, hostapi.SocketLink)
-	if filepath.Dir(path) != h.dir {
-		if err := atomicfile.Write(link, []byte(path+"\n"), 0o600); err != nil {
-			return err
-		}
-		defer os.Remove(link)
-	} else {
-		os.Remove(link)
-	}
-	// A socket left by a host that died: this host holds the lock, so no
-	// other host is listening there.
-	os.Remove(path)
-	ln, err := privsock.Listen(path)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", path, err)
-	}
-	defer os.Remove(path)
+	defer cleanup()
 	limits := h.opt.Limits.WithDefaults()
 	servers := []*http.Server{guard.Server(h.api(""), limits, h.log)}
 	listeners := []net.Listener{guard.Listener(ln, limits.MaxConns)}
@@ -62,21 +46,53 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 		listeners = append(listeners, guard.Listener(tln, limits.MaxConns))
 		h.log.Info("host listening", "tcp", tln.Addr().String())
 	}
+	h.log.Info("host listening", "socket", path, "pid", os.Getpid())
+	return h.serve(ctx, servers, listeners, ready)
+}
+
+// listenSocket listens on the host's unix socket: in the state dir, or,
+// where that path is too long for a socket, in a private directory that
+// the state dir's socket link names (hostapi.SocketPath). cleanup removes
+// the socket and the link.
+func (h *Host) listenSocket() (ln net.Listener, path string, cleanup func(), err error) {
+	path, err = hostapi.SocketPath(h.dir)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	link := filepath.Join(h.dir, hostapi.SocketLink)
+	os.Remove(link)
+	if filepath.Dir(path) != h.dir {
+		if err := atomicfile.Write(link, []byte(path+"\n"), 0o600); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	// A socket left by a host that died: this host holds the lock, so no
+	// other host is listening there.
+	os.Remove(path)
+	if ln, err = privsock.Listen(path); err != nil {
+		os.Remove(link)
+		return nil, "", nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	return ln, path, func() { os.Remove(path); os.Remove(link) }, nil
+}
+
+// serve serves each server on its listener until ctx ends, graft down
+// asks the host to end, or a server fails; then it shuts them down,
+// giving requests under way (an apply, a log follower) a moment to end.
+func (h *Host) serve(ctx context.Context, servers []*http.Server, listeners []net.Listener, ready func()) error {
 	served := make(chan error, len(servers))
 	for i, srv := range servers {
 		go func() { served <- srv.Serve(listeners[i]) }()
 	}
-	h.log.Info("host listening", "socket", path, "pid", os.Getpid())
 	if ready != nil {
 		ready()
 	}
-	err = nil
+	var err error
 	select {
 	case <-ctx.Done():
 	case <-h.down:
 	case err = <-served:
 	}
-	// Requests under way (an apply, a log follower) get a moment to end.
 	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, srv := range servers {

@@ -114,12 +114,6 @@ func Open(dir string, opt Options) (*Host, error) {
 		lock.Close()
 		return nil, err
 	}
-	workers, err := worker.New(worker.Options{Timing: opt.Timing, CacheDir: filepath.Join(dir, wasmCacheDir)})
-	if err != nil {
-		reaper.Stop()
-		lock.Close()
-		return nil, err
-	}
 	log := opt.Logger
 	if log == nil {
 		log = slog.Default()
@@ -130,8 +124,6 @@ func Open(dir string, opt Options) (*Host, error) {
 		log:       log,
 		lock:      lock,
 		reaper:    reaper,
-		local:     local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace}),
-		workers:   workers,
 		started:   time.Now(),
 		plugins:   map[string]*entry{},
 		logs:      map[string]*output.Log{},
@@ -139,35 +131,60 @@ func Open(dir string, opt Options) (*Host, error) {
 		applying:  make(chan struct{}, 1),
 		down:      make(chan struct{}),
 	}
-	h.locals = recording{Placement: h.local, dir: filepath.Join(dir, instancesDir)}
-	if h.key, err = openDigestKey(dir); err != nil {
+	if err := h.open(); err != nil {
 		h.close()
 		return nil, err
+	}
+	return h, nil
+}
+
+// open reads what the state dir keeps (the digest key, the last applied
+// spec, the host id), makes the placements, and clears what a host that
+// died left behind. The lock is held.
+func (h *Host) open() error {
+	var err error
+	if h.key, err = openDigestKey(h.dir); err != nil {
+		return err
 	}
 	// A last applied spec that cannot be read does not keep the host from
 	// starting: it runs nothing, graft status answers, and graft down
 	// removes the file.
-	h.spec, h.specErr = loadApplied(dir)
+	h.spec, h.specErr = loadApplied(h.dir)
 	if h.spec != nil {
 		h.spec.parsed = h.spec.parsed.WithKey(h.key)
 	}
-	if h.hostID = opt.HostID; h.hostID == "" {
-		if h.hostID, err = defaultHostID(dir); err != nil {
-			h.close()
-			return nil, err
+	if h.hostID = h.opt.HostID; h.hostID == "" {
+		if h.hostID, err = defaultHostID(h.dir); err != nil {
+			return err
 		}
 	}
-	h.runners = runners.New(runners.Options{StateDir: dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: log})
-	h.floating = floating.New(h.locals, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: log})
-	h.followed = make(chan struct{})
-	go h.followLeaders()
+	if err := h.openPlacements(); err != nil {
+		return err
+	}
 	if err := h.cleanCache(); err != nil {
-		h.close()
-		return nil, err
+		return err
 	}
 	h.cleanLeftovers()
-	h.local.LogIsolation(log, "the host")
-	return h, nil
+	h.local.LogIsolation(h.log, "the host")
+	return nil
+}
+
+// openPlacements makes the placements of the four kinds of plugin, and
+// starts following the floating ones' leaders.
+func (h *Host) openPlacements() error {
+	opt := h.opt
+	workers, err := worker.New(worker.Options{Timing: opt.Timing, CacheDir: filepath.Join(h.dir, wasmCacheDir)})
+	if err != nil {
+		return err
+	}
+	h.workers = workers
+	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace})
+	h.locals = recording{Placement: h.local, dir: filepath.Join(h.dir, instancesDir)}
+	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
+	h.floating = floating.New(h.locals, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log})
+	h.followed = make(chan struct{})
+	go h.followLeaders()
+	return nil
 }
 
 // Dir is the host's state dir.
@@ -186,11 +203,15 @@ func (h *Host) close() {
 			h.log.Error("stop remote plugins", "err", err)
 		}
 	}
-	if err := h.local.Close(); err != nil {
-		h.log.Error("stop plugins", "err", err)
+	if h.local != nil {
+		if err := h.local.Close(); err != nil {
+			h.log.Error("stop plugins", "err", err)
+		}
 	}
-	if err := h.workers.Close(); err != nil {
-		h.log.Error("stop workers", "err", err)
+	if h.workers != nil {
+		if err := h.workers.Close(); err != nil {
+			h.log.Error("stop workers", "err", err)
+		}
 	}
 	h.mu.Lock()
 	for _, l := range h.logs {
