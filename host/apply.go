@@ -295,7 +295,7 @@ func (h *Host) pruneLastStops() {
 func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
 	switch p.Run {
 	case spec.Local:
-		return h.locals, nil
+		return h.local, nil
 	case spec.Floating: // its leader runs it as a local process
 		return h.floating, nil
 	case spec.Worker:

@@ -57,9 +57,8 @@ type Host struct {
 	lock    *os.File
 	reaper  *proc.Reaper
 	local   *local.Local
-	locals  placement.Placement // local, recording the instances it starts
 	workers *worker.Worker
-	// floating runs floating plugins on locals while this host leads;
+	// floating runs floating plugins on local while this host leads;
 	// followLeaders takes its changes of leader until followed is closed.
 	floating *floating.Placement
 	followed chan struct{}
@@ -164,7 +163,7 @@ func (h *Host) open() error {
 	if err := h.cleanCache(); err != nil {
 		return err
 	}
-	h.cleanLeftovers()
+	local.StopLeftovers(filepath.Join(h.dir, instancesDir), h.log)
 	h.local.LogIsolation(h.log, "the host")
 	return nil
 }
@@ -178,10 +177,9 @@ func (h *Host) openPlacements() error {
 		return err
 	}
 	h.workers = workers
-	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace})
-	h.locals = recording{Placement: h.local, dir: filepath.Join(h.dir, instancesDir)}
+	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir)})
 	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
-	h.floating = floating.New(h.locals, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log})
+	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log})
 	h.followed = make(chan struct{})
 	go h.followLeaders()
 	return nil

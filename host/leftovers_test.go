@@ -17,6 +17,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/placement/local"
 )
 
 // TestRecordedBeforeReady: a local plugin is recorded in the state dir
@@ -44,7 +45,7 @@ func TestRecordedBeforeReady(t *testing.T) {
 		ents, _ := os.ReadDir(records)
 		marks = marks[:0]
 		for _, e := range ents {
-			marks = append(marks, EnvInvocation+"="+e.Name())
+			marks = append(marks, local.EnvInvocation+"="+e.Name())
 		}
 		left, _ := proc.Marked(marks)
 		for _, m := range left {

@@ -23,6 +23,10 @@ const (
 	appliedFile  = "applied.json" // the last applied spec
 	logDir       = "logs"         // one rotated log per plugin
 	wasmCacheDir = "wasm-cache"   // compiled WebAssembly modules, by content
+	// instancesDir records each local process the host started, by its
+	// invocation id, from before its start until it is gone
+	// (local.Options.Records).
+	instancesDir = "instances"
 )
 
 // applied is the last applied spec, as stored in the state dir.

@@ -11,14 +11,17 @@ import (
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/spec"
 )
 
 // EnvInvocation is set in every process's environment to an id of that
 // start alone, as systemd's INVOCATION_ID: a runner started again finds by
 // it what a previous one left running, the processes that left their
-// process group included.
-const EnvInvocation = "GRAFT_INVOCATION_ID"
+// process group included. It is the local placement's, whose records the
+// runner keeps in its own state (record) with what it needs to adopt a
+// process again.
+const EnvInvocation = local.EnvInvocation
 
 // process is one start of an instance: one generation.
 type process struct {

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/plan"
 )
 
@@ -716,7 +716,7 @@ func (f *fleet) daemonOf(pid int) int {
 	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	var inv string
 	for _, kv := range strings.Split(string(env), "\x00") {
-		if strings.HasPrefix(kv, host.EnvInvocation+"=") {
+		if strings.HasPrefix(kv, local.EnvInvocation+"=") {
 			inv = kv
 		}
 	}

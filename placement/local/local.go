@@ -29,6 +29,9 @@ type Options struct {
 	// as its process runs, before its ready check: the runner records the
 	// pid of a start by it before the start answers.
 	Started func(placement.Handle)
+	// Records, when set, is a directory where each start is recorded
+	// before it begins, until its process is gone (see Start).
+	Records string
 	// NoNamespace starts plugins as the host's children, without a PID
 	// namespace of their own even where one can be made: what a plugin
 	// forks then outlives a host killed outright (see docs/stopping.md).

@@ -46,10 +46,8 @@ func (l *Local) Isolation() proc.Isolation {
 	return l.spawner.Isolation()
 }
 
-// Start starts the plugin's command in its own process group with its env
-// and graft's identity variables, and returns once the program runs and,
-// if it has a ready check, is ready. See placement.Placement.
-func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
+// start is Start, with the start recorded if it is to be.
+func (l *Local) start(ctx context.Context, req placement.Request) (placement.Handle, error) {
 	if req.Output == nil {
 		return nil, errors.New("local: start without an output")
 	}

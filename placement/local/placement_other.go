@@ -13,15 +13,15 @@ import (
 // Local is the placement of plugins that run as child processes of the
 // host. Off Linux it starts nothing yet: graft's guarantees about process
 // families rest on pidfds, /proc and the child subreaper.
-type Local struct{}
+type Local struct{ opt Options }
 
 var _ placement.Placement = (*Local)(nil)
 
 // New returns a Local placement.
-func New(opt Options) *Local { return &Local{} }
+func New(opt Options) *Local { return &Local{opt: opt} }
 
-// Start fails with proc.ErrUnsupported.
-func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
+// start fails with proc.ErrUnsupported.
+func (l *Local) start(ctx context.Context, req placement.Request) (placement.Handle, error) {
 	return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, proc.ErrUnsupported)
 }
 
