@@ -120,16 +120,7 @@ func TestBootstrap(t *testing.T) {
 		{"own lease from before a restart", Lease{Holder: "S001", Address: "S001:9530", Epoch: 4}, false},
 	}
 	for _, tc := range immediate {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t)
-			c.putLease(tc.lease)
-			c.setDown(tc.lease.Address, tc.down)
-			term, err := c.host("S001").Campaign(context.Background())
-			require.NoError(t, err)
-			assert.Equal(t, int64(5), term.Epoch(), "contends at once and takes epoch+1")
-			l, _ := c.lease()
-			assert.Equal(t, Lease{Holder: "S001", Address: "S001:9530", Epoch: 5}, l)
-		})
+		t.Run(tc.name, func(t *testing.T) { contendsAtOnce(t, tc.lease, tc.down) })
 	}
 
 	t.Run("unreadable lease is replaced", func(t *testing.T) {
@@ -150,12 +141,7 @@ func TestBootstrap(t *testing.T) {
 		assert.True(t, pending(res), "its plugin is starting: S001 follows")
 		// Renewals come, but the address never answers: S001 has followed,
 		// so only the file's freezing makes it contend.
-		l := fresh
-		for range 5 {
-			c.clk.step(t, 1, DefaultPoll)
-			l.RenewCount++
-			c.putLease(l)
-		}
+		c.renewEveryPoll(fresh, 5)
 		c.clk.waitTimers(t, 1)
 		assert.True(t, pending(res))
 		r := c.until(1, DefaultPoll, res)
@@ -181,12 +167,7 @@ func TestBootstrap(t *testing.T) {
 		c.putLease(ghost)
 		res := campaign(context.Background(), c.host("S001"))
 		// The ghost renews every poll for a minute: S001 follows.
-		l := ghost
-		for range 30 {
-			c.clk.step(t, 1, DefaultPoll)
-			l.RenewCount++
-			c.putLease(l)
-		}
+		c.renewEveryPoll(ghost, 30)
 		c.clk.waitTimers(t, 1)
 		assert.True(t, pending(res))
 		frozen := c.clk.Now()
@@ -197,6 +178,30 @@ func TestBootstrap(t *testing.T) {
 		assert.Greater(t, took, DefaultTTL-DefaultPoll, "not before the file froze for ttl")
 		assert.LessOrEqual(t, took, DefaultTTL+2*DefaultPoll)
 	})
+}
+
+// contendsAtOnce checks that S001, finding lease l in the directory and
+// its address down or not, contends at once and takes its epoch+1.
+func contendsAtOnce(t *testing.T, l Lease, down bool) {
+	c := newCluster(t)
+	c.putLease(l)
+	c.setDown(l.Address, down)
+	term, err := c.host("S001").Campaign(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), term.Epoch(), "contends at once and takes epoch+1")
+	got, _ := c.lease()
+	assert.Equal(t, Lease{Holder: "S001", Address: "S001:9530", Epoch: 5}, got)
+}
+
+// renewEveryPoll renews lease l as its holder would, times times: each
+// time it waits for one timer, advances the clock a poll and renews.
+func (c *cluster) renewEveryPoll(l Lease, times int) {
+	c.t.Helper()
+	for range times {
+		c.clk.step(c.t, 1, DefaultPoll)
+		l.RenewCount++
+		c.putLease(l)
+	}
 }
 
 func TestCrashedLeaderIsReplaced(t *testing.T) {

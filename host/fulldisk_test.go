@@ -74,38 +74,18 @@ func TestFullDisk(t *testing.T) {
 	defer cl.Close()
 	ctx := context.Background()
 
-	const noisy = `name: shop
-plugins:
-  noisy: {command: [sh, -c, 'i=0; while :; do i=$((i+1)); echo "noisy line $i ................................................"; done']}
-  quiet: {command: [sleep, '%s']}
-`
 	src := t.TempDir()
-	spec := func(quiet string) plan.Source { return source(t, src, strings.Replace(noisy, "%s", quiet, 1)) }
+	spec := func(quiet string) plan.Source { return source(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
 	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("60")}, nil))
 
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.
 	logPath := filepath.Join(c.state, "logs", "noisy.log")
-	const notice = "[graft: less than 20.5 KiB free on this disk: output is not written to this file until there is room again]"
-	eventually(t, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), notice)
-	}, "the log stops", c, logPath)
-	time.Sleep(1500 * time.Millisecond) // more than a look at the free space
-	b, err := os.ReadFile(logPath)
-	require.NoError(t, err)
-	assert.Equal(t, 1, strings.Count(string(b), "[graft: "), "one notice")
-	var fs unix.Statfs_t
-	require.NoError(t, unix.Statfs(c.state, &fs))
-	assert.GreaterOrEqual(t, int64(fs.Bavail)*fs.Bsize, int64(8<<10), "room is left for the state")
+	inFile := logStopsAtReserve(t, c, logPath)
 
 	// The plugin is not blocked: its output still flows, past what the
 	// file holds.
-	lastInFile := lastNumber(t, string(b))
-	var live strings.Builder
-	follow, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	require.NoError(t, cl.Logs(follow, "noisy", 0, true, &live))
-	cancel()
-	assert.Greater(t, lastNumber(t, live.String()), lastInFile+1000, "lines still come")
+	lastInFile := lastNumber(t, inFile)
+	assert.Greater(t, lastNumber(t, followNoisy(t, cl)), lastInFile+1000, "lines still come")
 
 	// An apply still records its spec, in the reserve.
 	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("61")}, nil))
@@ -119,13 +99,10 @@ plugins:
 	assert.Contains(t, err.Error(), "record the applied spec: write "+filepath.Join(dir, appliedFile)+": no space left on device")
 	kept := keptSpec(t, c)
 	assert.Contains(t, kept, "sleep, '61'")
-	st, err := cl.Status(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, map[string]plan.Status{"noisy": plan.Running, "quiet": plan.Running}, statusesOf(st))
 	good := spec("61")
 	want, err := good.Spec()
 	require.NoError(t, err)
-	assert.Equal(t, want.Digest(), st.Host.Spec, "the host runs the last good spec")
+	assertRunsBoth(t, cl, want.Digest(), "the host runs the last good spec")
 	appliedBefore, err := os.Stat(filepath.Join(c.state, appliedFile))
 	require.NoError(t, err)
 
@@ -133,10 +110,7 @@ plugins:
 	// of what it has.
 	require.Equal(t, "closed", c.say(t, "close"))
 	require.Equal(t, "ready <nil>", c.say(t, "open"), "%s", c.log)
-	st, err = cl.Status(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, map[string]plan.Status{"noisy": plan.Running, "quiet": plan.Running}, statusesOf(st))
-	assert.Equal(t, want.Digest(), st.Host.Spec)
+	assertRunsBoth(t, cl, want.Digest(), "the host started again runs the last good spec")
 	appliedAfter, err := os.Stat(filepath.Join(c.state, appliedFile))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(appliedBefore, appliedAfter))
@@ -144,11 +118,7 @@ plugins:
 	assert.Equal(t, kept, keptSpec(t, c))
 
 	// Its plugin's output flows, though none of it can be written.
-	live.Reset()
-	follow, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
-	require.NoError(t, cl.Logs(follow, "noisy", 0, true, &live))
-	cancel()
-	assert.Greater(t, lastNumber(t, live.String()), 0)
+	assert.Greater(t, lastNumber(t, followNoisy(t, cl)), 0)
 
 	// Room again (the operator empties the log, and removes the filler):
 	// the log says what it left out, and writes again.
@@ -159,6 +129,54 @@ plugins:
 		return strings.Contains(string(b), "[graft: room again on this disk: ")
 	}, "the log resumes", c, logPath)
 	require.Equal(t, "closed", c.say(t, "close"))
+}
+
+// noisySpec is TestFullDisk's spec: noisy writes lines as fast as it can,
+// and quiet sleeps for the seconds that replace %s.
+const noisySpec = `name: shop
+plugins:
+  noisy: {command: [sh, -c, 'i=0; while :; do i=$((i+1)); echo "noisy line $i ................................................"; done']}
+  quiet: {command: [sleep, '%s']}
+`
+
+// logStopsAtReserve waits until the log at logPath stops at the reserve
+// (1%: 20 KiB) of c's file system, and checks that it stays stopped, with
+// one notice, and leaves room for the state. It returns what the log holds.
+func logStopsAtReserve(t *testing.T, c *child, logPath string) string {
+	t.Helper()
+	const notice = "[graft: less than 20.5 KiB free on this disk: output is not written to this file until there is room again]"
+	eventually(t, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), notice)
+	}, "the log stops", c, logPath)
+	time.Sleep(1500 * time.Millisecond) // more than a look at the free space
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(b), "[graft: "), "one notice")
+	var fs unix.Statfs_t
+	require.NoError(t, unix.Statfs(c.state, &fs))
+	assert.GreaterOrEqual(t, int64(fs.Bavail)*fs.Bsize, int64(8<<10), "room is left for the state")
+	return string(b)
+}
+
+// followNoisy returns what following noisy's log for half a second gives.
+func followNoisy(t *testing.T, cl *hostapi.Client) string {
+	t.Helper()
+	var live strings.Builder
+	follow, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	require.NoError(t, cl.Logs(follow, "noisy", 0, true, &live))
+	return live.String()
+}
+
+// assertRunsBoth checks that the host runs noisy and quiet, of the spec
+// whose digest is want.
+func assertRunsBoth(t *testing.T, cl *hostapi.Client, want, msg string) {
+	t.Helper()
+	st, err := cl.Status(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]plan.Status{"noisy": plan.Running, "quiet": plan.Running}, statusesOf(st))
+	assert.Equal(t, want, st.Host.Spec, msg)
 }
 
 // eventually waits up to 30 seconds for cond, and fails the test saying

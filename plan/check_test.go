@@ -87,11 +87,32 @@ func TestCheckRefuses(t *testing.T) {
 		require.GreaterOrEqual(t, i, 0, plugin)
 		return &p.Changes[i]
 	}
-	for _, tc := range []struct {
-		name string
-		edit func(p *Plan)
-		want string
-	}{
+	cases := slices.Concat(stepRefusals(step), changeRefusals(change), ruleRefusals(step, change))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			desired, running, p := checkCase(t)
+			saved := clone(t, p)
+			tc.edit(saved)
+			err := saved.Check(desired, running)
+			var bad *CheckError
+			require.ErrorAs(t, err, &bad)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, bad.Hint(), "graft plan --out")
+		})
+	}
+}
+
+// refusal is an edit of checkCase's plan, and what Check says of it.
+type refusal struct {
+	name string
+	edit func(p *Plan)
+	want string
+}
+
+// stepRefusals are edits of the plan's format, project and steps that make
+// it wrong in itself. step finds a step of the plan by its id.
+func stepRefusals(step func(p *Plan, id string) *Step) []refusal {
+	return []refusal{
 		{"format", func(p *Plan) { p.Format = "graft.plan/v2" }, `bad plan: format "graft.plan/v2", want "graft.plan/v1"`},
 		{"project", func(p *Plan) { p.Project = "other" }, `bad plan: project "other", but its spec's is "shop"`},
 		{"unknown op", func(p *Plan) { step(p, "stop:old").Op = "delete" }, `bad plan: step stop:old: unknown op "delete": want stop or start`},
@@ -119,6 +140,13 @@ func TestCheckRefuses(t *testing.T) {
 		{"stop of an unknown plugin", func(p *Plan) {
 			p.Steps = append(p.Steps, Step{ID: "stop:ghost", Op: OpStop, Plugin: "ghost", After: []string{}})
 		}, `bad plan: step stop:ghost: stops ghost, which neither runs nor is in the plan's spec`},
+	}
+}
+
+// changeRefusals are edits of the plan's changes that disagree with its
+// steps or its spec. change finds the change of a plugin.
+func changeRefusals(change func(p *Plan, plugin string) *Change) []refusal {
+	return []refusal{
 		{"change of an unknown plugin", func(p *Plan) { p.Changes = append(p.Changes, Change{Plugin: "ghost", Action: Keep}) },
 			`bad plan: changes[3] (ghost): the plugin neither runs nor is in the plan's spec`},
 		{"change twice", func(p *Plan) { p.Changes = append(p.Changes, p.Changes[0]) }, `bad plan: changes[3] (api): the plugin has two changes`},
@@ -129,6 +157,13 @@ func TestCheckRefuses(t *testing.T) {
 			p.Changes = slices.DeleteFunc(p.Changes, func(c Change) bool { return c.Plugin == "old" })
 		},
 			`bad plan: steps for old, but no change`},
+	}
+}
+
+// ruleRefusals are edits that leave a plan consistent in itself, but not
+// the one its spec and the running state make.
+func ruleRefusals(step func(p *Plan, id string) *Step, change func(p *Plan, plugin string) *Change) []refusal {
+	return []refusal{
 		{"no change of a kept plugin", func(p *Plan) {
 			change(p, "api").Action = Keep
 			p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool { return s.Plugin == "api" })
@@ -157,17 +192,6 @@ func TestCheckRefuses(t *testing.T) {
 			`bad plan: changes[0] is restart api, but its spec and the running state give restart api (cause [api], want [api db])`},
 		{"waves", func(p *Plan) { p.Waves[0], p.Waves[1] = p.Waves[1], p.Waves[0] }, `bad plan: its waves are not the ones its steps make`},
 		{"summary", func(p *Plan) { p.Summary.Keep = 7 }, `bad plan: its summary {Start:0 Stop:1 Replace:1 Restart:1 Keep:7 Steps:5 Waves:4} does not count`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			desired, running, p := checkCase(t)
-			saved := clone(t, p)
-			tc.edit(saved)
-			err := saved.Check(desired, running)
-			var bad *CheckError
-			require.ErrorAs(t, err, &bad)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.Contains(t, bad.Hint(), "graft plan --out")
-		})
 	}
 }
 

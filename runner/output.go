@@ -1,9 +1,7 @@
 package runner
 
 import (
-	"bytes"
-	"sync"
-
+	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/placement"
 )
 
@@ -14,68 +12,12 @@ const (
 	maxLine   = 64 << 10 // a longer line is cut into lines of this size
 )
 
-// lineOutput is the placement.Output of one process. It never blocks the
-// process: a line no stream takes is dropped (see stream.push).
-type lineOutput struct {
-	send func(line string)
+var _ placement.Output = (*output.Lines)(nil)
 
-	mu      sync.Mutex
-	partial []byte
-	tail    []string
-}
-
-var _ placement.Output = (*lineOutput)(nil)
-
-func newLineOutput(send func(line string)) *lineOutput {
-	return &lineOutput{send: send}
-}
-
-func (o *lineOutput) Write(b []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			o.partial = append(o.partial, b...)
-			for len(o.partial) >= maxLine {
-				o.line(string(o.partial[:maxLine]))
-				o.partial = append(o.partial[:0], o.partial[maxLine:]...)
-			}
-			break
-		}
-		line := string(append(o.partial, b[:i]...))
-		o.partial = o.partial[:0]
-		b = b[i+1:]
-		for len(line) > maxLine {
-			o.line(line[:maxLine])
-			line = line[maxLine:]
-		}
-		o.line(line)
-	}
-	return n, nil
-}
-
-// line sends one line and keeps it for the tail. o.mu is held, so lines
-// are sent in order.
-func (o *lineOutput) line(s string) {
-	o.tail = append(o.tail, s)
-	if len(o.tail) > 2*tailLines {
-		o.tail = append(o.tail[:0], o.tail[len(o.tail)-tailLines:]...)
-	}
-	o.send(s)
-}
-
-// Tail returns the last lines, an unfinished last one included.
-func (o *lineOutput) Tail() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	lines := append([]string(nil), o.tail...)
-	if len(o.partial) > 0 {
-		lines = append(lines, string(o.partial))
-	}
-	if len(lines) > tailLines {
-		lines = lines[len(lines)-tailLines:]
-	}
-	return lines
+// newLineOutput returns the placement.Output of one process, which hands
+// each line to send, in order. It never blocks the process: a line no
+// stream takes is dropped (see stream.push). A line that reaches maxLine
+// bytes at the end of a write is sent then, not when more of it comes.
+func newLineOutput(send func(line string)) *output.Lines {
+	return output.NewLines(output.LineOptions{Keep: tailLines, Max: maxLine, Line: send, EndFull: true})
 }

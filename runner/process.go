@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
@@ -30,7 +31,7 @@ type process struct {
 	inv        string
 	session    *session
 	stopSignal syscall.Signal
-	out        *lineOutput
+	out        *output.Lines
 	h          placement.Handle
 	signal     func(syscall.Signal) error // to its family; see local's Signal
 

@@ -581,97 +581,130 @@ func TestFloatingSoak(t *testing.T) {
 	l, _ := f.leaderAfter(0, 10*time.Second)
 
 	// A watcher samples the lease and the hosts' roles throughout.
-	var (
-		mu       sync.Mutex
-		epochs   []int64
-		claimed  = map[int64]map[string]bool{} // epoch -> hosts that said they led it
-		watchErr error
-	)
-	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(25 * time.Millisecond):
-			}
-			le := f.lease()
-			mu.Lock()
-			if n := len(epochs); le.Epoch != 0 && (n == 0 || epochs[n-1] != le.Epoch) {
-				if n > 0 && le.Epoch < epochs[n-1] && watchErr == nil {
-					watchErr = fmt.Errorf("epoch went from %d to %d", epochs[n-1], le.Epoch)
-				}
-				epochs = append(epochs, le.Epoch)
-			}
-			mu.Unlock()
-			for _, h := range f.hosts {
-				if !h.running() || h.isFrozen() {
-					continue
-				}
-				r, err := h.relay()
-				if err != nil || r.Role != "leader" || r.Generation == 0 || h.isFrozen() {
-					continue // generation 0: a leader whose relay is still starting
-				}
-				mu.Lock()
-				if claimed[r.Generation] == nil {
-					claimed[r.Generation] = map[string]bool{}
-				}
-				claimed[r.Generation][h.id] = true
-				mu.Unlock()
-			}
-		}
-	}()
-
+	w := watchFleet(f)
 	for round := range rounds {
-		leader := f.host(l.Holder)
-		switch action := rng.IntN(3); action {
-		case 0:
-			t.Logf("round %d: kill -9 %s", round, leader.id)
-			leader.kill()
-			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
-			leader.start()
-		case 1:
-			pause := fTTL + time.Duration(rng.IntN(1000))*time.Millisecond
-			t.Logf("round %d: freeze %s for %s", round, leader.id, pause)
-			leader.signal(syscall.SIGSTOP)
-			time.Sleep(pause)
-			leader.signal(syscall.SIGCONT)
-			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
-		case 2:
-			var follower *fhost
-			for _, i := range rng.Perm(len(f.hosts)) {
-				if f.hosts[i].id != leader.id {
-					follower = f.hosts[i]
-					break
-				}
-			}
-			t.Logf("round %d: freeze follower %s, then stop leader %s gracefully", round, follower.id, leader.id)
-			follower.signal(syscall.SIGSTOP)
-			leader.terminate()
-			l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
-			follower.signal(syscall.SIGCONT)
-			leader.start()
-		}
+		l = f.soakRound(t, rng, round, l)
 	}
 	// Let every resumed host settle, then stop watching.
 	time.Sleep(fRenew + fPoll + 500*time.Millisecond)
-	close(stop)
-	<-watched
+	w.stop()
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.NoError(t, watchErr)
-	t.Logf("epochs seen: %v", epochs)
-	for i := 1; i < len(epochs); i++ {
-		assert.Greater(t, epochs[i], epochs[i-1], "epochs strictly increase")
+	require.NoError(t, w.err)
+	t.Logf("epochs seen: %v", w.epochs)
+	for i := 1; i < len(w.epochs); i++ {
+		assert.Greater(t, w.epochs[i], w.epochs[i-1], "epochs strictly increase")
 	}
-	for epoch, hosts := range claimed {
+	for epoch, hosts := range w.claimed {
 		assert.Len(t, hosts, 1, "epoch %d was led by %v", epoch, hosts)
 	}
 	f.oneHostPerGeneration()
 	assert.Len(t, f.leaders(), 1)
+}
+
+// soakRound disturbs the leader of lease l at random: kills it, freezes
+// it past the lease, or freezes a follower and stops the leader
+// gracefully. It returns the lease of the leader elected after it.
+func (f *fleet) soakRound(t *testing.T, rng *rand.Rand, round int, l elect.Lease) elect.Lease {
+	leader := f.host(l.Holder)
+	switch action := rng.IntN(3); action {
+	case 0:
+		t.Logf("round %d: kill -9 %s", round, leader.id)
+		leader.kill()
+		l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+		leader.start()
+	case 1:
+		pause := fTTL + time.Duration(rng.IntN(1000))*time.Millisecond
+		t.Logf("round %d: freeze %s for %s", round, leader.id, pause)
+		leader.signal(syscall.SIGSTOP)
+		time.Sleep(pause)
+		leader.signal(syscall.SIGCONT)
+		l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+	case 2:
+		var follower *fhost
+		for _, i := range rng.Perm(len(f.hosts)) {
+			if f.hosts[i].id != leader.id {
+				follower = f.hosts[i]
+				break
+			}
+		}
+		t.Logf("round %d: freeze follower %s, then stop leader %s gracefully", round, follower.id, leader.id)
+		follower.signal(syscall.SIGSTOP)
+		leader.terminate()
+		l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+		follower.signal(syscall.SIGCONT)
+		leader.start()
+	}
+	return l
+}
+
+// fleetWatch samples a fleet's lease and its hosts' roles every 25 ms
+// until stopped. Its fields are to be read once stop returns.
+type fleetWatch struct {
+	f       *fleet
+	done    chan struct{} // closed to stop the sampling
+	stopped chan struct{} // closed once it stopped
+
+	mu      sync.Mutex
+	epochs  []int64                   // each epoch the lease held, in the order seen
+	claimed map[int64]map[string]bool // epoch -> hosts that said they led it
+	err     error                     // the first epoch that went back
+}
+
+func watchFleet(f *fleet) *fleetWatch {
+	w := &fleetWatch{f: f, done: make(chan struct{}), stopped: make(chan struct{}), claimed: map[int64]map[string]bool{}}
+	go func() {
+		defer close(w.stopped)
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			w.sampleLease()
+			w.sampleRoles()
+		}
+	}()
+	return w
+}
+
+// stop stops the sampling and waits until it stopped.
+func (w *fleetWatch) stop() {
+	close(w.done)
+	<-w.stopped
+}
+
+// sampleLease records the lease's epoch when it changed, and an error
+// when it went back.
+func (w *fleetWatch) sampleLease() {
+	le := w.f.lease()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.epochs); le.Epoch != 0 && (n == 0 || w.epochs[n-1] != le.Epoch) {
+		if n > 0 && le.Epoch < w.epochs[n-1] && w.err == nil {
+			w.err = fmt.Errorf("epoch went from %d to %d", w.epochs[n-1], le.Epoch)
+		}
+		w.epochs = append(w.epochs, le.Epoch)
+	}
+}
+
+// sampleRoles records, for each running host that is not frozen and says
+// it leads, the epoch it leads.
+func (w *fleetWatch) sampleRoles() {
+	for _, h := range w.f.hosts {
+		if !h.running() || h.isFrozen() {
+			continue
+		}
+		r, err := h.relay()
+		if err != nil || r.Role != "leader" || r.Generation == 0 || h.isFrozen() {
+			continue // generation 0: a leader whose relay is still starting
+		}
+		w.mu.Lock()
+		if w.claimed[r.Generation] == nil {
+			w.claimed[r.Generation] = map[string]bool{}
+		}
+		w.claimed[r.Generation][h.id] = true
+		w.mu.Unlock()
+	}
 }
 
 // TestFloatingKilledLeaderTakesItsDaemon: the leader's host killed with

@@ -2,7 +2,6 @@
 package output
 
 import (
-	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -68,8 +67,7 @@ type Log struct {
 	// midLine is set when the last byte written to the file is not '\n'.
 	midLine   bool
 	space     space
-	partial   []byte // the current line, not yet ended by '\n'; at most maxLine bytes
-	tail      ring
+	lines     *Lines // for Tail; hands each line to the followers
 	followers map[*Follower]struct{}
 }
 
@@ -85,10 +83,12 @@ func Open(path string, opt Options) (*Log, error) {
 	l := &Log{
 		path:      path,
 		opt:       opt,
-		tail:      newRing(opt.TailLines),
 		followers: make(map[*Follower]struct{}),
 		space:     space{reserve: opt.Reserve},
 	}
+	// Without EndFull, Lines cut lines as lastStart counts them in the
+	// files: a line of exactly maxLine bytes stays one line.
+	l.lines = NewLines(LineOptions{Keep: opt.TailLines, Max: maxLine, Line: l.toFollowers})
 	if err := l.open(); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (l *Log) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		err = l.writeFile(p)
 	}
-	l.split(p)
+	_, _ = l.lines.Write(p)
 	return len(p), err
 }
 
@@ -218,37 +218,9 @@ func (l *Log) rotated(i int) string { return rotated(l.path, i) }
 // rotated is the path of the log at path's i-th rotated file.
 func rotated(path string, i int) string { return path + "." + strconv.Itoa(i) }
 
-// split cuts p into lines for Tail and the followers, carrying an unfinished
-// line over to the next Write.
-func (l *Log) split(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
-		for len(chunk) > 0 {
-			// Cut only when another byte comes, so that a line of exactly
-			// maxLine bytes stays one line, as lastLines counts it.
-			if len(l.partial) == maxLine {
-				l.emit(string(l.partial))
-				l.partial = l.partial[:0]
-			}
-			k := min(len(chunk), maxLine-len(l.partial))
-			l.partial = append(l.partial, chunk[:k]...)
-			chunk = chunk[k:]
-		}
-		if i < 0 {
-			return
-		}
-		l.emit(string(l.partial))
-		l.partial = l.partial[:0]
-		p = p[i+1:]
-	}
-}
-
-func (l *Log) emit(line string) {
-	l.tail.add(line)
+// toFollowers hands a line to each follower. Lines calls it from Write
+// and Close, which hold l.mu.
+func (l *Log) toFollowers(line string) {
 	for f := range l.followers {
 		f.send(line)
 	}
@@ -266,10 +238,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	if len(l.partial) > 0 {
-		l.emit(string(l.partial))
-		l.partial = nil
-	}
+	l.lines.End()
 	for f := range l.followers {
 		l.end(f)
 	}

@@ -85,7 +85,7 @@ func TestWriteTail(t *testing.T) {
 		chunk := strings.Repeat("y", 1000)
 		for range 10 * maxLine / len(chunk) {
 			write(t, l, chunk)
-			require.LessOrEqual(t, len(l.partial), maxLine)
+			require.LessOrEqual(t, l.lines.Unfinished(), maxLine)
 		}
 		for _, line := range l.Tail() {
 			assert.LessOrEqual(t, len(line), maxLine)

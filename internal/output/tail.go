@@ -12,46 +12,10 @@ import (
 	"github.com/graftland/graft/internal/safefs"
 )
 
-// ring keeps the last len(buf) lines handed to it.
-type ring struct {
-	buf  []string
-	next int
-	full bool
-}
-
-func newRing(n int) ring { return ring{buf: make([]string, n)} }
-
-func (r *ring) add(s string) {
-	r.buf[r.next] = s
-	r.next = (r.next + 1) % len(r.buf)
-	if r.next == 0 {
-		r.full = true
-	}
-}
-
-func (r *ring) lines() []string {
-	var lines []string // nil when empty, as Last returns
-	if r.full {
-		lines = append(lines, r.buf[r.next:]...)
-	}
-	return append(lines, r.buf[:r.next]...)
-}
-
 // Tail returns the last TailLines lines written since Open, oldest first, for
 // error messages ("last output: ..."). An unfinished last line counts. It
 // reads no file, so it holds what the file may have missed.
-func (l *Log) Tail() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := l.tail.lines()
-	if len(l.partial) > 0 {
-		lines = append(lines, string(l.partial))
-	}
-	if len(lines) > l.opt.TailLines {
-		lines = lines[len(lines)-l.opt.TailLines:]
-	}
-	return lines
-}
+func (l *Log) Tail() []string { return l.lines.Tail() }
 
 // Last returns the last n lines of the files, oldest first, reading back
 // into rotated files when the current one holds fewer, and across earlier
@@ -84,7 +48,7 @@ func (l *Log) last(n int, live bool) (*Section, error) {
 		return nil, err
 	}
 	end := s.size
-	if p := int64(len(l.partial)); live && p > 0 {
+	if p := int64(l.lines.Unfinished()); live && p > 0 {
 		nl, err := (&backScanner{r: s}).prevNewline(end)
 		if err != nil {
 			s.close()
@@ -177,7 +141,7 @@ func (c *counter) Write(p []byte) (int, error) {
 }
 
 // cutter writes bytes of lines, ending a line that reaches maxLine bytes
-// when another byte of it comes, as Log.split does.
+// when another byte of it comes, as Lines.Write does.
 type cutter struct {
 	w   *bufio.Writer
 	col int // bytes of the current line written
@@ -290,7 +254,7 @@ func (s *stream) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // lastStart returns where the last n lines of r[:size] begin, cutting a line
-// longer than maxLine from its start as Log.split does: the start of a
+// longer than maxLine from its start as Lines.Write does: the start of a
 // line, or of one of its pieces. A final '\n' ends the last line; it does
 // not begin another. It reads backwards a chunk at a time, so it holds one
 // chunk, however many or long the lines.
