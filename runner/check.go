@@ -3,12 +3,12 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // The checks of request bodies, after decoding: what they refuse is a

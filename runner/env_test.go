@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runnerapi"
 )
 
 // TestEnvIsWhatTheHostSends: a runner's process gets the minimal base of

@@ -5,7 +5,6 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/graftland/graft/runnerapi"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runnerapi"
 )
 
 // unescape undoes escape for names short enough to be kept whole.

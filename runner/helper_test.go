@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"io"
 	"log/slog"
 	"net"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement/placementtest"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // The plugins of these tests, and the runner daemons that the kill -9

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // Handler serves the runner's API, /v1 (docs/runner-api.md), behind the

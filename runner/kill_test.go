@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/placement/placementtest"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // daemon is a runner in a process of its own, as graft runner is, for

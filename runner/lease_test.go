@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // The lease tests' durations: short, with generous slack for a loaded

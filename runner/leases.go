@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"github.com/graftland/graft/runnerapi"
 	"os"
 	"sort"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // maxLease is the longest lease a session may ask for: one that a

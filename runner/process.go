@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"github.com/graftland/graft/runnerapi"
 	"syscall"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/spec"
 )
 

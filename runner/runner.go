@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // The defaults of Options (docs/semantics.md, "Windows and defaults").

@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"github.com/graftland/graft/runnerapi"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // TestGenerations: each start of an instance gets the next generation,

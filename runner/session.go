@@ -2,9 +2,10 @@ package runner
 
 import (
 	"context"
-	"github.com/graftland/graft/runnerapi"
 	"sync"
 	"time"
+
+	"github.com/graftland/graft/runnerapi"
 )
 
 // session is one holder's lease on the processes it starts. The runner's

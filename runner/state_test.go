@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"github.com/graftland/graft/runnerapi"
 	"io"
 	"math"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/graftland/graft/internal/fsfault"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // TestReadOnlyStateDir: a generation that cannot be written refuses the

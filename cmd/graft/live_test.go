@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"github.com/graftland/graft/internal/testprog"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/graftland/graft/internal/testprog"
 )
 
 // On a terminal an apply keeps its live line (redrawn with \r\x1b[K) even

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // nobodysRunner runs graft runner as nobody (a copy of this test binary

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/internal/testprog"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testprog"
 )
 
 // hostRole makes this test binary a host of its own, for the tests that

@@ -18,12 +18,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/placementtest"
-	"golang.org/x/sys/unix"
 )
 
 // hostEnv makes this test binary a hosting process, as graft host is: a

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // RemoteError is a call to a runner that failed on the way: the runner

@@ -19,7 +19,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -29,6 +28,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/spec"
 )
 

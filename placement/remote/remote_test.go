@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,6 +26,7 @@ import (
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/runner"
+	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/spec"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/graftland/graft/runnerapi"
 	"net/http"
 	"net/url"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runnerapi"
 )
 
 // session is one lease with the runner: the processes started under it,
