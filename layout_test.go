@@ -68,7 +68,7 @@ func TestLayout(t *testing.T) {
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
 	running := []string{"internal/proc", "internal/output", "internal/ready", "placement/local", "placement/worker",
-		"placement/remote", "placement/floating", "runner", "host", "elect"}
+		"placement/remote", "placement/floating", "runner", "host", "host/runners", "elect"}
 	placements := []string{"placement/local", "placement/worker", "placement/remote", "placement/floating"}
 
 	for rel, p := range pkgs {
