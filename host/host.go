@@ -163,7 +163,7 @@ func (h *Host) open() error {
 	if err := h.cleanCache(); err != nil {
 		return err
 	}
-	local.StopLeftovers(filepath.Join(h.dir, instancesDir), h.log)
+	local.StopLeftovers(filepath.Join(h.dir, instancesDir), "host", h.log)
 	h.local.LogIsolation(h.log, "the host")
 	return nil
 }

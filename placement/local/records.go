@@ -71,8 +71,9 @@ func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Han
 // StopLeftovers stops what a daemon killed outright left running of the
 // plugins it recorded in dir (Options.Records): SIGTERM, then SIGKILL a
 // second later; then it removes the records. Call it before starting
-// anything, so that nothing of the old run overlaps the new.
-func StopLeftovers(dir string, log *slog.Logger) {
+// anything, so that nothing of the old run overlaps the new. daemon
+// names the daemon in the log: "host".
+func StopLeftovers(dir, daemon string, log *slog.Logger) {
 	ents, err := os.ReadDir(dir)
 	if err != nil || len(ents) == 0 {
 		return
@@ -87,10 +88,10 @@ func StopLeftovers(dir string, log *slog.Logger) {
 	}
 	left, err := proc.Marked(marks)
 	if err != nil {
-		log.Warn("look for what a previous run left running", "err", err)
+		log.Warn("look for what a previous "+daemon+" left running", "err", err)
 	}
 	if len(left) > 0 {
-		log.Warn("stopping what a previous run left running", "processes", len(left))
+		log.Warn("stopping what a previous "+daemon+" left running", "processes", len(left))
 		signalAll(left, syscall.SIGTERM)
 		if !proc.WaitMembers(left, after(time.Second)) {
 			signalAll(left, syscall.SIGKILL)
