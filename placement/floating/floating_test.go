@@ -115,7 +115,7 @@ func fleet(t *testing.T, dir string, n int, skews ...time.Duration) []*fhost {
 		hosts[i] = f
 		wg.Go(func() {
 			h, err := f.p.Start(context.Background(), placement.Request{
-				Plugin: plugin("relay", dir, f.addr, "listen", f.addr), Project: "fleet", Output: placementtest.NewRecorder()})
+				Plugin: plugin("relay", dir, f.addr, "listen", "0s", f.addr), Project: "fleet", Output: placementtest.NewRecorder()})
 			if assert.NoError(t, err, "host %s", f.id) {
 				f.h = h
 			}

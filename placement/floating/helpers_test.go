@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
-	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,46 +32,10 @@ func TestMain(m *testing.M) {
 	placementtest.Main(m)
 }
 
+// helperMain acts as the plugin of one of placementtest.Play's roles.
 func helperMain(role string, args []string) {
-	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
-	sigs := make(chan os.Signal, 4)
-	switch role {
-	case "cooperative":
-		signal.Notify(sigs, syscall.SIGTERM)
-		say("ready")
-		<-sigs
-		os.Exit(0)
-	case "stubborn":
-		signal.Ignore(syscall.SIGTERM)
-		say("ready")
-		select {}
-	case "exit":
-		code, _ := strconv.Atoi(args[0])
-		for _, l := range args[1:] {
-			say("%s", l)
-		}
-		os.Exit(code)
-	case "identity":
-		say("id=%s generation=%s plugin=%s extra=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
-			os.Getenv("GRAFT_PLUGIN"), os.Getenv("EXTRA"))
-		helperMain("cooperative", nil)
-	case "listen": // serves TCP on args[0], as a relay whose port the election probes
-		l, err := net.Listen("tcp", args[0])
-		if err != nil {
-			say("listen: %v", err)
-			os.Exit(3)
-		}
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		helperMain("cooperative", nil)
-	}
+	placementtest.Play(role, args)
+	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
 	os.Exit(2)
 }
 

@@ -21,22 +21,16 @@ import (
 // plugin does. helperMain runs instead of the tests when it is set.
 const helperEnv = "GRAFT_TEST_HELPER"
 
-// helperMain acts as the plugin that GRAFT_TEST_HELPER names, and exits.
+// helperMain acts as the plugin that GRAFT_TEST_HELPER names, and exits:
+// one of placementtest.Play's roles, or one of this package's.
 func helperMain(role string, args []string) {
+	if placementtest.Play(role, args) {
+		return
+	}
 	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
-	sigs := make(chan os.Signal, 4)
 	switch role {
-	case "cooperative": // exits at once on SIGTERM or SIGINT
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-		say("ready")
-		s := <-sigs
-		say("got %v, bye", s)
-		os.Exit(0)
-	case "stubborn": // ignores SIGTERM; only SIGKILL ends it
-		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
-		say("ready")
-		select {}
 	case "slow": // takes args[0] to shut down on the first SIGTERM; exits at the second
+		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM)
 		say("ready")
 		<-sigs
@@ -49,26 +43,6 @@ func helperMain(role string, args []string) {
 			say("terminated")
 		}
 		os.Exit(0)
-	case "exit": // prints args[1:] as lines, then exits with status args[0]
-		code, _ := strconv.Atoi(args[0])
-		for _, line := range args[1:] {
-			say("%s", line)
-		}
-		os.Exit(code)
-	case "identity": // prints graft's variables, then waits like cooperative
-		say("id=%s generation=%s plugin=%s extra=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
-			os.Getenv("GRAFT_PLUGIN"), os.Getenv("EXTRA"))
-		helperMain("cooperative", nil)
-	case "listen": // waits args[0], then listens on args[1] until SIGTERM
-		d, _ := time.ParseDuration(args[0])
-		time.Sleep(d)
-		l, err := net.Listen("tcp", args[1])
-		if err != nil {
-			say("listen: %v", err)
-			os.Exit(3)
-		}
-		defer l.Close()
-		helperMain("cooperative", nil)
 	default:
 		familyMain(role, args)
 	}
@@ -87,10 +61,10 @@ func familyMain(role string, args []string) {
 			pids = append(pids, strconv.Itoa(spawnHelper("stubborn", false)))
 		}
 		say("children %s", strings.Join(pids, " "))
-		helperMain("cooperative", nil)
+		placementtest.Play("cooperative", nil)
 	case "daemon": // double-forks a stubborn grandchild into a new session, prints its pid, then is cooperative
 		say("daemon %d", spawnHelper("setsid-spawner", false))
-		helperMain("cooperative", nil)
+		placementtest.Play("cooperative", nil)
 	case "setsid-spawner": // the middle of a double fork: new session, spawn, print, exit
 		fmt.Println(spawnHelper("stubborn", true))
 		os.Exit(0)

@@ -70,15 +70,7 @@ func startHelper(t *testing.T, l *Local, p *spec.Plugin, out *placementtest.Reco
 
 // gone reports whether pid names no live process: none, or a zombie
 // about to be reaped.
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return fields[0] == "Z"
-}
+var gone = placementtest.Gone
 
 // eventuallyGone waits up to d for every pid to be gone.
 func eventuallyGone(t *testing.T, d time.Duration, pids ...int) {

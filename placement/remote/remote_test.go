@@ -11,10 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,40 +39,10 @@ func TestMain(m *testing.M) {
 	placementtest.Main(m)
 }
 
+// helperMain acts as the plugin of one of placementtest.Play's roles.
 func helperMain(role string, args []string) {
-	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
-	sigs := make(chan os.Signal, 4)
-	switch role {
-	case "cooperative":
-		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-		say("ready")
-		<-sigs
-		say("bye")
-		os.Exit(0)
-	case "stubborn":
-		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
-		say("ready")
-		select {}
-	case "exit":
-		code, _ := strconv.Atoi(args[0])
-		for _, l := range args[1:] {
-			say("%s", l)
-		}
-		os.Exit(code)
-	case "identity":
-		say("id=%s generation=%s plugin=%s extra=%s", os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"),
-			os.Getenv("GRAFT_PLUGIN"), os.Getenv("EXTRA"))
-		helperMain("cooperative", nil)
-	case "slowready": // listens on args[1] after args[0]
-		d, _ := time.ParseDuration(args[0])
-		time.Sleep(d)
-		l, err := net.Listen("tcp", args[1])
-		if err != nil {
-			os.Exit(3)
-		}
-		defer l.Close()
-		helperMain("cooperative", nil)
-	}
+	placementtest.Play(role, args)
+	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
 	os.Exit(2)
 }
 
@@ -174,14 +141,6 @@ func newRemoteWithShutdown(t *testing.T, addr string, log *slog.Logger, shutdown
 }
 
 // gone reports whether pid names no live process.
-func gone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0] == "Z"
-}
 
 func TestConformance(t *testing.T) {
 	placementtest.Run(t, placementtest.Kit{
@@ -200,7 +159,7 @@ func TestConformance(t *testing.T) {
 		Forced:     func(err error) bool { var e *placement.RemoteForced; return errors.As(err, &e) },
 		Generation: 1,
 		Stable:     true,
-		Gone:       func(t *testing.T, h placement.Handle) bool { return gone(h.PID()) },
+		Gone:       func(t *testing.T, h placement.Handle) bool { return placementtest.Gone(h.PID()) },
 	})
 }
 
@@ -255,7 +214,7 @@ func TestConnectionLoss(t *testing.T) {
 
 	// The process runs on until its lease runs out on the runner, which
 	// then stops it: interrupt, and kill after grace.
-	for !gone(pid) {
+	for !placementtest.Gone(pid) {
 		require.Less(t, time.Since(cut), lease+grace+5*time.Second, "the runner did not stop the process after the lease")
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -286,7 +245,7 @@ func TestInFlightCallFails(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := ln.Addr().String()
 	ln.Close()
-	p := helper("slow", "slowready", "3s", port)
+	p := helper("slow", "listen", "3s", port)
 	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(20 * time.Second)}
 	errs := make(chan error, 1)
 	go func() {
@@ -338,7 +297,7 @@ func TestStopUnconfirmed(t *testing.T) {
 	// session; the lease ran out meanwhile and the runner stopped it, with
 	// SIGTERM at once: Killed.
 	px.Light()
-	require.Eventually(t, func() bool { return gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return placementtest.Gone(h.PID()) }, lease+grace+5*time.Second, 10*time.Millisecond)
 	outcome, err = h.Stop(context.Background())
 	assert.Equal(t, placement.Killed, outcome)
 	var forced *placement.RemoteForced
@@ -359,7 +318,7 @@ func TestStartCancelled(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := ln.Addr().String()
 	ln.Close()
-	p := helper("slow", "slowready", "1h", port)
+	p := helper("slow", "listen", "1h", port)
 	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(time.Minute)}
 	out := placementtest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
