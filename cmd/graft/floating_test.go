@@ -613,12 +613,15 @@ func (f *fleet) soakRound(t *testing.T, rng *rand.Rand, round int, l elect.Lease
 		l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
 		leader.start()
 	case 1:
-		pause := fTTL + time.Duration(rng.IntN(1000))*time.Millisecond
-		t.Logf("round %d: freeze %s for %s", round, leader.id, pause)
+		// Frozen until another host leads, and a little longer: a freeze
+		// only just past ttl may end before any follower has looked, and
+		// the leader rightly goes on.
+		extra := time.Duration(rng.IntN(1000)) * time.Millisecond
+		t.Logf("round %d: freeze %s until another leads, and %s more", round, leader.id, extra)
 		leader.signal(syscall.SIGSTOP)
-		time.Sleep(pause)
-		leader.signal(syscall.SIGCONT)
 		l, _ = f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
+		time.Sleep(extra)
+		leader.signal(syscall.SIGCONT)
 	case 2:
 		var follower *fhost
 		for _, i := range rng.Perm(len(f.hosts)) {
