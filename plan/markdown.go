@@ -16,7 +16,7 @@ import (
 // may hold anything (a plan may be made against a state from a host over
 // TCP or a file): control characters are escaped as in the text form, and
 // whatever Markdown, HTML or Mermaid would act on is escaped too, so a
-// name cannot add a link, an image, a mention, a table column or a line.
+// name cannot add a link, an image, HTML, a table column or a line.
 func (p *Plan) WriteMarkdown(w io.Writer) error {
 	b := &strings.Builder{}
 	b.WriteString(p.summaryLine(mdText(p.Project)) + "\n")
