@@ -114,12 +114,14 @@ func (h *Host) setHolder(who string) {
 	h.mu.Lock()
 	h.holder = holder{who: who, since: time.Now()}
 	h.mu.Unlock()
+	h.changed.notify()
 }
 
 func (h *Host) unlockApply() {
 	h.mu.Lock()
 	h.holder = holder{}
 	h.mu.Unlock()
+	h.changed.notify()
 	<-h.applying
 }
 
@@ -239,6 +241,7 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outco
 		delete(h.plugins, name)
 	}
 	h.mu.Unlock()
+	h.changed.notify()
 	return outcome, err
 }
 
@@ -272,9 +275,11 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	x.h.mu.Lock()
 	req.Env = x.h.providerEnv(x.desired, p)
 	e.unit = placement.NewSupervisor(pl, req)
+	e.unit.OnChange(x.h.changed.notify)
 	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
+	x.h.changed.notify()
 	err = e.unit.Start(ctx)
 	st := e.unit.State()
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err

@@ -81,6 +81,7 @@ func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string
 func (h *Host) followLeaders() {
 	defer close(h.followed)
 	for c := range h.floating.Changes() {
+		h.changed.notify() // a role, an address
 		h.leaderChanged(c.Plugin, c.Lease)
 	}
 }

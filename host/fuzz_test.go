@@ -13,8 +13,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,6 +42,7 @@ func FuzzAPI(f *testing.F) {
 		body                string
 	}{
 		{"GET", "/v1/status", "", ""},
+		{"GET", "/v1/status?watch=1", "", ""},
 		{"POST", "/v1/apply", "application/json", string(src)},
 		{"POST", "/v1/apply", "application/json", `null`},
 		{"POST", "/v1/apply", "application/json", `{}`},
@@ -73,20 +76,34 @@ func FuzzAPI(f *testing.F) {
 			req.Header.Set("Content-Type", ctype)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
+		seg, _ := segments(u.EscapedPath())
+		watch := method == http.MethodGet && slices.Equal(seg, []string{"v1", "status"}) && u.Query().Get("watch") == "1"
+		if watch { // a watch of the status goes on until its client goes
+			ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}
 		defer cancel()
 		req = req.WithContext(ctx)
 		w := httptest.NewRecorder()
 		api.ServeHTTP(w, req)
-		checkAnswer(t, method, path, body, w)
+		checkAnswer(t, method, path, body, w, watch)
 	})
 }
 
 // checkAnswer checks that w holds an answer of the API.
-func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.ResponseRecorder) {
+func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.ResponseRecorder, watch bool) {
 	t.Helper()
 	switch w.Code {
 	case http.StatusOK:
 		if w.Header().Get("Content-Type") != "application/x-ndjson" {
+			return
+		}
+		if watch { // statuses, one a line, and no end
+			sc := bufio.NewScanner(w.Body)
+			sc.Buffer(nil, maxBody)
+			for sc.Scan() {
+				var st hostapi.Status
+				require.NoError(t, json.Unmarshal(sc.Bytes(), &st), "%s %s: %s", method, path, sc.Bytes())
+			}
 			return
 		}
 		// A stream: JSON messages, the last one its end.

@@ -82,6 +82,8 @@ type Host struct {
 
 	down     chan struct{} // closed when graft down asks the host to end
 	downOnce sync.Once
+
+	changed changes // tells watchers of the status that it changed
 }
 
 // holder is who holds the apply lock.

@@ -38,6 +38,8 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch rest := seg[1:]; {
+	case len(rest) == 1 && rest[0] == "status" && r.URL.Query().Get("watch") == "1":
+		method(http.MethodGet, h.serveWatch)
 	case len(rest) == 1 && rest[0] == "status":
 		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.Status()) })
 	case len(rest) == 1 && rest[0] == "apply":

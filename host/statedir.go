@@ -115,6 +115,7 @@ func (h *Host) recordApplied(a *applied) error {
 	h.mu.Lock()
 	h.spec, h.specErr = a, nil
 	h.mu.Unlock()
+	h.changed.notify()
 	return nil
 }
 
@@ -129,6 +130,7 @@ func (h *Host) forgetApplied() error {
 		h.mu.Lock()
 		h.spec, h.specErr = nil, nil
 		h.mu.Unlock()
+		h.changed.notify()
 	}
 	return err
 }

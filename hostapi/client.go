@@ -246,3 +246,37 @@ func (c *Client) where() string {
 	}
 	return c.base
 }
+
+// WatchStatus calls on with the host's status now, then again each time
+// it changes, as the host tells (GET /v1/status?watch=1), until ctx ends
+// (nil), on returns an error (that error), or the host ends the watch
+// (ErrWatchEnded).
+func (c *Client) WatchStatus(ctx context.Context, on func(*Status) error) error {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/status?watch=1", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), MaxBody)
+	for sc.Scan() {
+		var st Status
+		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
+			return fmt.Errorf("read the host's status: %w", err)
+		}
+		if err := on(&st); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil // the watcher was stopped, as asked
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read the host's status: %w", err)
+	}
+	return ErrWatchEnded
+}
+
+// ErrWatchEnded is a watch of the status that the host ended: it is
+// going away (graft down, or its shutdown).
+var ErrWatchEnded = errors.New("the host ended the watch: it is going away")

@@ -81,6 +81,19 @@ type Supervisor struct {
 	cancelStart context.CancelFunc
 	timer       *time.Timer
 	wg          sync.WaitGroup // watchers of handles, and retries armed
+	// onChange, when set, is called on each change of state, with mu held.
+	onChange func()
+}
+
+// OnChange has f called on every change of the plugin's state (a status,
+// an error, a restart), so that a host can tell those who watch it
+// without asking each plugin again and again. f is called with the
+// Supervisor's lock held: it must not call the Supervisor, nor wait.
+// Call it before Start.
+func (s *Supervisor) OnChange(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = f
 }
 
 // NewSupervisor returns a Supervisor of req on p. Nothing starts before
@@ -337,5 +350,8 @@ func (s *Supervisor) set(status Status, lastError string) {
 	s.state.Status = status
 	if status == Failed {
 		s.state.LastError = lastError
+	}
+	if s.onChange != nil {
+		s.onChange()
 	}
 }

@@ -23,7 +23,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestGolden renders the plan of each testdata/plan/<case>: the desired
 // plugins.yaml against a running state made by applying before.yaml (when
 // there is one) and patching its records with running.json (when there is
-// one). want.txt and want.json are the renderings; -update rewrites them.
+// one). want.txt, want.json and want.md are the renderings; -update
+// rewrites them.
 func TestGolden(t *testing.T) {
 	dirs, err := filepath.Glob("testdata/plan/*")
 	require.NoError(t, err)
@@ -36,11 +37,13 @@ func TestGolden(t *testing.T) {
 			p, err := Diff(desired, goldenState(t, dir))
 			require.NoError(t, err)
 
-			var text, js bytes.Buffer
+			var text, js, md bytes.Buffer
 			require.NoError(t, p.WriteText(&text, TextOptions{}))
 			require.NoError(t, p.WriteJSON(&js))
+			require.NoError(t, p.WriteMarkdown(&md))
 			golden(t, filepath.Join(dir, "want.txt"), text.Bytes())
 			golden(t, filepath.Join(dir, "want.json"), js.Bytes())
+			golden(t, filepath.Join(dir, "want.md"), md.Bytes())
 
 			back, err := ReadJSON(&js)
 			require.NoError(t, err)

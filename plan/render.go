@@ -36,14 +36,12 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 		}
 		return "\x1b[" + colors[a] + "m" + s + "\x1b[0m"
 	}
-	s := p.Summary
+	b.WriteString(p.summaryLine(termtext.Line(p.Project)) + "\n")
 	if !p.HasChanges() {
-		fmt.Fprintf(b, "No changes: %s is up to date (%s).\n", termtext.Line(p.Project), plural(s.Keep, "plugin", "plugins")+" running as declared")
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
-	fmt.Fprintf(b, "Plan for %s: %d to start, %d to replace, %d to restart, %d to stop, %d unchanged.\n\n",
-		termtext.Line(p.Project), s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
+	b.WriteString("\n")
 
 	width := 0
 	for _, c := range p.Changes {
@@ -64,12 +62,28 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 		}
 	}
 
-	fmt.Fprintf(b, "\nOrder: %s in %s.\n", plural(s.Steps, "step", "steps"), plural(s.Waves, "wave", "waves"))
+	fmt.Fprintf(b, "\n%s.\n", p.orderLine())
 	for i, wave := range p.Waves {
 		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(strings.ReplaceAll(strings.Join(wave, ", "), ":", " ")))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// summaryLine is the plan's first line, with the project's name as
+// project (escaped by the caller for its output).
+func (p *Plan) summaryLine(project string) string {
+	s := p.Summary
+	if !p.HasChanges() {
+		return fmt.Sprintf("No changes: %s is up to date (%s running as declared).", project, plural(s.Keep, "plugin", "plugins"))
+	}
+	return fmt.Sprintf("Plan for %s: %d to start, %d to replace, %d to restart, %d to stop, %d unchanged.",
+		project, s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
+}
+
+// orderLine says how many steps and waves the plan has.
+func (p *Plan) orderLine() string {
+	return fmt.Sprintf("Order: %s in %s", plural(p.Summary.Steps, "step", "steps"), plural(p.Summary.Waves, "wave", "waves"))
 }
 
 // WriteJSON renders the plan in its documented JSON form, indented, with

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,4 +39,65 @@ func TestRenderEscaped(t *testing.T) {
 	back, err := ReadJSON(&js)
 	require.NoError(t, err)
 	assert.Equal(t, p, back)
+}
+
+// TestMarkdownEscaped: in the Markdown form, a hostile name or reason
+// adds no table cell, line, link, image, HTML, mention, code fence or
+// Mermaid node, and no ANSI code: each is written escaped.
+func TestMarkdownEscaped(t *testing.T) {
+	name := "db|x</details><img src=x>`@team` [a](http://e) ![i](j)\x1b[31m\"]\n```"
+	reason := "failed: *bold* _it_ ~~gone~~ #12 $x$ :smile: <b>&amp; \\| done\r\n| evil | row |"
+	p := &Plan{
+		Format: Format, Project: "shop<hr>",
+		Changes: []Change{
+			{Plugin: name, Action: Replace, Reason: reason, Run: "local"},
+			{Plugin: "ok", Action: Restart, Reason: "x is replaced", Run: "local"},
+		},
+		Steps: []Step{
+			{ID: "stop:ok", Op: OpStop, Plugin: "ok", After: []string{}},
+			{ID: "stop:" + name, Op: OpStop, Plugin: name, After: []string{"stop:ok"}},
+			{ID: "start:" + name, Op: OpStart, Plugin: name, After: []string{"stop:" + name}},
+			{ID: "start:ok", Op: OpStart, Plugin: "ok", After: []string{"start:" + name, "stop:ok"}},
+		},
+		Waves:   [][]string{{"stop:ok"}, {"stop:" + name}, {"start:" + name}, {"start:ok"}},
+		Summary: Summary{Replace: 1, Restart: 1, Steps: 4, Waves: 4},
+	}
+	var md bytes.Buffer
+	require.NoError(t, p.WriteMarkdown(&md))
+	out := md.String()
+	raw := regexp.MustCompile("[\x00-\x09\x0b-\x1f\x7f\u0080-\u009f\u202a-\u202e]")
+	assert.False(t, raw.MatchString(out), "no control characters, ANSI codes included: %q", out)
+
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 27, "one line per row, node, edge and wave:\n%s", out)
+	assert.Equal(t, `Plan for shop\<hr\>: 0 to start, 1 to replace, 1 to restart, 0 to stop, 0 unchanged.`, lines[0])
+	// A table row has its four cells and no more: every | in a cell is
+	// escaped; and no HTML tag, link, image, code span or mention opens.
+	unescaped := regexp.MustCompile(`(^|[^\\])(\\\\)*[|<>\[\]` + "`" + `@*_~#$:]`)
+	row := lines[4]
+	assert.Equal(t, `| \~ replace | `, row[:len(`| \~ replace | `)])
+	cells := regexp.MustCompile(`(^|[^\\])(\\\\)*\|`).FindAllStringIndex(row, -1)
+	assert.Len(t, cells, 5, "%s", row)
+	for _, cell := range strings.Split(row[len(`| \~ replace | `):len(row)-2], " | ") {
+		assert.False(t, unescaped.MatchString(cell), "cell %q has an unescaped special character", cell)
+	}
+	assert.Contains(t, row, `db\|x\</details\>`)
+	assert.Contains(t, row, `\<img src=x\>`)
+	assert.Contains(t, row, `\\x1b\[31m`)
+	assert.Contains(t, row, `\\r\\n\| evil \| row \|`)
+
+	// The flowchart: four nodes, three edges, each label one quoted
+	// string of entity codes, and the code block closes only once.
+	assert.Equal(t, 2, strings.Count(out, "```"), "%s", out)
+	label := regexp.MustCompile(`^  s\d\["[A-Za-z0-9 ._#;-]*"\]$`)
+	for _, l := range lines[9:13] {
+		assert.Regexp(t, label, l)
+	}
+	assert.Equal(t, []string{"  s0 --> s1", "  s1 --> s2", "  s2 --> s3", "  s0 --> s3"}, lines[13:17])
+	assert.Equal(t, "  s1[\"stop db#124;x#60;#47;details#62;", lines[10][:len("  s1[\"stop db#124;x#60;#47;details#62;")])
+
+	// The waves: their own <details> tags only.
+	assert.Equal(t, 1, strings.Count(out, "</details>"), "%s", out)
+	assert.Equal(t, 1, strings.Count(out, "<details>"), "%s", out)
+	assert.False(t, unescaped.MatchString(strings.TrimPrefix(lines[22], "2. ")), "%s", lines[22])
 }

@@ -15,7 +15,7 @@ import (
 
 // LeaderCmd is `graft leader PLUGIN [--json]`.
 type LeaderCmd struct {
-	Plugin string `arg:"" help:"The floating plugin."`
+	Plugin string `arg:"" predictor:"plugin" help:"The floating plugin."`
 	JSON   bool   `name:"json" help:"Print the lease as JSON."`
 }
 

@@ -9,7 +9,7 @@ import (
 
 // LogsCmd is `graft logs PLUGIN [-f] [-n N]`.
 type LogsCmd struct {
-	Plugin string `arg:"" help:"The plugin."`
+	Plugin string `arg:"" predictor:"plugin" help:"The plugin."`
 	Follow bool   `short:"f" name:"follow" help:"Keep printing lines as they come, until interrupted."`
 	Lines  int    `short:"n" default:"20" help:"Lines to print from the end (at most 1048576); read from the end of the log, however large."`
 }

@@ -34,6 +34,8 @@ type CLI struct {
 	Runner   RunnerCmd   `cmd:"" help:"Run a runner: the daemon that runs remote plugins for hosts, under leases."`
 	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of plugins.yaml."`
 	Version  VersionCmd  `cmd:"" help:"Print graft's version."`
+
+	Completion CompletionCmd `cmd:"" help:"Print the script that makes bash, zsh or fish complete graft's commands, flags and plugin names: source <(graft completion bash)."`
 }
 
 // Globals are the flags every command takes.
@@ -87,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				code = int(c)
 			}
 		}()
+		answerCompletion(parser, func(code int) { panic(exitCode(code)) })
 		kctx, err := parser.Parse(args)
 		if err != nil {
 			fmt.Fprintf(stderr, "graft: %s\n", termtext.Text(err.Error()))

@@ -13,7 +13,8 @@ import (
 // PlanCmd is `graft plan [FILE]`.
 type PlanCmd struct {
 	File             string `arg:"" optional:"" help:"The plugins file (default: --file)."`
-	JSON             bool   `name:"json" help:"Print the plan as JSON (format graft.plan/v1, see docs/plan-format.md)."`
+	Format           string `enum:"text,json,markdown" default:"text" help:"How to print the plan: text (for people, coloured on a terminal), json (format graft.plan/v1, see docs/plan-format.md) or markdown (for a pull request's comment)."`
+	JSON             bool   `name:"json" help:"Print the plan as JSON: short for --format json."`
 	Out              string `placeholder:"FILE" help:"Also save the plan to FILE, for a later graft apply FILE."`
 	DetailedExitcode bool   `name:"detailed-exitcode" help:"Exit 0 when there are no changes, 1 on error, 2 when there are changes."`
 	State            string `placeholder:"FILE" help:"Compare with a saved graft status --json document instead of the host's state; its digests of env values are compared under the digest key of the local state dir."`
@@ -22,6 +23,10 @@ type PlanCmd struct {
 // Run diffs the file against the running state and prints the plan. It
 // never starts a host.
 func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
+	format, err := c.format()
+	if err != nil {
+		return err
+	}
 	file := g.fileArg(c.File)
 	desired, err := spec.Load(file)
 	if err != nil {
@@ -31,12 +36,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		err = p.WriteJSON(g.stdout)
-	} else {
-		err = p.WriteText(g.stdout, plan.TextOptions{Color: g.colorful(g.stdout)})
-	}
-	if err != nil {
+	if err := c.write(g, p, format); err != nil {
 		return err
 	}
 	if c.Out != "" {
@@ -58,6 +58,28 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 		return exitCode(2)
 	}
 	return nil
+}
+
+// format is the format asked for: --json is short for --format json.
+func (c *PlanCmd) format() (string, error) {
+	if !c.JSON {
+		return c.Format, nil
+	}
+	if c.Format != "text" && c.Format != "json" {
+		return "", fmt.Errorf("--json and --format %s: choose one", c.Format)
+	}
+	return "json", nil
+}
+
+// write prints the plan in format.
+func (c *PlanCmd) write(g *Globals, p *plan.Plan, format string) error {
+	switch format {
+	case "json":
+		return p.WriteJSON(g.stdout)
+	case "markdown":
+		return p.WriteMarkdown(g.stdout)
+	}
+	return p.WriteText(g.stdout, plan.TextOptions{Color: g.colorful(g.stdout)})
 }
 
 // plan makes the plan: against the saved state file when one is given,

@@ -9,7 +9,7 @@ import (
 
 // RestartCmd is `graft restart PLUGIN...`.
 type RestartCmd struct {
-	Plugins     []string `arg:"" help:"The plugins to replace."`
+	Plugins     []string `arg:"" predictor:"plugin" help:"The plugins to replace."`
 	Parallelism int      `default:"10" help:"Steps run at once at most."`
 }
 

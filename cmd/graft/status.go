@@ -15,9 +15,10 @@ import (
 	"github.com/graftland/graft/plan"
 )
 
-// StatusCmd is `graft status [--json]`.
+// StatusCmd is `graft status [--json] [--watch]`.
 type StatusCmd struct {
-	JSON bool `name:"json" help:"Print the state as JSON: {\"host\": {...}, \"plugins\": [...]}."`
+	JSON  bool `name:"json" help:"Print the state as JSON: {\"host\": {...}, \"plugins\": [...]}."`
+	Watch bool `short:"w" name:"watch" help:"Keep printing as the host's state changes, until Ctrl-C: on a terminal the table is redrawn; on a pipe, a line per change (with --json, a document per line)."`
 }
 
 // Run prints what runs: a table, or the JSON that graft plan --state
@@ -27,6 +28,13 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 	cl, up, err := g.client(ctx, dir)
 	if err != nil {
 		return err
+	}
+	if up && c.Watch {
+		defer cl.Close()
+		return c.watch(ctx, g, cl)
+	}
+	if c.Watch {
+		return fmt.Errorf("%s graft status --watch follows a host", g.noHost(dir))
 	}
 	st := &hostapi.Status{Plugins: []hostapi.PluginStatus{}}
 	if up {

@@ -1,0 +1,89 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testprog"
+)
+
+// TestCompletionBash: the script of graft completion bash, loaded into an
+// interactive bash, completes the commands that take plugins with the
+// names of the plugins file (--file's when given), on Tab as a user
+// presses it. (TestCompletionScripts checks the scripts' text and the
+// answer graft gives to COMP_LINE; bash's compgen cannot drive a -C
+// completion, as it runs the command with COMP_LINE empty, so a real
+// interactive bash in tmux does.)
+func TestCompletionBash(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	write("plugins.yaml", "name: shop\nplugins:\n  web: {command: [w]}\n  worker: {command: [x]}\n  db: {command: [d]}\n")
+	write("other.yaml", "name: other\nplugins:\n  queue: {command: [q]}\n  quota: {command: [q]}\n")
+	tm := newTmux(t, dir)
+	tm.send("t", "source <(graft completion bash)", "Enter")
+	tm.send("t", "complete -p graft", "Enter")
+	tm.waitFor("t", regexp.MustCompile(`complete -o default -C '/\S+/graft' graft`), 10*time.Second)
+
+	// Each try begins on a clear screen with an empty prompt, once the
+	// last one's keys have all been read.
+	fresh := func() {
+		tm.send("t", "C-e", "C-u") // readline: the line is dropped, keys typed ahead kept
+		tm.send("t", "clear", "Enter")
+		tm.waitFor("t", regexp.MustCompile(`\A\$\s*\z`), 10*time.Second)
+	}
+	// Two Tabs list the plugins; one completes a prefix that fits one.
+	fresh()
+	tm.send("t", "graft logs ", "Tab", "Tab")
+	tm.waitFor("t", regexp.MustCompile(`(?m)^db\s+web\s+worker\s*$`), 10*time.Second)
+	fresh()
+	tm.send("t", "graft restart web wo", "Tab")
+	tm.waitFor("t", regexp.MustCompile(`(?m)^\$ graft restart web worker\s*$`), 10*time.Second)
+	fresh()
+	tm.send("t", "graft --file other.yaml leader qu", "Tab", "Tab")
+	screen := tm.waitFor("t", regexp.MustCompile(`(?m)^queue\s+quota\s*$`), 10*time.Second)
+	assert.NotContains(t, screen, "worker", "names come from --file's plugins file")
+}
+
+// TestCompletionScripts: each shell's script runs graft by its path,
+// quoted for the shell, so a path with a space or a quote in it still
+// works; bash runs the command of its script as it runs it on Tab.
+func TestCompletionScripts(t *testing.T) {
+	testprog.Need(t, "bash", "bash")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  web: {command: [w]}\n"), 0o644))
+	for shell, want := range map[string]string{
+		"bash": `^complete -o default -C '/\S+/graft' graft\n\z`,
+		"zsh":  `\Aautoload -U \+X bashcompinit && bashcompinit\ncomplete -o default -C '/\S+/graft' graft\n\z`,
+		"fish": `(?s)\Afunction __complete_graft\n.*\n    '/\S+/graft'\nend\ncomplete -f -c graft -a "\(__complete_graft\)"\n\z`,
+	} {
+		out, err := exec.Command("graft", "completion", shell).Output()
+		require.NoError(t, err, shell)
+		assert.Regexp(t, regexp.MustCompile(want), string(out), shell)
+	}
+	weird := "/tmp/it's a \"dir\" $HOME `x`/graft"
+	out, err := exec.Command("bash", "-c", "printf %s "+shellQuote(weird)).Output()
+	require.NoError(t, err)
+	assert.Equal(t, weird, string(out), "the path is quoted for the shell")
+
+	script, err := exec.Command("graft", "completion", "bash").Output()
+	require.NoError(t, err)
+	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", string(script)+`
+spec=$(complete -p graft)
+eval "set -- ${spec#complete -o default -C }"
+COMP_LINE="graft logs " COMP_POINT=11 "$1"`)
+	cmd.Dir = dir
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "web\n", string(out))
+}
