@@ -93,6 +93,7 @@ func TestScripts(t *testing.T) {
 			"bruteforce":  cmdBruteforce,
 			"oldstatus":   cmdOldStatus,
 			"jsonset":     cmdJSONSet,
+			"gencerts":    cmdGenCerts,
 		},
 	})
 }
