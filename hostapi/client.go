@@ -112,6 +112,16 @@ func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error)
 	return &info, nil
 }
 
+// Metrics returns the host's metrics, in Prometheus's text format.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(limitAnswer(resp.Body))
+}
+
 // Apply asks the host to apply req, calling on for each message as it
 // comes. When the host refuses before it begins, it returns a
 // *LockedError (another apply holds the lock), a *StaleError (a saved plan

@@ -21,6 +21,7 @@ type HostCmd struct {
 	TLSKey       string `name:"tls-key" env:"GRAFT_TLS_KEY" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
 	ClientCA     string `name:"client-ca" env:"GRAFT_TLS_CLIENT_CA" placeholder:"FILE" help:"Require, on --listen, client certificates signed by these CAs (PEM); needs --tls-cert."`
 	Plaintext    bool   `name:"insecure-plaintext" help:"Allow --listen beyond loopback without TLS: the token crosses the network in the clear."`
+	Metrics      string `name:"metrics-listen" env:"GRAFT_METRICS_LISTEN" placeholder:"tcp://HOST:PORT" help:"Also serve GET /metrics (Prometheus) here, without a token; the state dir's socket serves it always, and --listen behind the token."`
 	LogFormat    string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	HostID       string `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
 	ReadyFD      int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
@@ -46,10 +47,15 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID,
+	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, MetricsListen: c.Metrics,
 		NoNamespace: c.PIDNamespace == "off"}
 	if opt.TCP, err = c.tcp(g); err != nil {
 		return err
+	}
+	if c.Metrics != "" {
+		if err := host.CheckMetricsListen(c.Metrics); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
 	}
 	h, err := host.Open(dir, opt)
 	if err != nil {

@@ -94,6 +94,7 @@ func TestScripts(t *testing.T) {
 			"oldstatus":   cmdOldStatus,
 			"jsonset":     cmdJSONSet,
 			"gencerts":    cmdGenCerts,
+			"metrics":     cmdMetrics,
 		},
 	})
 }
