@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,26 @@ func (h *Host) Serve(ctx context.Context, ready func()) error {
 			ln.Close()
 			return err
 		}
+		tln = guard.Listener(tln, limits.MaxConns)
+		if conf := h.opt.TCP.TLS; conf != nil {
+			tln = tls.NewListener(tln, conf)
+		}
 		servers = append(servers, guard.Server(h.api(h.opt.TCP.Token), limits, h.log))
-		listeners = append(listeners, guard.Listener(tln, limits.MaxConns))
-		h.log.Info("host listening", "tcp", tln.Addr().String())
+		listeners = append(listeners, tln)
+		h.log.Info("host listening", "tcp", tln.Addr().String(), "tls", h.opt.TCP.TLS != nil,
+			"client-certificates", h.opt.TCP.TLS != nil && h.opt.TCP.TLS.ClientAuth != tls.NoClientCert)
+	}
+	if h.opt.MetricsListen != "" {
+		mln, err := listenMetrics(h.opt.MetricsListen)
+		if err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return err
+		}
+		servers = append(servers, guard.Server(h.metricsAPI(), limits, h.log))
+		listeners = append(listeners, guard.Listener(mln, limits.MaxConns))
+		h.log.Info("host listening", "metrics", mln.Addr().String())
 	}
 	h.log.Info("host listening", "socket", path, "pid", os.Getpid())
 	return h.serve(ctx, servers, listeners, ready)

@@ -36,7 +36,8 @@ func (h *Host) apply(ctx context.Context, req hostapi.ApplyRequest, events func(
 }
 
 // applyLocked is apply, with the apply lock held.
-func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (*plan.Plan, error) {
+func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (p *plan.Plan, err error) {
+	defer func(start time.Time) { h.metrics.applied(resultOf(err, p != nil), time.Since(start)) }(time.Now())
 	if events == nil {
 		events = func(hostapi.Message) {}
 	}
@@ -46,10 +47,11 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 		return nil, err
 	}
 	running := h.Status().State()
-	p, err := h.plan(req, desired, running)
+	planned, err := h.plan(req, desired, running)
 	if err != nil {
 		return nil, err
 	}
+	p = planned
 	if save {
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
@@ -230,7 +232,9 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 // stop stops e, name's entry, records how the stop ended, and forgets e
 // unless its end is unconfirmed.
 func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outcome, error) {
+	began := time.Now()
 	outcome, err := e.unit.Stop(ctx)
+	h.metrics.stopped(name, outcome, time.Since(began))
 	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
 	for _, c := range unwrapAll(err) {
 		last.Causes = append(last.Causes, hostapi.StopCause{Kind: placement.CauseKind(c), Message: c.Error()})
@@ -292,6 +296,11 @@ func (h *Host) pruneLastStops() {
 	for name := range h.lastStops {
 		if h.plugins[name] == nil {
 			delete(h.lastStops, name)
+		}
+	}
+	for name := range h.epochs {
+		if h.plugins[name] == nil {
+			delete(h.epochs, name)
 		}
 	}
 }

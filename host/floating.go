@@ -95,6 +95,7 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 	h.log.Info("leader", "plugin", name, "holder", lease.Holder, "address", lease.Address, "epoch", lease.Epoch)
 	var consumers []string
 	h.mu.Lock()
+	h.epochs[name] = lease.Epoch
 	for c, e := range h.plugins {
 		if got, ok := e.env[addrVar(name)]; ok && got != lease.Address {
 			consumers = append(consumers, c)

@@ -46,6 +46,9 @@ type Options struct {
 	// NoNamespace runs local plugins without PID namespaces of their own,
 	// even where they can have them (see docs/stopping.md).
 	NoNamespace bool
+	// MetricsListen, tcp://HOST:PORT, when set, is a listener that serves
+	// GET /metrics alone, without a token, for Prometheus.
+	MetricsListen string
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -76,6 +79,10 @@ type Host struct {
 	specErr error                  // a *KeptSpecError: the last applied spec cannot be read
 	// lastStops is how each plugin's last stop ended, for its status.
 	lastStops map[string]*hostapi.LastStop
+	// epochs is the epoch of each floating plugin's leader, as last seen.
+	epochs map[string]int64
+
+	metrics *metrics
 
 	applying chan struct{} // a token: held by the apply under way
 	holder   holder        // who holds it, while one does
@@ -129,9 +136,11 @@ func Open(dir string, opt Options) (*Host, error) {
 		plugins:   map[string]*entry{},
 		logs:      map[string]*output.Log{},
 		lastStops: map[string]*hostapi.LastStop{},
+		epochs:    map[string]int64{},
 		applying:  make(chan struct{}, 1),
 		down:      make(chan struct{}),
 	}
+	h.metrics = newMetrics(h)
 	if err := h.open(); err != nil {
 		h.close()
 		return nil, err

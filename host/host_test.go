@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -158,6 +159,10 @@ func TestStalePlan(t *testing.T) {
 	saved.State = h.Status().State().Digest()
 	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
 	assert.ErrorAs(t, err, &stale)
+
+	// Refused applies carried nothing out: the metrics say so.
+	assert.Equal(t, 2.0, testutil.ToFloat64(h.metrics.applies.WithLabelValues(applyRefused)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.applies.WithLabelValues(applySucceeded)))
 }
 
 // TestFailedStartConverges: a plugin that fails to start is failed, the

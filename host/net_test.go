@@ -5,6 +5,7 @@ package host
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,7 +109,22 @@ func TestTCPNeedsAToken(t *testing.T) {
 	require.ErrorAs(t, err, &need)
 	assert.EqualError(t, err, "graft host --listen tcp://127.0.0.1:0: a TCP listener requires a token, loopback included: --token-file FILE")
 	assert.Error(t, TCP{Addr: "127.0.0.1:7070", Token: "t"}.Check())
-	assert.NoError(t, TCP{Addr: "tcp://0.0.0.0:7070", Token: "t"}.Check())
+}
+
+// TestTCPBeyondLoopback: beyond loopback a host takes its token only over
+// TLS, unless told to take it in plain; loopback needs neither.
+func TestTCPBeyondLoopback(t *testing.T) {
+	for _, addr := range []string{"tcp://0.0.0.0:7070", "tcp://:7070", "tcp://192.0.2.1:7070", "tcp://[::]:7070", "tcp://example.com:7070"} {
+		err := TCP{Addr: addr, Token: "t"}.Check()
+		var plain *PlaintextError
+		require.ErrorAs(t, err, &plain, addr)
+		assert.EqualError(t, err, "graft host --listen "+addr+": beyond loopback the host takes its token only over TLS: --tls-cert FILE --tls-key FILE")
+		assert.NoError(t, TCP{Addr: addr, Token: "t", InsecurePlaintext: true}.Check(), addr)
+		assert.NoError(t, TCP{Addr: addr, Token: "t", TLS: &tls.Config{}}.Check(), addr)
+	}
+	for _, addr := range []string{"tcp://127.0.0.1:7070", "tcp://127.0.0.2:7070", "tcp://[::1]:7070", "tcp://localhost:7070"} {
+		assert.NoError(t, TCP{Addr: addr, Token: "t"}.Check(), addr)
+	}
 }
 
 const sleeper = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n"
@@ -173,7 +189,7 @@ func TestAPIRefusals(t *testing.T) {
 	st, err := n.unix.Status(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, st.Plugins, 1)
-	tc, err := hostapi.NewTCPClient("tcp://"+n.addr, tcpToken)
+	tc, err := hostapi.NewTCPClient("tcp://"+n.addr, tcpToken, nil)
 	require.NoError(t, err)
 	defer tc.Close()
 	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, sleeper)}, nil))
@@ -182,7 +198,7 @@ func TestAPIRefusals(t *testing.T) {
 	var hint interface{ Hint() string }
 	assert.ErrorAs(t, err, &hint, "db is no floating plugin, and the answer says so: %v", err)
 
-	bad, err := hostapi.NewTCPClient("tcp://"+n.addr, "not-it")
+	bad, err := hostapi.NewTCPClient("tcp://"+n.addr, "not-it", nil)
 	require.NoError(t, err)
 	_, err = bad.Status(context.Background())
 	assert.ErrorIs(t, err, hostapi.ErrUnauthorized)

@@ -14,19 +14,16 @@ import (
 // name in the path must be one (spec's rule), so it never names a file
 // outside the state dir.
 func (h *Host) route(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" {
+		method(w, r, http.MethodGet, h.metrics.handler().ServeHTTP)
+		return
+	}
 	seg, err := segments(r.URL.EscapedPath())
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
 		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 		return
 	}
-	method := func(m string, serve http.HandlerFunc) {
-		if r.Method != m {
-			w.Header().Set("Allow", m)
-			writeError(w, http.StatusMethodNotAllowed, hostapi.ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
-			return
-		}
-		serve(w, r)
-	}
+	method := func(m string, serve http.HandlerFunc) { method(w, r, m, serve) }
 	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if err := checkName(seg[2]); err != nil {
@@ -60,6 +57,16 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 	}
+}
+
+// method serves r with serve when it has method m, else answers 405.
+func method(w http.ResponseWriter, r *http.Request, m string, serve http.HandlerFunc) {
+	if r.Method != m {
+		w.Header().Set("Allow", m)
+		writeError(w, http.StatusMethodNotAllowed, hostapi.ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
+		return
+	}
+	serve(w, r)
 }
 
 // segments splits an escaped path into its unescaped segments.

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -10,28 +11,67 @@ import (
 
 // TCP is the host's optional second listener, for CI machines that apply
 // to a host on another machine. It requires a token, loopback included:
-// every request must carry it as "Authorization: Bearer TOKEN".
+// every request must carry it as "Authorization: Bearer TOKEN". Beyond
+// loopback it requires TLS too, unless InsecurePlaintext says otherwise,
+// so that the token never crosses a network in the clear.
 type TCP struct {
 	// Addr is tcp://HOST:PORT.
 	Addr string
 	// Token is the bearer token; required.
 	Token string
+	// TLS, when set, serves TLS (and, with ClientCAs, requires client
+	// certificates).
+	TLS *tls.Config
+	// InsecurePlaintext allows plain TCP on an address beyond loopback.
+	InsecurePlaintext bool
 }
 
 // Check checks the address and that there is a token (a
-// *guard.TokenRequiredError when there is none), before anything listens.
+// *guard.TokenRequiredError when there is none), and TLS beyond loopback
+// (a *PlaintextError), before anything listens.
 func (t TCP) Check() error {
 	addr, ok := strings.CutPrefix(t.Addr, "tcp://")
 	if !ok {
 		return fmt.Errorf("listen %q: want tcp://HOST:PORT", t.Addr)
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	hostname, _, err := net.SplitHostPort(addr)
+	if err != nil {
 		return fmt.Errorf("listen %q: %w", t.Addr, err)
 	}
 	if t.Token == "" {
 		return &guard.TokenRequiredError{Daemon: "graft host", Listen: t.Addr}
 	}
+	if t.TLS == nil && !t.InsecurePlaintext && !Loopback(hostname) {
+		return &PlaintextError{Listen: t.Addr}
+	}
 	return nil
+}
+
+// Loopback reports whether hostname, of a listen address, is of this
+// machine's loopback alone: localhost or a loopback IP. An empty one, or
+// 0.0.0.0, listens on every interface.
+func Loopback(hostname string) bool {
+	if hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(hostname)
+	return ip != nil && ip.IsLoopback()
+}
+
+// PlaintextError is a TCP listener beyond loopback without TLS: its
+// token would cross the network in the clear.
+type PlaintextError struct {
+	// Listen is the address asked for.
+	Listen string
+}
+
+func (e *PlaintextError) Error() string {
+	return fmt.Sprintf("graft host --listen %s: beyond loopback the host takes its token only over TLS: --tls-cert FILE --tls-key FILE", e.Listen)
+}
+
+// Hint tells the operator the way out, and its risk.
+func (e *PlaintextError) Hint() string {
+	return "serve TLS with a certificate and key (PEM), or, on a network you trust with the token, pass --insecure-plaintext"
 }
 
 // listen listens on t.Addr, once Check passes.

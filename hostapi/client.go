@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,17 +35,23 @@ type Client struct {
 }
 
 // NewTCPClient returns a client of the host listening at addr
-// (tcp://HOST:PORT), sending token with every request.
-func NewTCPClient(addr, token string) (*Client, error) {
+// (tcp://HOST:PORT), sending token with every request; with tlsConf, over
+// TLS (a host started with --tls-cert).
+func NewTCPClient(addr, token string, tlsConf *tls.Config) (*Client, error) {
 	hostport, ok := strings.CutPrefix(addr, "tcp://")
 	if !ok {
 		return nil, fmt.Errorf("host %q: want tcp://HOST:PORT", addr)
 	}
-	return &Client{
+	c := &Client{
 		base:  "http://" + hostport,
 		token: token,
 		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-	}, nil
+	}
+	if tlsConf != nil {
+		c.base = "https://" + hostport
+		c.http.Transport.(*http.Transport).TLSClientConfig = tlsConf
+	}
+	return c, nil
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -103,6 +110,16 @@ func (c *Client) Leader(ctx context.Context, plugin string) (*LeaderInfo, error)
 		return nil, fmt.Errorf("read leader: %w", err)
 	}
 	return &info, nil
+}
+
+// Metrics returns the host's metrics, in Prometheus's text format.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(limitAnswer(resp.Body))
 }
 
 // Apply asks the host to apply req, calling on for each message as it
@@ -229,8 +246,12 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 		return nil, ErrUnauthorized
 	}
 	defer resp.Body.Close()
+	b, _ := io.ReadAll(limitAnswer(resp.Body))
 	var eb ErrorBody
-	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&eb); err != nil {
+	if err := json.Unmarshal(b, &eb); err != nil {
+		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTPS server")) {
+			return nil, fmt.Errorf("the host at %s serves TLS: pass its CA with --tls-ca FILE (or GRAFT_TLS_CA)", c.where())
+		}
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}
 	return nil, eb.Err()

@@ -33,6 +33,10 @@ func (r *Runner) Handler() http.Handler {
 // name in the path is one segment whatever it holds ("a%2Fb", "..") and
 // reaches checkName instead of a router that would clean or split it.
 func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/metrics" && req.Method == http.MethodGet {
+		r.metrics.handler().ServeHTTP(w, req)
+		return
+	}
 	seg, err := segments(req.URL.EscapedPath())
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
 		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)

@@ -82,6 +82,7 @@ func (r *Runner) expire(s *session) {
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer r.wg.Done()
+	r.metrics.expiries.Inc()
 	var names []string
 	for _, p := range procs {
 		names = append(names, p.name)

@@ -142,6 +142,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 	if err != nil {
 		return nil, r.noGeneration(name, err)
 	}
+	r.metrics.generations.Inc()
 	p := &process{
 		name:       name,
 		gen:        gen,

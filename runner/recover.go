@@ -34,6 +34,7 @@ func (r *Runner) recoverRecords() error {
 		members := r.findRecorded(rec)
 		log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
 		if len(members) == 0 {
+			r.metrics.recoveries.WithLabelValues(recoveredGone).Inc()
 			log.Info("a recorded process is gone")
 			if err := r.state.removeRecord(rec.Instance, rec.Generation); err != nil {
 				log.Warn("remove a record", "err", err)
@@ -110,6 +111,7 @@ func (r *Runner) recover(rec record, members []proc.Member) {
 		inst.recovered = nil
 	}
 	r.mu.Unlock()
+	r.metrics.recoveries.WithLabelValues(recoveredStopped).Inc()
 	log.Info("a recorded process is gone: its instance may start again")
 }
 

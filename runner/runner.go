@@ -83,6 +83,8 @@ type Runner struct {
 	sessions  map[string]*session
 	instances map[string]*instance
 	starting  map[placement.Identity]*process // spawned, not yet answered
+
+	metrics *metrics
 }
 
 // instance is the runner's state of one instance name. mu guards it.
@@ -168,6 +170,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 		instances: map[string]*instance{},
 		starting:  map[placement.Identity]*process{},
 	}
+	r.metrics = newMetrics(r)
 	// The local placement's windows only apply to what the runner leaves
 	// to it: a failed ready check's stop, and what a process leaves
 	// running when it exits. Both get the runner's grace.

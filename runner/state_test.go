@@ -168,6 +168,9 @@ func TestRecovery(t *testing.T) {
 	}
 	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
 	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
+	m := h.scrape()
+	assert.Equal(t, 1.0, m[`graft_runner_recoveries_total{result="stopped"}`], "rec.a")
+	assert.Equal(t, 2.0, m[`graft_runner_recoveries_total{result="gone"}`], "rec.b, whose pid names another process, and rec.c")
 }
 
 // startLeftover starts a stubborn plugin of generation 7 of rec.a with

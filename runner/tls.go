@@ -2,10 +2,8 @@ package runner
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"os"
+
+	"github.com/graftland/graft/internal/tlsconf"
 )
 
 // TLSConfig is the TLS of a runner serving with the certificate and key
@@ -13,25 +11,5 @@ import (
 // certificates, every client must present a certificate one of them
 // signed.
 func TLSConfig(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	if certFile == "" || keyFile == "" {
-		return nil, errors.New("tls: want both a certificate and its key")
-	}
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
-	}
-	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCA != "" {
-		b, err := os.ReadFile(clientCA)
-		if err != nil {
-			return nil, fmt.Errorf("tls: client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("tls: client CA %s: no PEM certificate in it", clientCA)
-		}
-		conf.ClientCAs = pool
-		conf.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return conf, nil
+	return tlsconf.Server(certFile, keyFile, clientCA)
 }

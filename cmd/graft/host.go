@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,11 +11,17 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/tlsconf"
 )
 
 // HostCmd is `graft host`: the daemon, in the foreground.
 type HostCmd struct {
 	Listen       string `placeholder:"tcp://HOST:PORT" help:"Also listen on TCP, for clients on other machines (graft --host); requires --token-file, loopback included."`
+	TLSCert      string `name:"tls-cert" env:"GRAFT_TLS_CERT" placeholder:"FILE" help:"Serve --listen over TLS with this certificate (PEM); needs --tls-key."`
+	TLSKey       string `name:"tls-key" env:"GRAFT_TLS_KEY" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
+	ClientCA     string `name:"client-ca" env:"GRAFT_TLS_CLIENT_CA" placeholder:"FILE" help:"Require, on --listen, client certificates signed by these CAs (PEM); needs --tls-cert."`
+	Plaintext    bool   `name:"insecure-plaintext" help:"Allow --listen beyond loopback without TLS: the token crosses the network in the clear."`
+	Metrics      string `name:"metrics-listen" env:"GRAFT_METRICS_LISTEN" placeholder:"tcp://HOST:PORT" help:"Also serve GET /metrics (Prometheus) here, without a token; the state dir's socket serves it always, and --listen behind the token."`
 	LogFormat    string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	HostID       string `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
 	ReadyFD      int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
@@ -40,16 +47,14 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, TCP: host.TCP{Addr: c.Listen}, HostID: c.HostID,
+	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, MetricsListen: c.Metrics,
 		NoNamespace: c.PIDNamespace == "off"}
-	if c.Listen != "" {
-		if g.TokenFile != "" {
-			if opt.TCP.Token, err = hostapi.ReadToken(g.TokenFile); err != nil {
-				return fmt.Errorf("--token-file: %w", err)
-			}
-		}
-		if err := opt.TCP.Check(); err != nil {
-			return err
+	if opt.TCP, err = c.tcp(g); err != nil {
+		return err
+	}
+	if c.Metrics != "" {
+		if err := host.CheckMetricsListen(c.Metrics); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
 		}
 	}
 	h, err := host.Open(dir, opt)
@@ -59,6 +64,33 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return h.Run(ctx, c.ready)
+}
+
+// tcp is the TCP listener the flags ask for, checked (host.TCP.Check);
+// none without --listen.
+func (c *HostCmd) tcp(g *Globals) (host.TCP, error) {
+	t := host.TCP{Addr: c.Listen, InsecurePlaintext: c.Plaintext}
+	tlsAsked := c.TLSCert != "" || c.TLSKey != "" || c.ClientCA != ""
+	switch {
+	case c.Listen == "" && tlsAsked:
+		return t, errors.New("--tls-cert, --tls-key and --client-ca are for --listen: the state dir's socket takes no TLS")
+	case c.Listen == "":
+		return t, nil
+	case tlsAsked && (c.TLSCert == "" || c.TLSKey == ""):
+		return t, errors.New("TLS needs both --tls-cert and --tls-key")
+	}
+	var err error
+	if g.TokenFile != "" {
+		if t.Token, err = hostapi.ReadToken(g.TokenFile); err != nil {
+			return t, fmt.Errorf("--token-file: %w", err)
+		}
+	}
+	if tlsAsked {
+		if t.TLS, err = tlsconf.Server(c.TLSCert, c.TLSKey, c.ClientCA); err != nil {
+			return t, err
+		}
+	}
+	return t, t.Check()
 }
 
 // ready tells whoever started the host in the background that it listens.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/tlsconf"
 )
 
 // stateDir is --state-dir, else .graft beside the plugins file.
@@ -57,7 +59,13 @@ func (g *Globals) newClient(dir string) (*hostapi.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hostapi.NewTCPClient(g.Host, token)
+	var conf *tls.Config
+	if g.TLS || g.TLSCA != "" || g.TLSCert != "" || g.TLSKey != "" {
+		if conf, err = tlsconf.Client(g.TLSCA, g.TLSCert, g.TLSKey); err != nil {
+			return nil, fmt.Errorf("--host %s: %w", g.Host, err)
+		}
+	}
+	return hostapi.NewTCPClient(g.Host, token, conf)
 }
 
 // hostStartTimeout bounds the wait for a host started in the background.

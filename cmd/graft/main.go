@@ -44,6 +44,10 @@ type Globals struct {
 	StateDir  string `name:"state-dir" env:"GRAFT_STATE_DIR" placeholder:"DIR" help:"Directory of the host's state (default: .graft/ beside the plugins file)."`
 	Host      string `name:"host" env:"GRAFT_HOST" placeholder:"tcp://HOST:PORT" help:"Talk to a host over TCP (one started with graft host --listen), with its --token-file, instead of through the state dir's socket."`
 	TokenFile string `name:"token-file" env:"GRAFT_TOKEN_FILE" placeholder:"FILE" help:"The bearer token of a host over TCP: sent by clients, required by graft host --listen and graft runner --listen tcp://."`
+	TLS       bool   `name:"tls" env:"GRAFT_TLS" help:"Talk to --host over TLS, trusting the system's CAs (implied by --tls-ca, --tls-client-cert)."`
+	TLSCA     string `name:"tls-ca" env:"GRAFT_TLS_CA" placeholder:"FILE" help:"Talk to --host over TLS, trusting the CAs in FILE (PEM) to have signed its certificate."`
+	TLSCert   string `name:"tls-client-cert" env:"GRAFT_TLS_CLIENT_CERT" placeholder:"FILE" help:"The client certificate (PEM) to show --host, for a host started with --client-ca; needs --tls-client-key."`
+	TLSKey    string `name:"tls-client-key" env:"GRAFT_TLS_CLIENT_KEY" placeholder:"FILE" help:"The key of --tls-client-cert (PEM)."`
 	Color     string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 
 	stdout, stderr io.Writer

@@ -93,6 +93,8 @@ func TestScripts(t *testing.T) {
 			"bruteforce":  cmdBruteforce,
 			"oldstatus":   cmdOldStatus,
 			"jsonset":     cmdJSONSet,
+			"gencerts":    cmdGenCerts,
+			"metrics":     cmdMetrics,
 		},
 	})
 }

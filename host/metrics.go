@@ -1,0 +1,230 @@
+package host
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/floating"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
+)
+
+// metrics are the host's Prometheus metrics (README, "Metrics"). What the
+// host's state says at any moment (up, status, restarts, roles) is read
+// at scrape time by a collector; only events, which no state keeps (the
+// stops and the applies), are counted as they happen.
+type metrics struct {
+	reg          *prometheus.Registry
+	stops        *prometheus.CounterVec
+	stopSeconds  *prometheus.HistogramVec
+	applies      *prometheus.CounterVec
+	applySeconds *prometheus.HistogramVec
+}
+
+// Apply results, the label of the apply metrics: refused when nothing
+// was carried out (a bad spec, a stale plan), failed when a step failed.
+const (
+	applySucceeded = "succeeded"
+	applyFailed    = "failed"
+	applyRefused   = "refused"
+)
+
+// newMetrics makes the metrics of h, in a registry of its own (a process
+// may run several hosts: tests do), with the Go runtime's and the
+// process's.
+func newMetrics(h *Host) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graft_plugin_stops_total",
+			Help: "Stops of a plugin by outcome: Exited, Killed (forced), RemoteTerminationUnconfirmed (docs/stopping.md).",
+		}, []string{"plugin", "outcome"}),
+		stopSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "graft_plugin_stop_duration_seconds",
+			Help:    "How long a plugin's stops took, from asking it to stop to its end confirmed (or given up), by outcome.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"plugin", "outcome"}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "graft_applies_total",
+			Help: "Applies (apply, restart, down, and the host's own at start and shutdown) by result: succeeded, failed (a step failed) or refused (nothing carried out).",
+		}, []string{"result"}),
+		applySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "graft_apply_duration_seconds",
+			Help:    "How long applies took, from taking the apply lock to their last step, by result.",
+			Buckets: []float64{.01, .05, .1, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"result"}),
+	}
+	m.reg.MustRegister(m.stops, m.stopSeconds, m.applies, m.applySeconds, collector{h},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// handler serves the metrics in Prometheus's text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// CheckMetricsListen checks a --metrics-listen address, tcp://HOST:PORT,
+// before anything listens.
+func CheckMetricsListen(addr string) error {
+	hostport, ok := strings.CutPrefix(addr, "tcp://")
+	if !ok {
+		return fmt.Errorf("metrics listen %q: want tcp://HOST:PORT", addr)
+	}
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		return fmt.Errorf("metrics listen %q: %w", addr, err)
+	}
+	return nil
+}
+
+// listenMetrics listens on addr, tcp://HOST:PORT.
+func listenMetrics(addr string) (net.Listener, error) {
+	if err := CheckMetricsListen(addr); err != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", strings.TrimPrefix(addr, "tcp://"))
+}
+
+// metricsAPI is the handler of the metrics listener: GET /metrics alone,
+// without a token (what it tells is names and numbers, no secret), behind
+// the guard's other checks.
+func (h *Host) metricsAPI() http.Handler {
+	serve := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s: this listener serves GET /metrics", r.Method, r.URL.EscapedPath())})
+			return
+		}
+		method(w, r, http.MethodGet, h.metrics.handler().ServeHTTP)
+	}
+	return guard.Handler(http.HandlerFunc(serve), guard.Config{Daemon: "host", MaxBody: 1, Limits: h.opt.Limits, Log: h.log})
+}
+
+// stopped counts a plugin's stop.
+func (m *metrics) stopped(plugin string, outcome placement.Outcome, took time.Duration) {
+	m.stops.WithLabelValues(plugin, string(outcome)).Inc()
+	m.stopSeconds.WithLabelValues(plugin, string(outcome)).Observe(took.Seconds())
+}
+
+// applied counts an apply.
+func (m *metrics) applied(result string, took time.Duration) {
+	m.applies.WithLabelValues(result).Inc()
+	m.applySeconds.WithLabelValues(result).Observe(took.Seconds())
+}
+
+// The descriptions of what collector reads from the host's state.
+var (
+	upDesc = prometheus.NewDesc("graft_plugin_up",
+		"1 when the plugin's process runs (status running), else 0.", []string{"plugin", "placement"}, nil)
+	statusDesc = prometheus.NewDesc("graft_plugin_status",
+		"1 for the plugin's status (as graft status shows it), 0 for the others.", []string{"plugin", "status"}, nil)
+	restartsDesc = prometheus.NewDesc("graft_plugin_restarts_total",
+		"Restarts of the plugin's current instance after it exited or failed (retry); a replacement starts again at 0.", []string{"plugin"}, nil)
+	exitDesc = prometheus.NewDesc("graft_plugin_last_exit_code",
+		"The exit status of the plugin's last process that ended, -1 for a signal; absent until one has.", []string{"plugin"}, nil)
+	roleDesc = prometheus.NewDesc("graft_floating_role",
+		"1 for a floating plugin's part in its election on this host (leader, follower, candidate), 0 for the others.", []string{"plugin", "role"}, nil)
+	epochDesc = prometheus.NewDesc("graft_floating_epoch",
+		"The epoch of the lease of a floating plugin's leader, as this host last saw it.", []string{"plugin"}, nil)
+	applyingDesc = prometheus.NewDesc("graft_host_applying",
+		"1 while an apply holds the host's apply lock.", nil, nil)
+)
+
+// roles are the parts of a floating plugin in its election.
+var roles = []floating.Role{floating.Leading, floating.Following, floating.Candidate}
+
+// collector reads the host's state at scrape time.
+type collector struct{ h *Host }
+
+// Describe sends every description collector uses.
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upDesc, statusDesc, restartsDesc, exitDesc, roleDesc, epochDesc, applyingDesc} {
+		ch <- d
+	}
+}
+
+// pluginSample is what collector reads of one plugin, under the host's lock.
+type pluginSample struct {
+	name     string
+	run      spec.Placement
+	state    placement.State
+	status   plan.Status
+	exit     placement.Exit
+	ended    bool // exit is of a process that ended
+	epoch    int64
+	hasEpoch bool
+}
+
+// Collect sends the metrics of the host's state now.
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	samples, applying := c.h.sample()
+	ch <- prometheus.MustNewConstMetric(applyingDesc, prometheus.GaugeValue, boolFloat(applying))
+	for _, p := range samples {
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{p.name}, labels...)...)
+		}
+		gauge(upDesc, boolFloat(p.status == plan.Running), string(p.run))
+		for _, s := range plan.Statuses {
+			gauge(statusDesc, boolFloat(p.status == s), string(s))
+		}
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(p.state.Restarts), p.name)
+		if p.ended {
+			gauge(exitDesc, float64(p.exit.Code))
+		}
+		if p.run == spec.Floating {
+			for _, r := range roles {
+				gauge(roleDesc, boolFloat(p.state.Role == string(r)), string(r))
+			}
+			if p.hasEpoch {
+				gauge(epochDesc, float64(p.epoch))
+			}
+		}
+		// Health joins here once plugins have health checks: a gauge per
+		// plugin read from its state, as up is.
+	}
+}
+
+// sample reads the state collector reports, under the host's lock.
+func (h *Host) sample() (samples []pluginSample, applying bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, e := range h.plugins {
+		st := e.unit.State()
+		p := pluginSample{name: name, run: e.record.Run, state: st, status: statusOf(st.Status)}
+		// The supervisor's last exit is zero until a process ended (a
+		// start that failed has none); every placement dates an end.
+		p.exit = e.unit.LastExit()
+		p.ended = !p.exit.At.IsZero()
+		p.epoch, p.hasEpoch = h.epochs[name]
+		samples = append(samples, p)
+	}
+	return samples, h.holder.who != ""
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// resultOf is an apply's result label: refused when it failed before its
+// first step began.
+func resultOf(err error, began bool) string {
+	switch {
+	case err == nil:
+		return applySucceeded
+	case !began:
+		return applyRefused
+	}
+	return applyFailed
+}
