@@ -139,11 +139,21 @@ func TestGrandchildrenDie(t *testing.T) {
 	sess := h.open(0)
 	ev := h.events(sess)
 	st := h.start("forker", plugin(t, sess, "forker", "2"))
-	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "children ") })
+	// Each child says ready once it has taken SIGTERM for itself, then the
+	// forker: a stop before that would end a child without force.
 	var pids []int
-	for _, f := range strings.Fields(strings.TrimPrefix(evs[len(evs)-1].Line, "children ")) {
-		pids = append(pids, atoi(t, f))
-	}
+	ready := 0
+	ev.until(t, 10*time.Second, func(e runnerapi.Event) bool {
+		if rest, ok := strings.CutPrefix(e.Line, "children "); ok {
+			for _, f := range strings.Fields(rest) {
+				pids = append(pids, atoi(t, f))
+			}
+		}
+		if strings.HasPrefix(e.Line, "ready") {
+			ready++
+		}
+		return ready == 3 && pids != nil
+	})
 	require.Len(t, pids, 2)
 	for _, pid := range pids {
 		require.True(t, alive(pid))
