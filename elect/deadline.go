@@ -13,6 +13,11 @@ import (
 // plugin (docs/semantics.md, "Floating plugins: the election").
 var ErrHung = errors.New("the share did not answer in time")
 
+// ErrLate: the leader's renewal began only after the next one was due,
+// as after its host was frozen (SIGSTOP, a paused VM): the term is lost
+// without touching the share.
+var ErrLate = errors.New("renewal too late")
+
 // maxPending bounds the operations left waiting on a share that hangs: a
 // blocked system call holds a thread, and an election that started one at
 // every poll would pile them up for as long as the share hangs. Past it,
@@ -43,8 +48,11 @@ func (e *Election) do(op string, deadline time.Time, f func(abandoned func() boo
 	done := make(chan error, 1)
 	go func() {
 		defer func() { <-e.pending }()
-		if e.cfg.Stall != nil {
-			e.cfg.Stall(op)
+		if e.cfg.Fault != nil {
+			if err := e.cfg.Fault(op); err != nil {
+				done <- fmt.Errorf("%s: %w", op, err)
+				return
+			}
 		}
 		done <- f(gone.Load)
 	}()

@@ -90,10 +90,12 @@ type Config struct {
 	// plugin gone once it gives up a term; New refuses a TTL that cannot
 	// hold it (MinTTL). Zero checks nothing.
 	StopBudget time.Duration
-	// Stall, when set, is called on the goroutine of every operation on
-	// the share before it runs, with the operation's name. Tests block in
-	// it to make the share hang; nil in production.
-	Stall func(op string)
+	// Fault, when set, is called on the goroutine of every operation on
+	// the share before it runs, with the operation's name: tests block in
+	// it to make the share hang, or return an error to make the operation
+	// fail with it, as an unreachable NFS or SMB server would. nil in
+	// production.
+	Fault func(op string) error
 }
 
 // MinTTL is the shortest ttl with which a leader whose renewals stop

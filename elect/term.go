@@ -104,7 +104,15 @@ func (t *Term) renewLoop(ctx context.Context) {
 			return
 		}
 		began := clk.Now()
-		if err := t.renew(due.Add(t.e.cfg.Renew)); err != nil {
+		next := due.Add(t.e.cfg.Renew)
+		if late := began.Sub(next); late >= 0 {
+			// Woken past the next renewal: this host (or this process) was
+			// held up, frozen or starved, and others may take over soon.
+			t.err = fmt.Errorf("renew epoch %d: %w: due %s ago", t.epoch, ErrLate, (late + t.e.cfg.Renew).Round(time.Millisecond))
+			close(t.lost)
+			return
+		}
+		if err := t.renew(next); err != nil {
 			t.err = err
 			close(t.lost)
 			return

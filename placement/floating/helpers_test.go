@@ -77,7 +77,7 @@ func plugin(name, dir, addr, role string, args ...string) *spec.Plugin {
 func newPlacement(t *testing.T, id string, clock elect.Clock) *Placement {
 	inner := local.New(local.Options{Timing: short})
 	t.Cleanup(func() { assert.NoError(t, inner.Close()) })
-	p := New(inner, Options{HostID: id, Clock: clock})
+	p := New(inner, Options{HostID: id, Clock: clock, Timing: short})
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
 	return p
 }
