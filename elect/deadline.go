@@ -35,35 +35,51 @@ const maxPending = 4
 // so a test's fake clock, which only moves when told, schedules the
 // election but never hangs it.
 func (e *Election) do(op string, deadline time.Time, f func(abandoned func() bool) error) error {
+	_, err := doValue(e, op, deadline, func(abandoned func() bool) (struct{}, error) { return struct{}{}, f(abandoned) })
+	return err
+}
+
+// outcome is what an operation on the share returned.
+type outcome[T any] struct {
+	v   T
+	err error
+}
+
+// doValue is do for an operation that returns a value. The value travels
+// on a channel: a goroutine given up on must not write where its caller
+// reads.
+func doValue[T any](e *Election, op string, deadline time.Time, f func(abandoned func() bool) (T, error)) (T, error) {
+	var zero T
 	wait := deadline.Sub(e.cfg.Clock.Now())
 	if wait <= 0 {
-		return fmt.Errorf("%s: %w: its deadline had passed", op, ErrHung)
+		return zero, fmt.Errorf("%s: %w: its deadline had passed", op, ErrHung)
 	}
 	select {
 	case e.pending <- struct{}{}:
 	default:
-		return fmt.Errorf("%s: %w: %d earlier operations still wait for it", op, ErrHung, maxPending)
+		return zero, fmt.Errorf("%s: %w: %d earlier operations still wait for it", op, ErrHung, maxPending)
 	}
 	var gone atomic.Bool
-	done := make(chan error, 1)
+	done := make(chan outcome[T], 1)
 	go func() {
 		defer func() { <-e.pending }()
 		if e.cfg.Fault != nil {
 			if err := e.cfg.Fault(op); err != nil {
-				done <- fmt.Errorf("%s: %w", op, err)
+				done <- outcome[T]{err: fmt.Errorf("%s: %w", op, err)}
 				return
 			}
 		}
-		done <- f(gone.Load)
+		v, err := f(gone.Load)
+		done <- outcome[T]{v, err}
 	}()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-t.C:
 		gone.Store(true)
-		return fmt.Errorf("%s: %w (within %s)", op, ErrHung, wait.Round(time.Millisecond))
+		return zero, fmt.Errorf("%s: %w (within %s)", op, ErrHung, wait.Round(time.Millisecond))
 	}
 }
 

@@ -70,13 +70,7 @@ func readLease(path string) (fileState, error) {
 
 // readBy reads the lease, giving up at deadline.
 func (e *Election) readBy(deadline time.Time) (fileState, error) {
-	var st fileState
-	err := e.do("read lease", deadline, func(func() bool) error {
-		var err error
-		st, err = readLease(e.leasePath)
-		return err
-	})
-	return st, err
+	return doValue(e, "read lease", deadline, func(func() bool) (fileState, error) { return readLease(e.leasePath) })
 }
 
 // writeLease replaces the lease atomically, giving up at deadline: a temp

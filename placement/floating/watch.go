@@ -10,6 +10,7 @@ import (
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/spec"
 )
 
 // watch is what keeps an eye on the plugin of one term while this host
@@ -92,12 +93,12 @@ func (w *watch) settle(ph placement.Handle) {
 }
 
 func (w *watch) startFailed(why string) {
-	limit := w.h.req.Plugin.Elect.StartFailures
+	limit := orDefault(w.h.req.Plugin.Elect.StartFailures, spec.DefaultStartFailures)
 	w.mu.Lock()
 	w.failed++
 	n := w.failed
 	w.mu.Unlock()
-	if limit > 0 && n >= limit {
+	if n >= limit {
 		w.quit(fmt.Sprintf("its plugin failed to start %d times in a row (last: %s)", n, why))
 	}
 }
@@ -108,6 +109,7 @@ func (w *watch) startFailed(why string) {
 func (w *watch) probe(sup *placement.Supervisor) {
 	defer w.wg.Done()
 	e := w.h.req.Plugin.Elect
+	limit := orDefault(e.ProbeFailures, spec.DefaultProbeFailures)
 	failed := 0
 	for {
 		if sleep(w.ctx, w.h.clock(), e.Renew.Std()) != nil {
@@ -124,7 +126,7 @@ func (w *watch) probe(sup *placement.Supervisor) {
 		}
 		failed++
 		w.h.p.log.Warn("the leader's plugin does not answer", "plugin", w.h.req.Plugin.Name, "failures", failed, "err", err)
-		if failed >= e.ProbeFailures {
+		if failed >= limit {
 			w.quit(fmt.Sprintf("its plugin failed %d probes in a row (last: %v)", failed, err))
 			return
 		}
@@ -149,6 +151,15 @@ func (h *handle) probeOnce(ctx context.Context) error {
 		return err
 	}
 	return c.Close()
+}
+
+// orDefault is n, or def when n is zero: a spec that was not loaded from
+// a file (the Go API) has no defaults filled in.
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 // sleep waits d on c, or until ctx ends.
