@@ -41,6 +41,8 @@ type Leadership interface {
 	Close()
 }
 
+var _ Leadership = (*Term)(nil)
+
 // file is the shared-directory Election as a Backend.
 type file struct{ *Election }
 
