@@ -106,14 +106,17 @@ func (e *Election) contend(ctx context.Context) (*Term, error) {
 	}
 	epoch := last + 1
 	l := Lease{Holder: e.cfg.HostID, Address: e.cfg.Address, Epoch: epoch}
-	if err := e.writeLease(l); err != nil {
+	// The term counts from the moment the write began: others may see the
+	// lease from then on, and measure its ttl from when they do.
+	began := e.cfg.Clock.Now()
+	if err := e.writeLease(l, began.Add(e.cfg.Renew)); err != nil {
 		return nil, err
 	}
-	t, err := e.startTerm(l)
+	t, err := e.startTerm(l, began)
 	if err != nil {
 		// Closed while taking the lease: nobody will renew it, so hand it on.
 		l.RenewCount, l.Released = 1, true
-		_ = e.writeLease(l)
+		_ = e.writeLease(l, e.ioDeadline())
 		return nil, err
 	}
 	return t, nil

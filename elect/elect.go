@@ -86,7 +86,25 @@ type Config struct {
 	// Dial probes a leader's address; nil means a TCP connect bounded by
 	// DialTimeout. A nil error means the leader answers.
 	Dial func(ctx context.Context, address string) error
+	// StopBudget is how long the leader's host may take to confirm its
+	// plugin gone once it gives up a term; New refuses a TTL that cannot
+	// hold it (MinTTL). Zero checks nothing.
+	StopBudget time.Duration
+	// Fault, when set, is called on the goroutine of every operation on
+	// the share before it runs, with the operation's name: tests block in
+	// it to make the share hang, or return an error to make the operation
+	// fail with it, as an unreachable NFS or SMB server would. nil in
+	// production.
+	Fault func(op string) error
 }
+
+// MinTTL is the shortest ttl with which a leader whose renewals stop
+// succeeding can confirm its plugin gone before another host may take
+// over: it gives up at most 2 × renew after the last successful renewal
+// began (the next renewal is due renew later, and has until the one after
+// to succeed), then needs stopBudget. docs/semantics.md, "Floating
+// plugins: the election", derives it.
+func MinTTL(renew, stopBudget time.Duration) time.Duration { return 2*renew + stopBudget }
 
 // Election is one host's view of one instance's lease. Its methods may be
 // called from several goroutines; Close stops every goroutine it started.
@@ -95,6 +113,10 @@ type Election struct {
 	leasePath string
 	lockPath  string
 	backoff   time.Duration
+
+	// pending holds a token for every operation on the share under way
+	// (see do).
+	pending chan struct{}
 
 	// rename is os.Rename. It is a seam for tests: running as root, they
 	// cannot make the directory unwritable, so they make the rename fail.
@@ -137,6 +159,7 @@ func New(cfg Config) (*Election, error) {
 		leasePath: filepath.Join(cfg.Dir, cfg.Instance+".lease.json"),
 		lockPath:  filepath.Join(cfg.Dir, cfg.Instance+".lock"),
 		backoff:   herdBackoff(cfg.HostID),
+		pending:   make(chan struct{}, maxPending),
 		rename:    os.Rename,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -172,6 +195,12 @@ func (c *Config) fill() error {
 	}
 	if c.Poll >= c.TTL {
 		return &ConfigError{Field: "Poll", Reason: "must be shorter than TTL"}
+	}
+	if c.StopBudget < 0 {
+		return &ConfigError{Field: "StopBudget", Reason: "negative"}
+	}
+	if least := MinTTL(c.Renew, c.StopBudget); c.StopBudget > 0 && c.TTL <= least {
+		return &ConfigError{Field: "TTL", Reason: fmt.Sprintf("%s leaves no time to stop the plugin: a leader gives up 2 × renew (%s) after its last renewal and may take %s to stop its plugin, so ttl must be longer than %s (raise ttl or lower renew)", c.TTL, 2*c.Renew, c.StopBudget, least)}
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}

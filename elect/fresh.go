@@ -26,7 +26,7 @@ type sighting struct {
 func (e *Election) look() sighting {
 	e.readMu.Lock()
 	defer e.readMu.Unlock()
-	st, err := readLease(e.leasePath)
+	st, err := e.readBy(e.ioDeadline())
 	now := e.cfg.Clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()

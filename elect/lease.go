@@ -68,14 +68,31 @@ func readLease(path string) (fileState, error) {
 	return fileState{lease: l, mtime: fi.ModTime()}, nil
 }
 
-// writeLease replaces the lease atomically: a temp file in the same
-// directory, fsync, rename, then fsync the directory. Readers see the old
-// lease or the new one, never a part.
-func (e *Election) writeLease(l Lease) error {
+// readBy reads the lease, giving up at deadline.
+func (e *Election) readBy(deadline time.Time) (fileState, error) {
+	return doValue(e, "read lease", deadline, func(func() bool) (fileState, error) { return readLease(e.leasePath) })
+}
+
+// writeLease replaces the lease atomically, giving up at deadline: a temp
+// file in the same directory, fsync, rename, then fsync the directory.
+// Readers see the old lease or the new one, never a part. A write given up
+// on before its rename is not renamed.
+func (e *Election) writeLease(l Lease, deadline time.Time) error {
 	data, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("write lease: %w", err)
 	}
+	err = e.do("write lease", deadline, func(abandoned func() bool) error { return e.replaceLease(data, abandoned) })
+	if err != nil {
+		return err
+	}
+	e.noteEpoch(l.Epoch)
+	return nil
+}
+
+// replaceLease writes data to a temp file and renames it over the lease,
+// unless abandoned by then.
+func (e *Election) replaceLease(data []byte, abandoned func() bool) error {
 	tmp, err := os.CreateTemp(e.cfg.Dir, e.cfg.Instance+".lease.*.tmp")
 	if err != nil {
 		return fmt.Errorf("write lease: %w", err)
@@ -88,6 +105,9 @@ func (e *Election) writeLease(l Lease) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && abandoned() {
+		err = ErrHung
+	}
 	if err == nil {
 		err = e.rename(name, e.leasePath)
 	}
@@ -98,13 +118,32 @@ func (e *Election) writeLease(l Lease) error {
 	// The rename is what others read; a share that refuses to fsync a
 	// directory does not make it fail.
 	_ = syncDir(e.cfg.Dir)
-	e.noteEpoch(l.Epoch)
 	return nil
 }
 
+// ReadTimeout bounds Read: a tool that asks who leads does not hang with
+// the share.
+const ReadTimeout = DefaultRenew
+
 // Read reads the lease of instance in dir once, with the file's mtime (on
 // the share's clock): for tools that show who leads without taking part.
+// It gives up after ReadTimeout with ErrHung.
 func Read(dir, instance string) (Lease, time.Time, error) {
-	st, err := readLease(filepath.Join(dir, instance+".lease.json"))
-	return st.lease, st.mtime, err
+	type read struct {
+		st  fileState
+		err error
+	}
+	ch := make(chan read, 1) // the read may outlive Read on a hung share
+	go func() {
+		st, err := readLease(filepath.Join(dir, instance+".lease.json"))
+		ch <- read{st, err}
+	}()
+	t := time.NewTimer(ReadTimeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.st.lease, r.st.mtime, r.err
+	case <-t.C:
+		return Lease{}, time.Time{}, fmt.Errorf("read lease: %w (within %s)", ErrHung, ReadTimeout)
+	}
 }

@@ -17,17 +17,36 @@ var errLockBusy = errors.New("lock held by another host")
 // share decides atomically (docs/semantics.md, "Floating plugins: the
 // election"). The lock is held only while the lease is taken; release
 // removes it. It records the holder for whoever looks at the directory;
-// nothing reads it.
+// nothing reads it. Taking it, and removing it, give up at a deadline; a
+// lock made after its taker gave up is removed at once.
 func (e *Election) takeLock() (release func(), err error) {
+	err = e.do("take the lock", e.ioDeadline(), func(abandoned func() bool) error {
+		err := e.createLock()
+		if err == nil && abandoned() {
+			os.Remove(e.lockPath)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = e.do("remove the lock", e.ioDeadline(), func(func() bool) error { return os.Remove(e.lockPath) })
+	}, nil
+}
+
+// createLock creates the lock file, or clears a stale one and returns
+// errLockBusy.
+func (e *Election) createLock() error {
 	f, err := os.OpenFile(e.lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		if err := e.clearStaleLock(); err != nil {
-			return nil, fmt.Errorf("%w: %w", errLockBusy, err)
+			return fmt.Errorf("%w: %w", errLockBusy, err)
 		}
-		return nil, errLockBusy
+		return errLockBusy
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create lock: %w", err)
+		return fmt.Errorf("create lock: %w", err)
 	}
 	_, err = f.WriteString(e.cfg.HostID + "\n")
 	// Closed at once: Windows refuses to remove an open file, and the lock is
@@ -37,14 +56,14 @@ func (e *Election) takeLock() (release func(), err error) {
 	}
 	if err != nil {
 		os.Remove(e.lockPath)
-		return nil, fmt.Errorf("create lock: %w", err)
+		return fmt.Errorf("create lock: %w", err)
 	}
 	// A failed removal leaves the lock to turn stale; others clear it then.
 	// The removal is by name: a holder stuck for longer than lockStale (a
 	// hung share) could remove a newer contender's lock, a limit that is
 	// accepted: two contenders inside then write the same epoch, and
 	// renewal ends the one whose write was overwritten (Lease.supersedes).
-	return func() { os.Remove(e.lockPath) }, nil
+	return nil
 }
 
 // clearStaleLock removes a lock left by a host that crashed while taking

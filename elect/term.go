@@ -2,6 +2,7 @@ package elect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,18 +26,23 @@ type Term struct {
 
 	mu    sync.Mutex // serializes Resign and Close
 	lease Lease      // as last written; the renewal goroutine owns it until done
+
+	renewedMu sync.Mutex
+	renewed   time.Time // when the last successful renewal began
 }
 
-func (e *Election) startTerm(l Lease) (*Term, error) {
+// startTerm starts renewing l, written by a write that began at began.
+func (e *Election) startTerm(l Lease, began time.Time) (*Term, error) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	t := &Term{
-		e:      e,
-		epoch:  l.Epoch,
-		won:    e.cfg.Clock.Now(),
-		cancel: cancel,
-		done:   make(chan struct{}),
-		lost:   make(chan struct{}),
-		lease:  l,
+		e:       e,
+		epoch:   l.Epoch,
+		won:     e.cfg.Clock.Now(),
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		lost:    make(chan struct{}),
+		lease:   l,
+		renewed: began,
 	}
 	if !e.goroutine(func() { t.renewLoop(ctx) }) {
 		cancel()
@@ -49,8 +55,9 @@ func (e *Election) startTerm(l Lease) (*Term, error) {
 // generation.
 func (t *Term) Epoch() int64 { return t.epoch }
 
-// Lost is closed when the leader can no longer renew: a write of the lease
-// failed, or the lease holds a newer term. Renewal has stopped by then and
+// Lost is closed when the leader can no longer renew: a read or write of
+// the lease failed or did not finish before the next renewal was due
+// (ErrHung), or the lease holds a newer term. Renewal has stopped by then and
 // the term writes nothing more. The host stops its process at once (stop
 // first, then give up, never two leaders by its own hand:
 // docs/semantics.md) and then may Campaign again: followers take over ttl
@@ -68,19 +75,51 @@ func (t *Term) Err() error {
 	}
 }
 
-// renewLoop rewrites the lease every renew, bumping renewCount, so its mtime
-// moves (the heartbeat followers watch).
+// Renewed is when the last successful renewal began (or the write that
+// took the lease), on the election's clock. Followers see the lease
+// change no earlier, so none takes over before Renewed + ttl.
+func (t *Term) Renewed() time.Time {
+	t.renewedMu.Lock()
+	defer t.renewedMu.Unlock()
+	return t.renewed
+}
+
+// Deadline is ttl after Renewed: the time by which a leader whose
+// renewals stopped succeeding must have confirmed its plugin gone, since
+// another host may lead from then on (docs/semantics.md, "Floating
+// plugins: the election").
+func (t *Term) Deadline() time.Time { return t.Renewed().Add(t.e.cfg.TTL) }
+
+// renewLoop rewrites the lease renew after the last successful renewal
+// began, bumping renewCount, so its mtime moves (the heartbeat followers
+// watch). A renewal that has not succeeded when the next one is due, renew
+// later, is given up on, and the term is lost: its leader then has ttl −
+// 2 × renew to stop its plugin.
 func (t *Term) renewLoop(ctx context.Context) {
 	defer close(t.done)
+	clk := t.e.cfg.Clock
 	for {
-		if sleep(ctx, t.e.cfg.Clock, t.e.cfg.Renew) != nil {
+		due := t.Renewed().Add(t.e.cfg.Renew)
+		if sleep(ctx, clk, due.Sub(clk.Now())) != nil {
 			return
 		}
-		if err := t.renew(); err != nil {
+		began := clk.Now()
+		next := due.Add(t.e.cfg.Renew)
+		if late := began.Sub(next); late >= 0 {
+			// Woken past the next renewal: this host (or this process) was
+			// held up, frozen or starved, and others may take over soon.
+			t.err = fmt.Errorf("renew epoch %d: %w: due %s ago", t.epoch, ErrLate, (late + t.e.cfg.Renew).Round(time.Millisecond))
+			close(t.lost)
+			return
+		}
+		if err := t.renew(next); err != nil {
 			t.err = err
 			close(t.lost)
 			return
 		}
+		t.renewedMu.Lock()
+		t.renewed = began
+		t.renewedMu.Unlock()
 	}
 }
 
@@ -95,8 +134,14 @@ func (t *Term) renewLoop(ctx context.Context) {
 // contender writing between the read and the rename is overwritten once; it
 // finds this lower epoch at its next renewal and rewrites its own, and this
 // term then finds it and ends.
-func (t *Term) renew() error {
-	st, err := readLease(t.e.leasePath)
+//
+// The read and the write give up at deadline; a hung read demotes, unlike
+// a failed one, since the write after it would hang as well.
+func (t *Term) renew(deadline time.Time) error {
+	st, err := t.e.readBy(deadline)
+	if errors.Is(err, ErrHung) {
+		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
+	}
 	if err == nil {
 		t.e.noteEpoch(st.lease.Epoch)
 		if st.lease.supersedes(t.lease) {
@@ -105,7 +150,7 @@ func (t *Term) renew() error {
 	}
 	next := t.lease
 	next.RenewCount++
-	if err := t.e.writeLease(next); err != nil {
+	if err := t.e.writeLease(next, deadline); err != nil {
 		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
 	}
 	t.lease = next
@@ -124,8 +169,9 @@ func (t *Term) stop() {
 // the reason) when the term was lost or the lease holds a newer term.
 //
 // ctx is checked once renewal has stopped, before the lease is read and
-// written: a cancelled ctx leaves the lease unreleased (as Close does). A
-// read or write blocked on a hung share is not interrupted by ctx.
+// written: a cancelled ctx leaves the lease unreleased (as Close does).
+// The read and the write each give up after renew; ctx does not interrupt
+// them.
 func (t *Term) Resign(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -140,13 +186,13 @@ func (t *Term) Resign(ctx context.Context) error {
 	}
 	// A missing or unreadable lease proves no newer term: it is released,
 	// as renew would rewrite it.
-	if st, err := readLease(t.e.leasePath); err == nil && st.lease.supersedes(t.lease) {
+	if st, err := t.e.readBy(t.e.ioDeadline()); err == nil && st.lease.supersedes(t.lease) {
 		return fmt.Errorf("resign: %w: epoch %d held by %q", ErrNotLeader, st.lease.Epoch, st.lease.Holder)
 	}
 	l := t.lease
 	l.RenewCount++
 	l.Released = true
-	if err := t.e.writeLease(l); err != nil {
+	if err := t.e.writeLease(l, t.e.ioDeadline()); err != nil {
 		return fmt.Errorf("resign: %w", err)
 	}
 	t.lease = l

@@ -190,7 +190,7 @@ func (h *Host) openPlacements() error {
 	h.workers = workers
 	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir)})
 	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
-	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log})
+	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log, Timing: opt.Timing})
 	h.followed = make(chan struct{})
 	go h.followLeaders()
 	return nil

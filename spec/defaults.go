@@ -10,20 +10,26 @@ import (
 // and "Floating plugins: the election"). They are applied in applyDefaults
 // and nowhere else.
 const (
-	DefaultStopSignal   = "SIGTERM"
-	DefaultMargin       = 5 * time.Second  // the host waits shutdown timeout + lease + margin
-	DefaultReadyTimeout = 30 * time.Second // how long a start waits for ready
-	DefaultRetryDelay   = 1 * time.Second
-	DefaultRetryFactor  = 2.0
-	DefaultRetryMax     = 1 * time.Minute
-	DefaultElectTTL     = 10 * time.Second // an unchanged lease older than this: its leader is dead
-	DefaultElectRenew   = 3 * time.Second  // the leader rewrites the lease this often
-	DefaultElectPoll    = 2 * time.Second  // the others look at it this often
-	DefaultLockStale    = 15 * time.Second // a lock file older than this was left by a crash
+	DefaultStopSignal    = "SIGTERM"
+	DefaultMargin        = 5 * time.Second  // the host waits shutdown timeout + lease + margin
+	DefaultReadyTimeout  = 30 * time.Second // how long a start waits for ready
+	DefaultRetryDelay    = 1 * time.Second
+	DefaultRetryFactor   = 2.0
+	DefaultRetryMax      = 1 * time.Minute
+	DefaultElectTTL      = 15 * time.Second // an unchanged lease older than this: its leader is dead
+	DefaultElectRenew    = 3 * time.Second  // the leader rewrites the lease this often
+	DefaultElectPoll     = 2 * time.Second  // the others look at it this often
+	DefaultLockStale     = 15 * time.Second // a lock file older than this was left by a crash
+	DefaultProbeFailures = 3                // failed probes of the leader's plugin before it is replaced
+	DefaultStartFailures = 3                // failed starts in a row before the leader releases the lease
 	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML
 	// (docs/stopping.md, "The stop sequence"); the Go API of the placements
 	// can change it.
 	ShutdownTimeout = 5 * time.Second
+	// StopBudget is the longest a stop takes in YAML: the shutdown timeout,
+	// then 1 second to exit and 1 second from SIGTERM to SIGKILL
+	// (docs/stopping.md). A floating plugin's ttl must leave room for it.
+	StopBudget = ShutdownTimeout + 2*time.Second
 )
 
 // applyDefaults fills every field the file left unset. Values the file set,
@@ -74,6 +80,12 @@ func (s *Spec) applyDefaults() {
 			orDefault(&e.Renew, DefaultElectRenew)
 			orDefault(&e.Poll, DefaultElectPoll)
 			orDefault(&e.LockStale, DefaultLockStale)
+			if e.ProbeFailures == 0 {
+				e.ProbeFailures = DefaultProbeFailures
+			}
+			if e.StartFailures == 0 {
+				e.StartFailures = DefaultStartFailures
+			}
 		}
 	}
 }

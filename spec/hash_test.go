@@ -49,7 +49,7 @@ func TestHashIgnoresForm(t *testing.T) {
 name: shop
 plugins:
   relay:
-    elect: {port: 9530, dir: /mnt/shared, ttl: 10 seconds, renew: 3000 millis}   # defaults spelled out
+    elect: {port: 9530, dir: /mnt/shared, ttl: 15 seconds, renew: 3000 millis, probeFailures: 3}   # defaults spelled out
     command: [relay]
     run: floating
     instance: shop.relay

@@ -87,8 +87,9 @@ func TestLoadDesignExample(t *testing.T) {
 	relay := s.Plugins["relay"]
 	assert.Equal(t, "shop.relay", relay.Instance)
 	assert.Equal(t, Elect{Dir: "/mnt/shared/graft", Port: 9530,
-		TTL: FromStd(10 * time.Second), Renew: FromStd(3 * time.Second),
-		Poll: FromStd(2 * time.Second), LockStale: FromStd(15 * time.Second)}, *relay.Elect,
+		TTL: FromStd(15 * time.Second), Renew: FromStd(3 * time.Second),
+		Poll: FromStd(2 * time.Second), LockStale: FromStd(15 * time.Second),
+		ProbeFailures: 3, StartFailures: 3}, *relay.Elect,
 		"the elect defaults of docs/semantics.md")
 }
 

@@ -176,10 +176,28 @@ type Elect struct {
 	// Address is the HOST:PORT published for consumers; it defaults to this
 	// machine's address and Port.
 	Address   string   `yaml:"address"`
-	TTL       Duration `yaml:"ttl"`       // default 10 seconds
+	TTL       Duration `yaml:"ttl"`       // default 15 seconds
 	Renew     Duration `yaml:"renew"`     // default 3 seconds
 	Poll      Duration `yaml:"poll"`      // default 2 seconds
 	LockStale Duration `yaml:"lockStale"` // default 15 seconds
+	// Probe: the leader checks at every renewal that its plugin answers
+	// (docs/semantics.md, "Floating plugins: the election"). Default: on
+	// when Port is set.
+	Probe *bool `yaml:"probe"`
+	// ProbeFailures is how many failed probes in a row make the leader
+	// replace its plugin (default 3).
+	ProbeFailures int `yaml:"probeFailures"`
+	// StartFailures is how many failed starts of its plugin in a row make
+	// the leader release the lease (default 3).
+	StartFailures int `yaml:"startFailures"`
+}
+
+// Probing reports whether the leader probes its plugin.
+func (e *Elect) Probing() bool {
+	if e.Probe != nil {
+		return *e.Probe
+	}
+	return e.Port != 0
 }
 
 // Path resolves path as the spec means it: relative to the plugins file's

@@ -126,7 +126,29 @@ func (d *decoder) elect(e *Elect, path, plugin string) {
 	}{{"renew", e.Renew}, {"poll", e.Poll}} {
 		if f.v.Std() >= ttl && !f.v.Infinite() && !e.TTL.Infinite() {
 			d.errorf(d.at(path+"."+f.key), path+"."+f.key, "%s (%s) must be shorter than ttl (%s), or the leader is taken for dead while alive", f.key, f.v, e.TTL)
+			return
 		}
+	}
+	d.fenceInTime(e, path)
+}
+
+// fenceInTime checks that a leader whose renewals stop succeeding can stop
+// its plugin before another host may lead: it gives up 2 × renew after its
+// last successful renewal began, then a stop takes up to StopBudget, and
+// others take over ttl after that renewal (docs/semantics.md, "Floating
+// plugins: the election").
+func (d *decoder) fenceInTime(e *Elect, path string) {
+	if e.TTL.Infinite() || e.Renew.Infinite() {
+		return
+	}
+	ttl, renew := e.TTL.Std(), e.Renew.Std()
+	if need := 2*renew + StopBudget; ttl <= need {
+		at := path + ".ttl"
+		if !d.written(at) {
+			at = path
+		}
+		d.errorf(d.at(at), at, "ttl (%s) is too short to stop the plugin before another host may lead: a leader that cannot renew gives up 2 × renew (%s) after its last renewal, and its stop may take %s (shutdown 5 seconds, then 1 + 1); make ttl longer than %s, or renew shorter than %s",
+			e.TTL, FromStd(2*renew), FromStd(StopBudget), FromStd(need), FromStd((ttl-StopBudget)/2))
 	}
 }
 

@@ -157,6 +157,14 @@ func (d *decoder) electValues(e *Elect, ep string) {
 	}{{"ttl", e.TTL}, {"renew", e.Renew}, {"poll", e.Poll}, {"lockStale", e.LockStale}} {
 		d.positive(ep+"."+f.key, f.v)
 	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"probeFailures", e.ProbeFailures}, {"startFailures", e.StartFailures}} {
+		if d.written(ep+"."+f.key) && f.v < 1 {
+			d.errorf(d.at(ep+"."+f.key), ep+"."+f.key, "want 1 or more, got %d", f.v)
+		}
+	}
 }
 
 // argv checks a command line: a program name, and no NUL anywhere, which

@@ -35,8 +35,12 @@ import (
 // SIGSTOP, a relay's family dying with its host, the CLI's view. The
 // election's other cases (stale locks, skewed clocks, a read-only
 // directory, exhausted epochs) are package tests of placement/floating.
+//
+// A leader that cannot renew gives up 2 × renew after its last renewal
+// and then may take the stop's fixed 7 seconds, all within ttl (the spec
+// refuses less): so ttl is 8 seconds here, however fast the relay stops.
 const (
-	fTTL       = 2 * time.Second
+	fTTL       = 8 * time.Second
 	fRenew     = 400 * time.Millisecond
 	fPoll      = 250 * time.Millisecond
 	fLockStale = 1500 * time.Millisecond

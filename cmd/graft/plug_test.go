@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -18,6 +19,7 @@ import (
 //
 //	plug serve NAME          say "NAME up instance=ID generation=N", run until SIGTERM, say "NAME bye"
 //	plug listen NAME ADDR    serve, and accept connections on ADDR (for ready: tcp)
+//	plug http NAME ADDR      serve, and answer HTTP GET on ADDR with 200 (for ready: http)
 //	plug stubborn NAME       serve, but ignore SIGTERM
 //	plug exit CODE           exit with CODE at once
 //	plug shout LINE...       print each LINE, a Go string literal when it is one, then exit 3
@@ -48,6 +50,14 @@ func plugMain() {
 				c.Close()
 			}
 		}()
+		serve(args[1], nil)
+	case "http":
+		ln, err := net.Listen("tcp", args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		go http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		serve(args[1], nil)
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)

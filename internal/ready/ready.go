@@ -79,6 +79,11 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	}
 }
 
+// Check makes one attempt of r's check, bounded by ctx: for a check that
+// is repeated after the start, such as a floating leader's probe of its
+// plugin.
+func Check(ctx context.Context, r *spec.Ready, exec Exec) error { return check(ctx, r, exec) }
+
 // check makes one attempt.
 func check(ctx context.Context, r *spec.Ready, exec Exec) error {
 	switch {

@@ -29,6 +29,14 @@ type Options struct {
 	Clock elect.Clock
 	// Logger receives the changes of role; nil: slog's default.
 	Logger *slog.Logger
+	// Timing is the inner placement's stop windows; zero: the fixed ones.
+	// A plugin's ttl must leave a leader that cannot renew the time to
+	// stop it (elect.MinTTL).
+	Timing placement.Timing
+	// Fault is passed to every election (elect.Config.Fault): tests make
+	// the share hang or fail with it, as a real unreachable NFS server
+	// would; nil in production.
+	Fault func(op string) error
 }
 
 // Change is a change of a floating plugin's leader, as this host saw it:
@@ -92,15 +100,17 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 	if addr == "" {
 		addr = net.JoinHostPort(localAddress(), strconv.Itoa(e.Port))
 	}
+	t := p.timing()
 	el, err := elect.New(elect.Config{
 		Dir: req.Path(e.Dir), Instance: pl.Instance, HostID: p.opt.HostID, Address: addr,
 		TTL: e.TTL.Std(), Renew: e.Renew.Std(), Poll: e.Poll.Std(), LockStale: e.LockStale.Std(),
-		Clock: p.opt.Clock,
+		Clock: p.opt.Clock, Fault: p.opt.Fault,
+		StopBudget: t.ShutdownTimeout + t.ExitWindow + t.KillAfter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: join the election: %w", pl.Name, err)
 	}
-	h := newHandle(p, req, el, addr)
+	h := newHandle(p, req, el.Backend(), addr)
 	if !p.track(h) {
 		el.Close()
 		return nil, fmt.Errorf("start %s: %w", pl.Name, errClosed)
@@ -115,6 +125,14 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 		return nil, err
 	}
 	return h, nil
+}
+
+// timing is the inner placement's stop windows.
+func (p *Placement) timing() placement.Timing {
+	if p.opt.Timing == (placement.Timing{}) {
+		return placement.DefaultTiming()
+	}
+	return p.opt.Timing
 }
 
 // DefaultRetry is the retry of a floating plugin whose spec has none: a

@@ -62,21 +62,30 @@ func (tr *tracking) gone() bool {
 // TestConformance: a floating placement of one host, the leader of each
 // of its plugins' elections, holds to what every placement promises.
 func TestConformance(t *testing.T) {
-	var inners sync.Map // *testing.T -> *tracking
+	var inners, timings sync.Map // *testing.T -> *tracking, placement.Timing
 	placementtest.Run(t, placementtest.Kit{
 		New: func(t *testing.T, timing placement.Timing) placement.Placement {
 			inner := &tracking{Placement: local.New(local.Options{Timing: timing})}
 			t.Cleanup(func() { assert.NoError(t, inner.Close()) })
 			inners.Store(t, inner)
-			return New(inner, Options{HostID: "only"})
+			timings.Store(t, timing)
+			return New(inner, Options{HostID: "only", Timing: timing})
 		},
 		Plugin: func(t *testing.T, name string, b placementtest.Behavior) *spec.Plugin {
+			var p *spec.Plugin
 			switch b {
 			case placementtest.Failing:
-				return plugin(name, t.TempDir(), freeAddr(t), "exit", "3", "one", "two", "three")
+				p = plugin(name, t.TempDir(), freeAddr(t), "exit", "3", "one", "two", "three")
 			default:
-				return plugin(name, t.TempDir(), freeAddr(t), string(b))
+				p = plugin(name, t.TempDir(), freeAddr(t), string(b))
 			}
+			// The fixed windows need a ttl that holds them (elect.MinTTL).
+			if v, ok := timings.Load(t); ok {
+				tm := v.(placement.Timing)
+				budget := tm.ShutdownTimeout + tm.ExitWindow + tm.KillAfter
+				p.Elect.TTL = spec.FromStd(max(ttl, elect.MinTTL(renew, budget)+time.Second))
+			}
+			return p
 		},
 		Timing:     short,
 		Forced:     func(err error) bool { var e *placement.LocalTerminationTimeout; return errors.As(err, &e) },

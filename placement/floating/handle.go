@@ -32,7 +32,7 @@ const (
 type handle struct {
 	p    *Placement
 	req  placement.Request
-	el   *elect.Election
+	el   elect.Backend
 	addr string // where this host's plugin serves, when it leads
 
 	ctx    context.Context // the campaign's life: cancelled by Stop
@@ -58,7 +58,7 @@ type handle struct {
 	exit     placement.Exit
 }
 
-func newHandle(p *Placement, req placement.Request, el *elect.Election, addr string) *handle {
+func newHandle(p *Placement, req placement.Request, el elect.Backend, addr string) *handle {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &handle{p: p, req: req, el: el, addr: addr, ctx: ctx, cancel: cancel,
 		known: make(chan struct{}), led: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{}), since: time.Now()}
@@ -98,7 +98,9 @@ func (h *handle) awaitLeader(ctx context.Context) error {
 }
 
 // campaign leads when it can: it runs the plugin while leading, and stops
-// it first when the term is lost or the handle stops.
+// it first when the term is lost, the handle stops, or the leader gives
+// up (its plugin does not answer, or does not start); then it campaigns
+// again, after backing off when it gave up.
 func (h *handle) campaign() {
 	defer h.wg.Done()
 	name := h.req.Plugin.Name
@@ -115,24 +117,46 @@ func (h *handle) campaign() {
 			}
 			return
 		}
-		h.lead(term)
+		w := newWatch(h)
+		h.lead(term, w)
 		select {
 		case <-term.Lost():
 			h.p.log.Warn("lost the lead: stopping the plugin first", "plugin", name, "epoch", term.Epoch(), "err", term.Err())
-			h.follow()
-		case <-h.ctx.Done():
-			h.follow()
-			if err := term.Resign(context.Background()); err != nil {
-				h.p.log.Warn("release the lease", "plugin", name, "err", err)
+			h.follow(w, term.Deadline())
+		case why := <-w.giveUp:
+			h.p.log.Warn("giving up the lead: stopping the plugin, then releasing the lease", "plugin", name, "epoch", term.Epoch(), "why", why)
+			h.follow(w, term.Deadline())
+			h.resign(term)
+			if sleep(h.ctx, h.clock(), h.req.Plugin.Elect.TTL.Std()) != nil {
+				return
 			}
+		case <-h.ctx.Done():
+			h.follow(w, time.Time{})
+			h.resign(term)
 			return
 		}
 	}
 }
 
-// lead starts the plugin with the epoch as its generation. It is started
-// again whenever it dies: on the plugin's retry, or DefaultRetry's.
-func (h *handle) lead(term *elect.Term) {
+// resign releases the lease of term, once its plugin has stopped.
+func (h *handle) resign(term elect.Leadership) {
+	if err := term.Resign(context.Background()); err != nil {
+		h.p.log.Warn("release the lease", "plugin", h.req.Plugin.Name, "err", err)
+	}
+}
+
+// clock is the elections' clock.
+func (h *handle) clock() elect.Clock {
+	if c := h.p.opt.Clock; c != nil {
+		return c
+	}
+	return elect.Skewed(0)
+}
+
+// lead starts the plugin with the epoch as its generation, watched by w.
+// It is started again whenever it dies: on the plugin's retry, or
+// DefaultRetry's.
+func (h *handle) lead(term elect.Leadership, w *watch) {
 	req := h.req
 	p := *req.Plugin
 	if p.Retry == nil {
@@ -140,7 +164,7 @@ func (h *handle) lead(term *elect.Term) {
 	}
 	req.Plugin = &p
 	req.Identity = &placement.Identity{ID: p.Instance, Generation: term.Epoch()}
-	sup := placement.NewSupervisor(h.p.inner, req)
+	sup := placement.NewSupervisor(w.placement(), req)
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
@@ -154,21 +178,48 @@ func (h *handle) lead(term *elect.Term) {
 	}
 	h.mu.Unlock()
 	h.p.log.Info("leading", "plugin", p.Name, "epoch", term.Epoch())
-	if err := sup.Start(h.ctx); err != nil {
+	if p.Elect.Probing() {
+		w.wg.Add(1)
+		go w.probe(sup)
+	}
+	// A term lost while the plugin starts (a ready check may take long)
+	// aborts the start at once.
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-term.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := sup.Start(ctx); err != nil {
 		h.p.log.Error("start the plugin as leader", "plugin", p.Name, "err", err)
 	}
 	h.saw(elect.Lease{Holder: h.p.opt.HostID, Address: h.addr, Epoch: term.Epoch()})
 }
 
-// follow stops the plugin, if it runs here.
-func (h *handle) follow() {
+// follow stops the plugin, if it runs here, and then its watch. With a
+// deadline (the term's, on the elections' clock), the stop is forced in
+// time to be confirmed by then: KillAfter before it, which a forced
+// stop's kill and reaping fit in (docs/semantics.md, "Floating plugins:
+// the election").
+func (h *handle) follow(w *watch, deadline time.Time) {
 	h.mu.Lock()
 	sup := h.sup
 	h.leading, h.sup, h.since = false, nil, time.Now()
 	h.mu.Unlock()
 	if sup != nil {
-		sup.Stop(context.Background())
+		ctx := context.Background()
+		if !deadline.IsZero() {
+			left := deadline.Sub(h.clock().Now()) - h.p.timing().KillAfter
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, left)
+			defer cancel()
+		}
+		sup.Stop(ctx)
 	}
+	w.close()
 }
 
 // observe follows the lease, to learn of every change of leader. A

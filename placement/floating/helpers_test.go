@@ -5,6 +5,7 @@ package floating
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -32,9 +33,21 @@ func TestMain(m *testing.M) {
 	placementtest.Main(m)
 }
 
-// helperMain acts as the plugin of one of placementtest.Play's roles.
+// helperMain acts as the plugin of one of placementtest.Play's roles,
+// or of serve ADDR: answers HTTP GET with 200 on ADDR, and is
+// cooperative. Only a process that runs answers HTTP: the kernel accepts
+// TCP connections for a stopped one.
 func helperMain(role string, args []string) {
 	placementtest.Play(role, args)
+	if role == "serve" {
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "listen: %v\n", err)
+			os.Exit(3)
+		}
+		go http.Serve(l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		placementtest.Play("cooperative", nil)
+	}
 	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
 	os.Exit(2)
 }
@@ -77,7 +90,7 @@ func plugin(name, dir, addr, role string, args ...string) *spec.Plugin {
 func newPlacement(t *testing.T, id string, clock elect.Clock) *Placement {
 	inner := local.New(local.Options{Timing: short})
 	t.Cleanup(func() { assert.NoError(t, inner.Close()) })
-	p := New(inner, Options{HostID: id, Clock: clock})
+	p := New(inner, Options{HostID: id, Clock: clock, Timing: short})
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
 	return p
 }
