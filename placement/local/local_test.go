@@ -159,7 +159,10 @@ func TestSlowShutdownHonoursSIGTERM(t *testing.T) {
 	var timeout *placement.LocalTerminationTimeout
 	assert.ErrorAs(t, err, &timeout)
 	want := short.ShutdownTimeout + short.ExitWindow
-	assert.InDelta(t, float64(want), float64(took), float64(50*time.Millisecond), "took %s", took)
+	// Terminated at the end of the graceful stop and the exit window, and
+	// exited then: well before a kill would have come.
+	assert.GreaterOrEqual(t, took, want-10*time.Millisecond, "not terminated before the windows")
+	assert.Less(t, took, want+short.KillAfter, "exited on the SIGTERM, before the kill")
 	exit := h.Exit()
 	assert.Equal(t, 0, exit.Code, "it exited by itself on the SIGTERM")
 	assert.Contains(t, exit.Tail, "terminated")
