@@ -288,7 +288,7 @@ func describeChange(r *Record, p *spec.Plugin, fields []string) string {
 		fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == "run" })
 	}
 	if len(fields) > 0 {
-		parts = append(parts, "changed "+strings.Join(fields, ", "))
+		parts = append(parts, "changed "+strings.Join(fieldLabels(p, fields), ", "))
 	}
 	if len(parts) == 0 {
 		return "spec changed"

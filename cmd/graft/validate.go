@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-
-	"github.com/graftland/graft/spec"
 )
 
 // ValidateCmd is `graft validate [FILE]`.
@@ -14,7 +12,7 @@ type ValidateCmd struct {
 // Run checks the file and reports every problem at once.
 func (c *ValidateCmd) Run(g *Globals) error {
 	file := g.fileArg(c.File)
-	s, err := spec.Load(file)
+	s, err := g.loadSpec(file)
 	if err != nil {
 		return err
 	}
