@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
 )
 
 // The checks of the control API's requests, after decoding: what they

@@ -23,7 +23,7 @@ const (
 	appliedFile  = "applied.json" // the last applied spec
 	logDir       = "logs"         // one rotated log per plugin
 	wasmCacheDir = "wasm-cache"   // compiled WebAssembly modules, by content
-	digestsDir = DigestsDir
+	digestsDir   = DigestsDir
 	// instancesDir records each local process the host started, by its
 	// invocation id, from before its start until it is gone
 	// (local.Options.Records).

@@ -186,4 +186,6 @@ func TestDigestCacheShared(t *testing.T) {
 	assert.Equal(t, 1, c.Reads())
 }
 
-func itoa3(i int) string { return string([]byte{'0' + byte(i/100), '0' + byte(i/10%10), '0' + byte(i%10)}) }
+func itoa3(i int) string {
+	return string([]byte{'0' + byte(i/100), '0' + byte(i/10%10), '0' + byte(i%10)})
+}
