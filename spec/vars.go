@@ -162,3 +162,72 @@ func (o Options) lookupOr() func(string) (string, bool) {
 	}
 	return os.LookupEnv
 }
+
+// Sensitive is what Resolved shows for an env value.
+const Sensitive = "(sensitive)"
+
+// Resolved is the plugins file with its variables resolved, as graft
+// validate --show-resolved prints it: every value of a plugin's env is
+// masked as (sensitive), since env is where secrets go; the variables
+// of other fields are shown resolved.
+func (s *Spec) Resolved() ([]byte, error) {
+	root, err := parseDocument(s.File, s.Source)
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(s.File)
+	d.substitute(root, "", VarsLookup(s.Vars), map[string]string{}, map[*yaml.Node]bool{})
+	if len(d.errs) > 0 {
+		return nil, d.errs.sort()
+	}
+	maskEnv(root)
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(root); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), enc.Close()
+}
+
+// maskEnv replaces the values of plugins.*.env in the tree of root. An
+// alias shared with another field is masked there too: safer than not.
+func maskEnv(root *yaml.Node) {
+	for _, p := range mappingValues(valueOf(root, "plugins")) {
+		for _, v := range mappingValues(valueOf(p, "env")) {
+			*v = yaml.Node{Kind: yaml.ScalarNode, Value: Sensitive, Line: v.Line, Column: v.Column}
+		}
+	}
+}
+
+// valueOf is the value of key in mapping n, or nil.
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// mappingValues are the values of mapping n, through aliases.
+func mappingValues(n *yaml.Node) []*yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if n = resolve(n); n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []*yaml.Node
+	for i := 1; i < len(n.Content); i += 2 {
+		out = append(out, resolve(n.Content[i]))
+	}
+	return out
+}

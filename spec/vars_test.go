@@ -60,3 +60,22 @@ func TestVariablesInHash(t *testing.T) {
 	k := DigestKey{7}
 	assert.NotEqual(t, a.WithKey(k).Hash("api"), b.WithKey(k).Hash("api"))
 }
+
+// TestResolved: --show-resolved prints the file resolved, env values
+// masked.
+func TestResolved(t *testing.T) {
+	s, err := parseVars(t, map[string]string{"TAG": "v2", "TOKEN": "s3cret"}, `plugins:
+  api:
+    command: [./api, "--tag=${TAG}", "$$HOME"]
+    env: {TOKEN: "${TOKEN}", PLAIN: visible-in-file}
+`)
+	require.NoError(t, err)
+	out, err := s.Resolved()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "--tag=v2")
+	assert.Contains(t, string(out), "$HOME")
+	assert.Contains(t, string(out), "TOKEN: (sensitive)")
+	assert.Contains(t, string(out), "PLAIN: (sensitive)")
+	assert.NotContains(t, string(out), "s3cret")
+	assert.NotContains(t, string(out), "visible-in-file")
+}

@@ -6,7 +6,8 @@ import (
 
 // ValidateCmd is `graft validate [FILE]`.
 type ValidateCmd struct {
-	File string `arg:"" optional:"" help:"The plugins file (default: --file)."`
+	File         string `arg:"" optional:"" help:"The plugins file (default: --file)."`
+	ShowResolved bool   `name:"show-resolved" help:"Print the file with its variables resolved from the environment, and every env value masked as (sensitive)."`
 }
 
 // Run checks the file and reports every problem at once.
@@ -14,6 +15,14 @@ func (c *ValidateCmd) Run(g *Globals) error {
 	file := g.fileArg(c.File)
 	s, err := g.loadSpec(file)
 	if err != nil {
+		return err
+	}
+	if c.ShowResolved {
+		out, err := s.Resolved()
+		if err != nil {
+			return err
+		}
+		_, err = g.stdout.Write(out)
 		return err
 	}
 	fmt.Fprintf(g.stdout, "%s: valid: project %s, %s, %s.\n", file, s.Name,
