@@ -26,7 +26,7 @@ const (
 )
 
 // Actions lists every action.
-var Actions = []Action{Start, Replace, Restart, Stop, Keep}
+var Actions = []Action{Start, Replace, Reload, Update, Restart, Stop, Keep}
 
 // Op is what a step does.
 type Op string
@@ -98,6 +98,11 @@ type Summary struct {
 	Replace int `json:"replace"`
 	Restart int `json:"restart"`
 	Keep    int `json:"keep"`
+	// Reload and Update count the changes carried out on running
+	// plugins (inplace.go); left out of the JSON when zero, as plans
+	// before them had neither.
+	Reload int `json:"reload,omitempty"`
+	Update int `json:"update,omitempty"`
 	Steps   int `json:"steps"`
 	Waves   int `json:"waves"`
 }

@@ -55,9 +55,17 @@ const executableField = "executable"
 // path: "files[conf/nginx.conf]".
 func FileField(path string) string { return "files[" + path + "]" }
 
-// filesValues checks the files entries of a plugin and fills in their
-// default onChange.
+// DefaultReloadSignal is the reloadSignal of a plugin that sets none. It
+// is not filled in by defaults, so that the hash of a plugin that does not
+// reload is what it was before graft could.
+const DefaultReloadSignal = "SIGHUP"
+
+// filesValues checks the files entries and reloadSignal of a plugin and
+// fills in the entries' default onChange.
 func (d *decoder) filesValues(p *Plugin, path string) {
+	if rp := path + ".reloadSignal"; d.written(rp) && !slices.Contains(Signals, p.ReloadSignal) {
+		d.errorf(d.at(rp), rp, "unknown signal %q; want one of %s%s", p.ReloadSignal, strings.Join(Signals, ", "), signalHint(p.ReloadSignal))
+	}
 	for i := range p.Files {
 		f, fp := &p.Files[i], fmt.Sprintf("%s.files[%d]", path, i)
 		switch {

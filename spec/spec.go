@@ -142,6 +142,9 @@ type Plugin struct {
 	// variables are added to the environment: later files override
 	// earlier ones, and Env overrides them all (envfile.go).
 	EnvFile []string `yaml:"envFile"`
+	// ReloadSignal goes to the main process when a file with onChange:
+	// reload changes; empty means SIGHUP (DefaultReloadSignal).
+	ReloadSignal string `yaml:"reloadSignal"`
 }
 
 // Mount shows a worker a host directory at a guest path.
