@@ -103,8 +103,8 @@ type Summary struct {
 	// before them had neither.
 	Reload int `json:"reload,omitempty"`
 	Update int `json:"update,omitempty"`
-	Steps   int `json:"steps"`
-	Waves   int `json:"waves"`
+	Steps  int `json:"steps"`
+	Waves  int `json:"waves"`
 }
 
 // Source is the desired spec a saved plan carries, so that applying the
