@@ -189,3 +189,16 @@ func TestDigestCacheShared(t *testing.T) {
 func itoa3(i int) string {
 	return string([]byte{'0' + byte(i/100), '0' + byte(i/10%10), '0' + byte(i%10)})
 }
+
+// TestModuleDigest: a worker's module is its executable.
+func TestModuleDigest(t *testing.T) {
+	dir := tree(t, map[string]string{"wasm/app.wasm": "\x00asm v1"})
+	yaml := "plugins:\n  app: {run: worker, module: wasm/app.wasm}\n"
+	a, err := parseAt(t, dir, yaml)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "wasm/app.wasm"), a.ExecutablePath("app"))
+	write(t, filepath.Join(dir, "wasm/app.wasm"), "\x00asm v2")
+	b, err := parseAt(t, dir, yaml)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"executable"}, changed(a, b, "app"))
+}
