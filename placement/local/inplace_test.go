@@ -81,3 +81,19 @@ func TestReloadNotRunning(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reload gone: it is failed, not running")
 }
+
+// TestReloadKills: a process that dies of its reloadSignal fails as one
+// that exited on its own, and its retry starts it again.
+func TestReloadKills(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("plain", "cooperative") // SIGHUP's default action: it dies
+	p.Retry = retrying(50*time.Millisecond, time.Second, 1)
+	s := placement.NewSupervisor(l, placement.Request{Plugin: p, Dir: t.TempDir(), Output: &stamps{}})
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	require.NoError(t, s.Start(context.Background()))
+	pid := s.State().PID
+	require.NoError(t, s.Reload(p))
+	st := waitState(t, s, 20*time.Second, func(st placement.State) bool { return st.Status == placement.Running && st.PID != pid })
+	assert.Equal(t, 1, st.Restarts)
+	assert.Contains(t, st.LastError, "signal: SIGHUP")
+}
