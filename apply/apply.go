@@ -258,6 +258,8 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 		res, err = r.ex.Stop(ctx, s.Plugin)
 	case plan.OpStart:
 		res, err = r.ex.Start(ctx, s.Plugin)
+	case plan.OpReload, plan.OpUpdate:
+		res, err = inPlace(ctx, r.ex, s)
 	default:
 		err = fmt.Errorf("unknown op %q", s.Op)
 	}

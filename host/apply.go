@@ -136,7 +136,7 @@ func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
 	h.mu.Lock()
 	kept := h.spec
 	h.mu.Unlock()
-	if kept != nil && kept.parsed != nil && src == kept.Source {
+	if kept != nil && kept.parsed != nil && src.Equal(kept.Source) && !kept.parsed.Stale(h.digests) {
 		return kept.parsed, nil
 	}
 	s, err := h.parseDesired(src, kept)
@@ -148,7 +148,7 @@ func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
 
 func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) {
 	if src.YAML != "" {
-		return src.Spec()
+		return src.SpecWith(h.digests)
 	}
 	empty := "plugins: {}\n"
 	if kept != nil && kept.parsed != nil {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/graftland/graft/plan"
 )
 
 // The checks of the control API's requests, after decoding: what they
@@ -49,7 +47,7 @@ func checkRestart(req *hostapi.ApplyRequest) error {
 	if len(req.Restart) == 0 {
 		return errors.New("a restart names the plugins to restart")
 	}
-	if req.Source != (plan.Source{}) || req.Plan != nil {
+	if !req.Source.IsZero() || req.Plan != nil {
 		return errors.New("a restart carries no source or plan: it restarts plugins of the last applied spec")
 	}
 	return checkNames(req.Restart)
@@ -68,7 +66,7 @@ func checkNames(names []string) error {
 // checkDown: a down stops every plugin; it carries no spec and names
 // none.
 func checkDown(req *hostapi.ApplyRequest) error {
-	if req.Source != (plan.Source{}) || req.Plan != nil || len(req.Restart) > 0 {
+	if !req.Source.IsZero() || req.Plan != nil || len(req.Restart) > 0 {
 		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
 	}
 	return nil

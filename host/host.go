@@ -15,6 +15,7 @@ import (
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/host/runners"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
@@ -67,7 +68,8 @@ type Host struct {
 	followed chan struct{}
 	runners  *runners.Registry // runner plugins' placements
 	hostID   string
-	key      spec.DigestKey // keys the digests of env values (digest.key)
+	key      spec.DigestKey       // keys the digests of env values (digest.key)
+	digests  *contentdigest.Cache // digests of the files specs name (digests/)
 
 	background tasks // restarts of consumers when a leader moves
 	started    time.Time
@@ -159,7 +161,8 @@ func (h *Host) open() error {
 	// A last applied spec that cannot be read does not keep the host from
 	// starting: it runs nothing, graft status answers, and graft down
 	// removes the file.
-	h.spec, h.specErr = loadApplied(h.dir)
+	h.digests = contentdigest.New(filepath.Join(h.dir, digestsDir))
+	h.spec, h.specErr = loadApplied(h.dir, h.digests)
 	if h.spec != nil {
 		h.spec.parsed = h.spec.parsed.WithKey(h.key)
 	}

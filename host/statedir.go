@@ -23,11 +23,17 @@ const (
 	appliedFile  = "applied.json" // the last applied spec
 	logDir       = "logs"         // one rotated log per plugin
 	wasmCacheDir = "wasm-cache"   // compiled WebAssembly modules, by content
+	digestsDir   = DigestsDir
 	// instancesDir records each local process the host started, by its
 	// invocation id, from before its start until it is gone
 	// (local.Options.Records).
 	instancesDir = "instances"
 )
+
+// DigestsDir is the subdirectory of a state dir that caches the content
+// digests of the files specs name, by stat (contentdigest.Cache): the
+// host's, and graft plan's and graft validate's, when they can trust it.
+const DigestsDir = "digests"
 
 // applied is the last applied spec, as stored in the state dir.
 type applied struct {
@@ -67,7 +73,7 @@ func (e *KeptSpecError) Hint() string {
 
 // loadApplied reads the last applied spec; nil if none was. One that
 // cannot be read is a *KeptSpecError.
-func loadApplied(dir string) (*applied, error) {
+func loadApplied(dir string, dg spec.Digester) (*applied, error) {
 	path := filepath.Join(dir, appliedFile)
 	b, err := safefs.ReadFile(path, maxApplied)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -80,7 +86,7 @@ func loadApplied(dir string) (*applied, error) {
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, &KeptSpecError{Path: path, Err: err}
 	}
-	if a.parsed, err = a.Source.Spec(); err != nil {
+	if a.parsed, err = a.Source.SpecWith(dg); err != nil {
 		return nil, &KeptSpecError{Path: path, Err: err}
 	}
 	return &a, nil
@@ -144,7 +150,7 @@ func checkStateDir(dir string) error {
 	if err := safefs.Root(dir, 0o750); err != nil {
 		return err
 	}
-	for _, d := range []string{logDir, instancesDir, wasmCacheDir} {
+	for _, d := range []string{logDir, instancesDir, wasmCacheDir, digestsDir} {
 		if err := safefs.Dir(filepath.Join(dir, d), 0o750); err != nil {
 			return err
 		}

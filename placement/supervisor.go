@@ -138,9 +138,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	defer close(done)
 	s.starting, s.cancelStart = done, cancel
 	s.set(Starting, "")
+	req := s.req // Update may change it meanwhile
 	s.mu.Unlock()
 
-	h, err := s.placement.Start(ctx, s.req)
+	h, err := s.placement.Start(ctx, req)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -80,8 +80,8 @@ func (p *Plan) CheckSteps() error {
 			id = fmt.Sprintf("#%d", i+1)
 		}
 		switch {
-		case s.Op != OpStop && s.Op != OpStart:
-			return badPlan(id, "unknown op %q: want stop or start", s.Op)
+		case !slices.Contains([]Op{OpStop, OpStart, OpReload, OpUpdate}, s.Op):
+			return badPlan(id, "unknown op %q: want stop, start, reload or update", s.Op)
 		case s.Plugin == "":
 			return badPlan(id, "no plugin")
 		case s.ID != StepID(s.Op, s.Plugin):
@@ -172,6 +172,8 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 			return badPlan(s.ID, "starts %s, which is not in the plan's spec (%s)", s.Plugin, desired.File)
 		case s.Op == OpStop && desired.Plugins[s.Plugin] == nil && !runs[s.Plugin]:
 			return badPlan(s.ID, "stops %s, which neither runs nor is in the plan's spec", s.Plugin)
+		case (s.Op == OpReload || s.Op == OpUpdate) && (desired.Plugins[s.Plugin] == nil || !runs[s.Plugin]):
+			return badPlan(s.ID, "changes %s in place, which does not both run and stay in the plan's spec", s.Plugin)
 		}
 		ops[s.Plugin] = append(ops[s.Plugin], s.Op)
 	}
@@ -217,6 +219,10 @@ func stepsOf(a Action) []Op {
 		return []Op{OpStop}
 	case Replace, Restart:
 		return []Op{OpStop, OpStart}
+	case Reload:
+		return []Op{OpReload}
+	case Update:
+		return []Op{OpUpdate}
 	}
 	return nil
 }

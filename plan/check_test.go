@@ -115,7 +115,7 @@ func stepRefusals(step func(p *Plan, id string) *Step) []refusal {
 	return []refusal{
 		{"format", func(p *Plan) { p.Format = "graft.plan/v2" }, `bad plan: format "graft.plan/v2", want "graft.plan/v1"`},
 		{"project", func(p *Plan) { p.Project = "other" }, `bad plan: project "other", but its spec's is "shop"`},
-		{"unknown op", func(p *Plan) { step(p, "stop:old").Op = "delete" }, `bad plan: step stop:old: unknown op "delete": want stop or start`},
+		{"unknown op", func(p *Plan) { step(p, "stop:old").Op = "delete" }, `bad plan: step stop:old: unknown op "delete": want stop, start, reload or update`},
 		{"no plugin", func(p *Plan) { step(p, "stop:old").Plugin = "" }, `bad plan: step stop:old: no plugin`},
 		{"id", func(p *Plan) { step(p, "stop:old").Plugin = "db" }, `bad plan: step stop:old: its id does not match its op and plugin: want "stop:db"`},
 		{"no id", func(p *Plan) { step(p, "stop:old").ID = "" }, `bad plan: step #2: its id does not match its op and plugin: want "stop:old"`},
@@ -191,7 +191,7 @@ func ruleRefusals(step func(p *Plan, id string) *Step, change func(p *Plan, plug
 		{"cause", func(p *Plan) { change(p, "api").Cause = []string{"api"} },
 			`bad plan: changes[0] is restart api, but its spec and the running state give restart api (cause [api], want [api db])`},
 		{"waves", func(p *Plan) { p.Waves[0], p.Waves[1] = p.Waves[1], p.Waves[0] }, `bad plan: its waves are not the ones its steps make`},
-		{"summary", func(p *Plan) { p.Summary.Keep = 7 }, `bad plan: its summary {Start:0 Stop:1 Replace:1 Restart:1 Keep:7 Steps:5 Waves:4} does not count`},
+		{"summary", func(p *Plan) { p.Summary.Keep = 7 }, `bad plan: its summary {Start:0 Stop:1 Replace:1 Restart:1 Keep:7 Reload:0 Update:0 Steps:5 Waves:4} does not count`},
 	}
 }
 

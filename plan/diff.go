@@ -146,7 +146,7 @@ func (d *differ) classify(i int) {
 			c.Reason += "; " + describeChange(r, p, c.Fields)
 		}
 	case changed:
-		c.Action, c.Reason = Replace, describeChange(r, p, c.Fields)
+		c.Action, c.Reason = d.changeAction(r, p, c.Fields)
 		if r.Status == Unconfirmed {
 			c.Reason += "; " + unconfirmedReason(r)
 		}
@@ -171,7 +171,7 @@ func unconfirmedReason(r *Record) string {
 // providers are decided already.
 func (d *differ) restart(i int) {
 	c := &d.changes[i]
-	if c.Action != Keep {
+	if c.Action != Keep && c.Action != Reload && c.Action != Update {
 		return
 	}
 	// The cause is the provider with the shortest chain, the first by name
@@ -179,7 +179,7 @@ func (d *differ) restart(i int) {
 	via := -1
 	for _, u := range d.uses[i] {
 		pc := &d.changes[u]
-		if pc.Action == Keep {
+		if !restarts(pc.Action) || d.newlyUsed(i, u) {
 			continue
 		}
 		if via < 0 || len(pc.Cause) < len(d.changes[via].Cause) || len(pc.Cause) == len(d.changes[via].Cause) && u < via {
@@ -288,7 +288,7 @@ func describeChange(r *Record, p *spec.Plugin, fields []string) string {
 		fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == "run" })
 	}
 	if len(fields) > 0 {
-		parts = append(parts, "changed "+strings.Join(fields, ", "))
+		parts = append(parts, "changed "+strings.Join(fieldLabels(p, fields), ", "))
 	}
 	if len(parts) == 0 {
 		return "spec changed"
@@ -318,5 +318,9 @@ func (s *Summary) add(a Action) {
 		s.Restart++
 	case Keep:
 		s.Keep++
+	case Reload:
+		s.Reload++
+	case Update:
+		s.Update++
 	}
 }

@@ -29,6 +29,8 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 			has[startNode(i)] = true
 		case Replace, Restart:
 			has[stopNode(i)], has[startNode(i)] = true, true
+		case Reload, Update: // in place: its start node, with its own op
+			has[startNode(i)] = true
 		}
 	}
 
@@ -63,7 +65,21 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 			}
 		}
 	}
-	return waves(names, has, after)
+	return waves(names, has, after, d.op)
+}
+
+// op is the operation of node n: a reload or an update takes the start
+// node of its plugin.
+func (d *differ) op(n int) Op {
+	if n%2 == 1 {
+		switch d.changes[n/2].Action {
+		case Reload:
+			return OpReload
+		case Update:
+			return OpUpdate
+		}
+	}
+	return nodeOp(n)
 }
 
 func stopNode(i int) int  { return 2 * i }
@@ -93,6 +109,10 @@ func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
 			seen[c] = true
 			if has[stopNode(c)] {
 				out = append(out, stopNode(c))
+			} else if a := d.changes[c].Action; a == Reload || a == Update {
+				// Changed in place, it may no longer use i: once it has
+				// its new uses, i stops without it.
+				out = append(out, startNode(c))
 			} else if d.running[d.names[c]].Status == Failed {
 				queue = append(queue, c)
 			}
@@ -105,7 +125,7 @@ func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
 // step it waits on (Kahn's algorithm), and lists them in that order: by
 // wave, stops before starts, then by plugin. A cycle can only come from a
 // running state whose records use each other; it is an error.
-func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error) {
+func waves(names []string, has []bool, after [][]int, op func(int) Op) ([]Step, [][]string, error) {
 	order, wave, err := kahn(names, has, after)
 	if err != nil {
 		return nil, nil, err
@@ -113,7 +133,7 @@ func waves(names []string, has []bool, after [][]int) ([]Step, [][]string, error
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(wave[a]-wave[b], a%2-b%2, a/2-b/2) // wave, stops first, plugin
 	})
-	steps, ws := listSteps(names, order, wave, after)
+	steps, ws := listSteps(names, order, wave, after, op)
 	return steps, ws, nil
 }
 
@@ -162,16 +182,16 @@ func kahn(names []string, has []bool, after [][]int) (order, wave []int, err err
 
 // listSteps makes the steps of the nodes of order, in that order, each
 // with the ids of the steps it waits on, and lists their ids by wave.
-func listSteps(names []string, order, wave []int, after [][]int) ([]Step, [][]string) {
+func listSteps(names []string, order, wave []int, after [][]int, op func(int) Op) ([]Step, [][]string) {
 	ids := make([]string, len(after))
 	for _, n := range order {
-		ids[n] = StepID(nodeOp(n), names[n/2])
+		ids[n] = StepID(op(n), names[n/2])
 	}
 	steps := make([]Step, len(order))
 	ws := [][]string{}
 	for i, n := range order {
 		s := &steps[i]
-		s.ID, s.Op, s.Plugin = ids[n], nodeOp(n), names[n/2]
+		s.ID, s.Op, s.Plugin = ids[n], op(n), names[n/2]
 		s.After = make([]string, len(after[n]))
 		for j, a := range after[n] {
 			s.After[j] = ids[a]

@@ -2,7 +2,11 @@
 // ordered step graph that carries it out, and its text and JSON renderings.
 package plan
 
-import "github.com/graftland/graft/spec"
+import (
+	"maps"
+
+	"github.com/graftland/graft/spec"
+)
 
 // Format names the JSON form of a Plan; it changes only with a new major
 // version of that form.
@@ -22,7 +26,7 @@ const (
 )
 
 // Actions lists every action.
-var Actions = []Action{Start, Replace, Restart, Stop, Keep}
+var Actions = []Action{Start, Replace, Reload, Update, Restart, Stop, Keep}
 
 // Op is what a step does.
 type Op string
@@ -94,8 +98,13 @@ type Summary struct {
 	Replace int `json:"replace"`
 	Restart int `json:"restart"`
 	Keep    int `json:"keep"`
-	Steps   int `json:"steps"`
-	Waves   int `json:"waves"`
+	// Reload and Update count the changes carried out on running
+	// plugins (inplace.go); left out of the JSON when zero, as plans
+	// before them had neither.
+	Reload int `json:"reload,omitempty"`
+	Update int `json:"update,omitempty"`
+	Steps  int `json:"steps"`
+	Waves  int `json:"waves"`
 }
 
 // Source is the desired spec a saved plan carries, so that applying the
@@ -113,12 +122,34 @@ type Source struct {
 	// else, and the plan holds the env values themselves anyway. A plan
 	// made by a host never holds the host's key.
 	DigestKey string `json:"digestKey,omitempty"`
+	// Vars are the variables YAML's ${VAR}s use, with their values, from
+	// the environment of the graft command that sent it: a host resolves
+	// the spec with these, never with its own environment. They may be
+	// secrets: a saved plan and the host's applied.json are mode 0600.
+	Vars map[string]string `json:"vars,omitempty"`
 }
 
 // HasChanges reports whether carrying out the plan would do anything.
 func (p *Plan) HasChanges() bool { return len(p.Steps) > 0 }
 
-// Spec parses the desired spec a saved plan carries.
-func (s *Source) Spec() (*spec.Spec, error) {
-	return spec.ParseIn(s.File, s.Dir, []byte(s.YAML))
+// Spec parses the desired spec a saved plan carries, with its Vars.
+func (s *Source) Spec() (*spec.Spec, error) { return s.SpecWith(nil) }
+
+// SpecWith is Spec, digesting files with dg (a host's cache).
+func (s *Source) SpecWith(dg spec.Digester) (*spec.Spec, error) {
+	return spec.ParseWith(s.File, s.Dir, []byte(s.YAML), spec.Options{Lookup: spec.VarsLookup(s.Vars), Digests: dg})
+}
+
+// Equal reports whether s and o are the same source, variables included.
+func (s Source) Equal(o Source) bool {
+	return s.File == o.File && s.Dir == o.Dir && s.YAML == o.YAML && s.DigestKey == o.DigestKey && maps.Equal(s.Vars, o.Vars)
+}
+
+// IsZero reports whether s is the empty source.
+func (s Source) IsZero() bool { return s.Equal(Source{}) }
+
+// SourceOf is the source of a spec loaded from its file: what a host
+// parses it from.
+func SourceOf(s *spec.Spec) Source {
+	return Source{File: s.File, Dir: s.Dir, YAML: string(s.Source), Vars: s.Vars}
 }

@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,11 +45,16 @@ func randomSpec(t *testing.T, rng *rand.Rand) *spec.Spec {
 	n := rng.IntN(12)
 	var b strings.Builder
 	b.WriteString("name: prop\nplugins:\n")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "conf"), []byte("x"), 0o644))
 	if n == 0 {
 		b.WriteString("  {}\n")
 	}
 	for i := range n {
-		fmt.Fprintf(&b, "  p%d:\n    command: [./bin/p%d, --v%d]\n", names[i], names[i], rng.IntN(2))
+		fmt.Fprintf(&b, "  p%d:\n    command: [./bin/p%d, --v%d]\n    retry: {attempts: %d}\n", names[i], names[i], rng.IntN(2), 1+rng.IntN(2))
+		if rng.IntN(3) != 0 {
+			b.WriteString("    files: [{path: conf, onChange: reload}]\n")
+		}
 		var uses []string
 		for j := range i {
 			if rng.IntN(3) == 0 {
@@ -58,7 +65,7 @@ func randomSpec(t *testing.T, rng *rand.Rand) *spec.Spec {
 			fmt.Fprintf(&b, "    uses: [%s]\n", strings.Join(uses, ", "))
 		}
 	}
-	s, err := spec.Parse("plugins.yaml", []byte(b.String()))
+	s, err := spec.Parse(filepath.Join(dir, "plugins.yaml"), []byte(b.String()))
 	require.NoError(t, err, b.String())
 	return s
 }
@@ -76,9 +83,16 @@ func randomState(rng *rand.Rand, desired *spec.Spec) *State {
 			continue
 		}
 		r := Applied(desired, name)
-		if rng.IntN(4) == 0 {
+		switch rng.IntN(8) {
+		case 0, 1:
 			r.Hash = "sha256:old"
 			r.Fields = nil
+		case 2, 3, 4, 5: // changed in place: retry, and perhaps a file it reloads for
+			r.Hash = "sha256:old"
+			r.Fields["retry.attempts"] = "old"
+			if rng.IntN(2) == 0 {
+				r.Fields[spec.FileField("conf")] = "old"
+			}
 		}
 		st.Plugins = append(st.Plugins, r)
 		order = append(order, name)
@@ -152,6 +166,11 @@ func simulate(t *testing.T, seed uint64, rng *rand.Rand, desired *spec.Spec, run
 			for _, u := range desired.Plugins[s.Plugin].Uses {
 				require.Equal(t, desired.Hash(u), live[u], "seed %d: %s starts before its provider %s", seed, s.Plugin, u)
 			}
+			live[s.Plugin] = desired.Hash(s.Plugin)
+			uses[s.Plugin] = desired.Plugins[s.Plugin].Uses
+		case OpReload, OpUpdate:
+			_, up := live[s.Plugin]
+			require.True(t, up, "seed %d: %s changes in place, but nothing runs", seed, s.Plugin)
 			live[s.Plugin] = desired.Hash(s.Plugin)
 			uses[s.Plugin] = desired.Plugins[s.Plugin].Uses
 		}

@@ -19,9 +19,9 @@ type TextOptions struct {
 
 // symbols are the markers of the text rendering, Terraform's where it has
 // one.
-var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Restart: "↻", Keep: " "}
+var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Reload: "⟳", Update: "*", Restart: "↻", Keep: " "}
 
-var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Restart: "36"}
+var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Reload: "35", Update: "35", Restart: "36"}
 
 // WriteText renders the plan for people: a summary line, a line per change,
 // then the order of the steps in waves. A plan may come from a host over
@@ -49,7 +49,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 			width = max(width, len(termtext.Line(c.Plugin)))
 		}
 	}
-	for _, a := range []Action{Start, Replace, Restart, Stop} {
+	for _, a := range []Action{Start, Replace, Reload, Update, Restart, Stop} {
 		for _, c := range p.Changes {
 			if c.Action != a {
 				continue
@@ -77,8 +77,15 @@ func (p *Plan) summaryLine(project string) string {
 	if !p.HasChanges() {
 		return fmt.Sprintf("No changes: %s is up to date (%s running as declared).", project, plural(s.Keep, "plugin", "plugins"))
 	}
-	return fmt.Sprintf("Plan for %s: %d to start, %d to replace, %d to restart, %d to stop, %d unchanged.",
-		project, s.Start, s.Replace, s.Restart, s.Stop, s.Keep)
+	inPlace := ""
+	if s.Reload > 0 {
+		inPlace += fmt.Sprintf("%d to reload, ", s.Reload)
+	}
+	if s.Update > 0 {
+		inPlace += fmt.Sprintf("%d to update in place, ", s.Update)
+	}
+	return fmt.Sprintf("Plan for %s: %d to start, %d to replace, %s%d to restart, %d to stop, %d unchanged.",
+		project, s.Start, s.Replace, inPlace, s.Restart, s.Stop, s.Keep)
 }
 
 // orderLine says how many steps and waves the plan has.

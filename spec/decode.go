@@ -99,6 +99,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if isNull(n) {
 		return
 	}
+	if s, ok := addr(v).(shorthand); ok && n.Kind == yaml.ScalarNode {
+		s.fromScalar(n.Value) // a files entry written as its path
+		return
+	}
 	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {
 		if !d.scalar(n, path, "a string") {
 			return
@@ -131,6 +135,14 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		panic(fmt.Sprintf("spec: cannot decode into %s", v.Type()))
 	}
+}
+
+// addr is a pointer to v when v is addressable, else nil.
+func addr(v reflect.Value) any {
+	if !v.CanAddr() {
+		return nil
+	}
+	return v.Addr().Interface()
 }
 
 // spend counts a node visited and reports false, once with an error, when

@@ -38,6 +38,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 		// The names only: their values are the host's, not the file's.
 		out["inheritEnv"] = canonicalJSON(slices.Sorted(slices.Values(p.InheritEnv)))
 	}
+	maps.Copy(out, s.content[name]) // digests of the executable and files
 	for k, v := range p.Env {
 		out["env."+k] = canonicalJSON(s.key.envDigest(k, v))
 	}

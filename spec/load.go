@@ -44,13 +44,20 @@ func Parses() int64 { return parses.Load() }
 // ParseIn is Parse with the spec's directory given, for a spec read back
 // from somewhere other than its file, such as a saved plan.
 func ParseIn(file, dir string, data []byte) (*Spec, error) {
+	return ParseWith(file, dir, data, Options{})
+}
+
+// ParseWith is ParseIn with options: where variables come from, and how
+// files are digested.
+func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	parses.Add(1)
 	d := newDecoder(file)
 	root, err := parseDocument(file, data)
 	if err != nil {
 		return nil, err
 	}
-	s := &Spec{File: file, Dir: dir, Source: data}
+	s := &Spec{File: file, Dir: dir, Source: data, Vars: map[string]string{}}
+	d.substitute(root, "", opt.lookupOr(), s.Vars, map[*yaml.Node]bool{})
 	d.decode(root, reflect.ValueOf(s).Elem(), "")
 	if _, ok := d.pos["plugins"]; !ok && root.Kind == yaml.MappingNode {
 		d.errorf(nodePos(root), "plugins", "missing; write plugins: {} to declare none")
@@ -58,6 +65,9 @@ func ParseIn(file, dir string, data []byte) (*Spec, error) {
 	d.checkValues(s)
 	s.applyDefaults()
 	d.checkStructure(s)
+	if len(d.errs) == 0 {
+		d.readContent(s, opt.Digests)
+	}
 	if len(d.errs) > 0 {
 		return nil, d.errs.sort()
 	}

@@ -33,6 +33,9 @@ type Spec struct {
 	Dir string `yaml:"-"`
 	// Source is the exact bytes that were parsed.
 	Source []byte `yaml:"-"`
+	// Vars holds the variables that Source's ${VAR}s used, and their
+	// values (vars.go): a host resolves the spec with them.
+	Vars map[string]string `yaml:"-"`
 
 	// fields, hashes and digest cache Fields, Hash and Digest. Load fills
 	// them, since a loaded Spec is not changed after; a Spec built by hand
@@ -40,6 +43,10 @@ type Spec struct {
 	fields map[string]map[string]string
 	hashes map[string]string
 	digest string
+	// content holds each plugin's content fields (files.go), merged into
+	// its Fields; sources the digest of every file read, for Stale.
+	content map[string]map[string]string
+	sources map[string]string
 	// key keys the digests of env values in fields (DigestKey); Load
 	// gives a fresh random one, WithKey another.
 	key DigestKey
@@ -128,6 +135,16 @@ type Plugin struct {
 	Instance string `yaml:"instance"`
 	// Elect configures the election of a floating plugin.
 	Elect *Elect `yaml:"elect"`
+	// Files are files and directories whose content is part of the
+	// plugin's state (files.go).
+	Files []File `yaml:"files"`
+	// EnvFile are dotenv files, relative to the spec's directory, whose
+	// variables are added to the environment: later files override
+	// earlier ones, and Env overrides them all (envfile.go).
+	EnvFile []string `yaml:"envFile"`
+	// ReloadSignal goes to the main process when a file with onChange:
+	// reload changes; empty means SIGHUP (DefaultReloadSignal).
+	ReloadSignal string `yaml:"reloadSignal"`
 }
 
 // Mount shows a worker a host directory at a guest path.

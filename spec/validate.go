@@ -109,6 +109,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	if e := p.Elect; e != nil {
 		d.electValues(e, path+".elect")
 	}
+	d.filesValues(p, path)
 }
 
 // envValues checks a plugin's env at path: names an environment can

@@ -11,7 +11,6 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/spec"
 )
 
 // ApplyCmd is `graft apply [FILE|PLAN]`.
@@ -70,11 +69,11 @@ func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, strin
 		req.Source, req.Plan = *saved.Source, saved
 		return req, g.stateDir(filepath.Join(saved.Source.Dir, filepath.Base(saved.Source.File))), nil
 	}
-	s, err := spec.Parse(file, data)
+	s, err := g.parseSpec(file, data)
 	if err != nil {
 		return req, "", err
 	}
-	req.Source = plan.Source{File: file, Dir: s.Dir, YAML: string(data)}
+	req.Source = plan.SourceOf(s)
 	return req, g.stateDir(file), nil
 }
 

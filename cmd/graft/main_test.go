@@ -86,6 +86,7 @@ func TestScripts(t *testing.T) {
 			"freeport":    cmdFreePort,
 			"waitconn":    cmdWaitConn,
 			"envsubst":    cmdEnvsubst,
+			"httpget":     cmdHTTPGet,
 			"startuprace": cmdStartupRace,
 			"sigpid":      cmdSigPID,
 			"waitstatus":  cmdWaitStatus,

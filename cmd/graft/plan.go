@@ -28,7 +28,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	file := g.fileArg(c.File)
-	desired, err := spec.Load(file)
+	desired, err := g.loadSpec(file)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,8 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if c.Out != "" {
 		saved := *p
-		saved.Source = &plan.Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Source)}
+		src := plan.SourceOf(desired)
+		saved.Source = &src
 		if oneTime != nil {
 			saved.Source.DigestKey = oneTime.Hex()
 		}
@@ -111,7 +112,7 @@ func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *sp
 	}
 	if up {
 		defer cl.Close()
-		src := plan.Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Source)}
+		src := plan.SourceOf(desired)
 		p, err := cl.Plan(ctx, src)
 		return p, nil, err
 	}

@@ -2,20 +2,27 @@ package main
 
 import (
 	"fmt"
-
-	"github.com/graftland/graft/spec"
 )
 
 // ValidateCmd is `graft validate [FILE]`.
 type ValidateCmd struct {
-	File string `arg:"" optional:"" help:"The plugins file (default: --file)."`
+	File         string `arg:"" optional:"" help:"The plugins file (default: --file)."`
+	ShowResolved bool   `name:"show-resolved" help:"Print the file with its variables resolved from the environment, and every env value masked as (sensitive)."`
 }
 
 // Run checks the file and reports every problem at once.
 func (c *ValidateCmd) Run(g *Globals) error {
 	file := g.fileArg(c.File)
-	s, err := spec.Load(file)
+	s, err := g.loadSpec(file)
 	if err != nil {
+		return err
+	}
+	if c.ShowResolved {
+		out, err := s.Resolved()
+		if err != nil {
+			return err
+		}
+		_, err = g.stdout.Write(out)
 		return err
 	}
 	fmt.Fprintf(g.stdout, "%s: valid: project %s, %s, %s.\n", file, s.Name,

@@ -43,6 +43,16 @@ func helperMain(role string, args []string) {
 			say("terminated")
 		}
 		os.Exit(0)
+	case "reloader": // says which signal came; reloads on SIGHUP and SIGUSR1, exits on SIGTERM and SIGINT
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+		say("ready")
+		for sig := range sigs {
+			say("got %v", sig)
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				os.Exit(0)
+			}
+		}
 	default:
 		familyMain(role, args)
 	}

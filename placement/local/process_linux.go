@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 type process struct {
 	name   string
 	id     placement.Identity
-	signal syscall.Signal // the graceful stop's signal
+	signal atomic.Int32 // the graceful stop's signal; SetStopSignal changes it
 	p      *proc.Process
 	out    placement.Output
 	timing placement.Timing
@@ -51,7 +52,6 @@ func newProcess(req placement.Request, id placement.Identity, pp *proc.Process, 
 	p := &process{
 		name:   req.Plugin.Name,
 		id:     id,
-		signal: proc.SignalNamed(req.Plugin.StopSignal),
 		p:      pp,
 		out:    req.Output,
 		timing: timing,
@@ -60,6 +60,7 @@ func newProcess(req placement.Request, id placement.Identity, pp *proc.Process, 
 		copied: make(chan struct{}),
 		done:   make(chan struct{}),
 	}
+	p.signal.Store(int32(proc.SignalNamed(req.Plugin.StopSignal)))
 	go p.copy(pipe)
 	go p.run(pipe, gone)
 	return p
@@ -153,7 +154,7 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 func (p *process) stopInOrder() (placement.Outcome, error) {
 	outcome, causes := placement.Ladder{
 		Timing:     p.timing,
-		Signal:     func() error { return p.signalFamily(p.signal) },
+		Signal:     func() error { return p.signalFamily(syscall.Signal(p.signal.Load())) },
 		Terminate:  func() error { return p.signalFamily(syscall.SIGTERM) },
 		Kill:       func() error { return p.signalFamily(syscall.SIGKILL) },
 		Gone:       p.goneWithin,
@@ -209,6 +210,21 @@ func (p *process) Signal(sig syscall.Signal) error {
 	}
 	return p.signalFamily(sig)
 }
+
+// Reload sends sig to the main process alone (placement.Reloader): a
+// program such as nginx reloads in its master, which tells its workers.
+func (p *process) Reload(sig string) error {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	if p.reaped {
+		return errors.New("it has exited")
+	}
+	return p.p.Signal(proc.SignalNamed(sig))
+}
+
+// SetStopSignal makes sig the signal of the graceful stop
+// (placement.StopSignalSetter).
+func (p *process) SetStopSignal(sig string) { p.signal.Store(int32(proc.SignalNamed(sig))) }
 
 // StartTime is the process's start time in clock ticks after boot (as
 // proc.StartTime reads it), read under the reaping lock: its pid cannot

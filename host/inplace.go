@@ -1,0 +1,43 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/plan"
+)
+
+// Reload gives the running plugin its desired spec and sends it its
+// reloadSignal (apply.InPlace).
+func (x executor) Reload(ctx context.Context, name string) (apply.Result, error) {
+	return x.inPlace(name, true)
+}
+
+// Update gives the running plugin its desired spec's retry, ready,
+// stopSignal and uses, without a restart (apply.InPlace).
+func (x executor) Update(ctx context.Context, name string) (apply.Result, error) {
+	return x.inPlace(name, false)
+}
+
+// inPlace changes the running plugin name to its desired spec, with a
+// reload or not, and records the new spec as what it runs.
+func (x executor) inPlace(name string, reload bool) (apply.Result, error) {
+	p, e := x.desired.Plugins[name], x.h.entry(name)
+	if p == nil || e == nil {
+		return apply.Result{}, fmt.Errorf("%s: not both running and in the spec being applied", name)
+	}
+	var err error
+	if reload {
+		err = e.unit.Reload(p)
+	} else {
+		e.unit.Update(p)
+	}
+	if err == nil {
+		x.h.mu.Lock()
+		e.record = plan.Applied(x.desired, name)
+		x.h.mu.Unlock()
+	}
+	st := e.unit.State()
+	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+}

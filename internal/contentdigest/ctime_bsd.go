@@ -1,0 +1,8 @@
+//go:build unix && !linux
+
+package contentdigest
+
+import "syscall"
+
+// ctime is the status change time of st in nanoseconds.
+func ctime(st *syscall.Stat_t) int64 { return st.Ctimespec.Sec*1e9 + st.Ctimespec.Nsec }

@@ -1,0 +1,126 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/graftland/graft/spec"
+)
+
+// The actions that change a running plugin without a restart
+// (docs/plan-format.md, "Changes"): its instance, pid and generation stay.
+const (
+	// Reload sends the plugin its reloadSignal: a file of it with
+	// onChange: reload changed (and perhaps in-place fields).
+	Reload Action = "reload"
+	// Update changes only what shapes graft's handling of the process
+	// (inPlaceField): its supervisor takes the new settings.
+	Update Action = "update"
+)
+
+// The operations of Reload and Update steps.
+const (
+	OpReload Op = "reload"
+	OpUpdate Op = "update"
+)
+
+// inPlaceField reports whether a change of field f of a running plugin is
+// carried out on its supervisor alone: retry, ready and stopSignal shape
+// only how graft restarts, gates and stops the process, and
+// reloadSignal only how it reloads it. uses is decided by usesInPlace.
+func inPlaceField(f string) bool {
+	root, _, _ := strings.Cut(f, ".")
+	switch root {
+	case "retry", "ready", "stopSignal", "reloadSignal", "health":
+		return true
+	}
+	return false
+}
+
+// reloadField reports whether field f of p is the digest of a files entry
+// whose change p reloads for. Only a local process is signalled: for
+// others such a change replaces.
+func reloadField(p *spec.Plugin, f string) bool {
+	if p.Run != spec.Local {
+		return false
+	}
+	for _, e := range p.Files {
+		if e.OnChange == spec.OnChangeReload && spec.FileField(e.Path) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// usesInPlace reports whether the change from the running record's uses
+// to p's changes nothing the process sees: uses only orders starts and
+// stops, unless a provider that comes or goes is floating, whose address
+// is in the consumer's environment (GRAFT_ADDR_...).
+func (d *differ) usesInPlace(r *Record, p *spec.Plugin) bool {
+	for _, u := range p.Uses {
+		if !slices.Contains(r.Uses, u) && d.floating(u) {
+			return false
+		}
+	}
+	for _, u := range r.Uses {
+		if !slices.Contains(p.Uses, u) && d.floating(u) {
+			return false
+		}
+	}
+	return true
+}
+
+// floating reports whether plugin name is, or was, a floating plugin.
+func (d *differ) floating(name string) bool {
+	if p := d.desired.Plugins[name]; p != nil && p.Run == spec.Floating {
+		return true
+	}
+	r := d.running[name]
+	return r != nil && r.Run == spec.Floating
+}
+
+// changeAction decides what a change of fields of running plugin r to p
+// calls for: an Update when every field is in place, a Reload when the
+// rest are files that p reloads for, a Replace otherwise, whose reason
+// then names the fields that force it when others would not have.
+func (d *differ) changeAction(r *Record, p *spec.Plugin, fields []string) (Action, string) {
+	reason := describeChange(r, p, fields)
+	if len(fields) == 0 || r.Run != p.Run || r.Status == Unconfirmed {
+		return Replace, reason
+	}
+	var forcing []string
+	reload := false
+	for _, f := range fields {
+		switch {
+		case inPlaceField(f), f == "uses" && d.usesInPlace(r, p):
+		case reloadField(p, f):
+			reload = true
+		default:
+			forcing = append(forcing, f)
+		}
+	}
+	switch {
+	case len(forcing) == 0 && reload:
+		return Reload, reason
+	case len(forcing) == 0:
+		return Update, reason + " (in place)"
+	case len(forcing) < len(fields):
+		reason += "; forces replacement: " + strings.Join(fieldLabels(p, forcing), ", ")
+	}
+	return Replace, reason
+}
+
+// restarts reports whether action a of a provider restarts its
+// consumers: a reload or an update leaves the process running.
+func restarts(a Action) bool { return a == Start || a == Replace || a == Restart }
+
+// newlyUsed reports whether plugin i, changed in place, did not use
+// provider u when it started: a provider it now uses starts before its
+// update and before its next start, but does not restart it.
+func (d *differ) newlyUsed(i, u int) bool {
+	if a := d.changes[i].Action; a != Reload && a != Update {
+		return false
+	}
+	r := d.running[d.names[i]]
+	return r != nil && !slices.Contains(r.Uses, d.names[u])
+}

@@ -1,0 +1,99 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inPlace plans after against the state before left, in one directory
+// holding conf and static files.
+func inPlace(t *testing.T, dir, before, after string) *Plan {
+	t.Helper()
+	p, err := Diff(contentSpec(t, dir, after), applied(contentSpec(t, dir, before)))
+	require.NoError(t, err)
+	return p
+}
+
+func TestInPlaceChanges(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v1")
+	writeFile(t, filepath.Join(dir, "static/index.html"), "v1")
+	base := `plugins:
+  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 10 seconds}}
+  api: {command: [./api], uses: [web]}
+`
+	// retry: an update in place, which restarts no consumer.
+	p := inPlace(t, dir, base, `plugins:
+  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 20 seconds}}
+  api: {command: [./api], uses: [web]}
+`)
+	text := render(t, p)
+	assert.Contains(t, text, "1 to update in place, 0 to restart")
+	assert.Contains(t, text, "  * update  web  changed retry.max (in place)\n")
+	assert.NotContains(t, text, "api")
+	assert.Equal(t, []Step{{ID: "update:web", Op: OpUpdate, Plugin: "web", After: []string{}}}, p.Steps)
+
+	// A static file with onChange none: nothing.
+	writeFile(t, filepath.Join(dir, "static/index.html"), "v2")
+	assert.False(t, inPlace(t, dir, base, base).HasChanges())
+
+	// The conf: a reload, no consumer restarted.
+	before := contentSpec(t, dir, base)
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v2")
+	p, err := Diff(contentSpec(t, dir, base), applied(before))
+	require.NoError(t, err)
+	assert.Contains(t, render(t, p), "  ⟳ reload  web  changed file nginx.conf\n")
+	assert.Equal(t, []Step{{ID: "reload:web", Op: OpReload, Plugin: "web", After: []string{}}}, p.Steps)
+	assert.Equal(t, 1, p.Summary.Reload)
+
+	// The command too: a replace, naming what forces it.
+	p, err = Diff(contentSpec(t, dir, `plugins:
+  web: {command: [./web, -v], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 20 seconds}}
+  api: {command: [./api], uses: [web]}
+`), applied(before))
+	require.NoError(t, err)
+	text = render(t, p)
+	assert.Contains(t, text, "  ~ replace web  changed command, file nginx.conf, retry.max; forces replacement: command\n")
+	assert.Contains(t, text, "  ↻ restart api  web is replaced\n")
+}
+
+// TestUsesInPlace: uses only orders starts and stops; a new provider
+// starts before the consumer's update without restarting it, unless it is
+// floating, whose address the consumer sees.
+func TestUsesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "shared"), 0o755))
+	before := `plugins:
+  api: {command: [./api]}
+`
+	p := inPlace(t, dir, before, `plugins:
+  api: {command: [./api], uses: [cache]}
+  cache: {command: [./cache]}
+`)
+	assert.Contains(t, render(t, p), "  * update  api    changed uses (in place)\n")
+	assert.Equal(t, []Step{
+		{ID: "start:cache", Op: OpStart, Plugin: "cache", After: []string{}},
+		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []string{"start:cache"}},
+	}, p.Steps)
+
+	p = inPlace(t, dir, before, `plugins:
+  api: {command: [./api], uses: [relay]}
+  relay: {run: floating, command: [./relay], elect: {dir: shared, port: 9530}}
+`)
+	assert.Contains(t, render(t, p), "  ~ replace api    changed uses\n")
+
+	// A provider dropped and removed stops once its consumer no longer
+	// uses it.
+	p = inPlace(t, dir, `plugins:
+  api: {command: [./api], uses: [cache]}
+  cache: {command: [./cache]}
+`, before)
+	assert.Equal(t, []Step{
+		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []string{}},
+		{ID: "stop:cache", Op: OpStop, Plugin: "cache", After: []string{"update:api"}},
+	}, p.Steps)
+}

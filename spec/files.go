@@ -1,0 +1,214 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/graftland/graft/internal/contentdigest"
+	"github.com/graftland/graft/internal/safefs"
+)
+
+// File is an entry of a plugin's files: a file, or a directory taken
+// whole, whose content is part of the plugin's state (docs/semantics.md,
+// "Content"). It is written as its path alone, or as {path, onChange}.
+type File struct {
+	// Path is relative to the spec's directory.
+	Path string `yaml:"path"`
+	// OnChange is what a change of the content does; default replace.
+	OnChange OnChange `yaml:"onChange"`
+}
+
+// OnChange is what a change of a file's content does to its plugin.
+type OnChange string
+
+// The onChange values.
+const (
+	OnChangeReplace OnChange = "replace" // the plugin is replaced
+	OnChangeReload  OnChange = "reload"  // the plugin gets its reloadSignal
+	OnChangeNone    OnChange = "none"    // nothing: the file must exist, its content does not matter
+)
+
+// OnChanges lists the onChange values.
+var OnChanges = []OnChange{OnChangeReplace, OnChangeReload, OnChangeNone}
+
+// fromScalar is the short form of a files entry, its path alone.
+func (f *File) fromScalar(s string) { f.Path = s }
+
+// shorthand is a type the decoder fills from a scalar as well as from a
+// mapping.
+type shorthand interface{ fromScalar(string) }
+
+// Digester digests the content of a file or directory;
+// contentdigest.Cache is one.
+type Digester interface {
+	Digest(path string) (string, error)
+}
+
+// The content fields of Fields: the executable's digest, and each file's.
+const executableField = "executable"
+
+// FileField is the field of Fields that holds the digest of files entry
+// path: "files[conf/nginx.conf]".
+func FileField(path string) string { return "files[" + path + "]" }
+
+// DefaultReloadSignal is the reloadSignal of a plugin that sets none. It
+// is not filled in by defaults, so that the hash of a plugin that does not
+// reload is what it was before graft could.
+const DefaultReloadSignal = "SIGHUP"
+
+// filesValues checks the files entries and reloadSignal of a plugin and
+// fills in the entries' default onChange.
+func (d *decoder) filesValues(p *Plugin, path string) {
+	if rp := path + ".reloadSignal"; d.written(rp) && !slices.Contains(Signals, p.ReloadSignal) {
+		d.errorf(d.at(rp), rp, "unknown signal %q; want one of %s%s", p.ReloadSignal, strings.Join(Signals, ", "), signalHint(p.ReloadSignal))
+	}
+	for i := range p.Files {
+		f, fp := &p.Files[i], fmt.Sprintf("%s.files[%d]", path, i)
+		switch {
+		case f.Path == "":
+			d.errorf(d.at(fp), fp, "empty path")
+		case f.OnChange == "":
+			f.OnChange = OnChangeReplace
+		case !slices.Contains(OnChanges, f.OnChange):
+			d.errorf(d.at(fp+".onChange"), fp+".onChange", "unknown onChange %q; want replace, reload or none", f.OnChange)
+		case f.OnChange == OnChangeReload && p.Run == Worker:
+			d.errorf(d.at(fp+".onChange"), fp+".onChange", "a worker cannot reload: it gets no signals; use replace")
+		}
+	}
+}
+
+// readContent reads what the spec's plugins depend on beyond the file
+// itself: it merges each plugin's env files into its env and digests
+// its executable and files, for Fields. A missing file or env file, or a
+// bad line of one, is an error at the entry that names it.
+func (d *decoder) readContent(s *Spec, dg Digester) {
+	if dg == nil {
+		dg = contentdigest.New("")
+	}
+	s.content = make(map[string]map[string]string, len(s.Plugins))
+	s.sources = map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+		p, path := s.Plugins[name], "plugins."+name
+		c := map[string]string{}
+		d.envFiles(s, p, path, dg)
+		if exe := s.executable(p); exe != "" {
+			if sum, err := dg.Digest(exe); err == nil {
+				c[executableField] = sum
+				s.sources[exe] = sum
+			} // else: not a file here; the start says why
+		}
+		for i, f := range p.Files {
+			fp := fmt.Sprintf("%s.files[%d]", path, i)
+			full := s.Path(f.Path)
+			sum, err := dg.Digest(full)
+			if err != nil {
+				d.errorf(d.at(fp), fp, "%s: %v", f.Path, cause(err))
+				continue
+			}
+			s.sources[full] = sum
+			if f.OnChange != OnChangeNone {
+				c[FileField(f.Path)] = sum
+			}
+		}
+		s.content[name] = c
+	}
+}
+
+// envFiles reads plugin p's env files, in order, and sets p.Env to what
+// they hold, later files over earlier ones and env over them all.
+func (d *decoder) envFiles(s *Spec, p *Plugin, path string, dg Digester) {
+	if len(p.EnvFile) == 0 {
+		return
+	}
+	env := map[string]string{}
+	for i, f := range p.EnvFile {
+		fp := fmt.Sprintf("%s.envFile[%d]", path, i)
+		full := s.Path(f)
+		data, err := safefs.ReadFile(full, maxEnvFile)
+		if err != nil {
+			d.errorf(d.at(fp), fp, "%s: %v", f, cause(err))
+			continue
+		}
+		vals, err := parseEnvFile(string(data))
+		if err != nil {
+			d.errorf(d.at(fp), fp, "%s:%v", f, strings.TrimPrefix(err.Error(), "line "))
+			continue
+		}
+		if sum, err := dg.Digest(full); err == nil {
+			s.sources[full] = sum
+		}
+		maps.Copy(env, vals)
+	}
+	maps.Copy(env, p.Env)
+	p.Env = env
+}
+
+// cause is err without the path an *os.PathError repeats.
+func cause(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// executable is the file plugin p's process runs, as its start will find
+// it (internal/proc): command[0] with a slash relative to the plugin's
+// dir, else the first executable of that name on the PATH of its env, or
+// of graft's; a worker's module. "" when there is none here: a runner's
+// with an address runs on another machine.
+func (s *Spec) executable(p *Plugin) string {
+	switch {
+	case p.Run == Worker && p.Module != "":
+		return s.Path(p.Module)
+	case p.Run == Worker || len(p.Command) == 0 || p.Command[0] == "":
+		return ""
+	case p.Run == Remote && s.Runners[p.Runner] != nil && s.Runners[p.Runner].Address != "":
+		return ""
+	}
+	dir, c0 := s.Path(p.Dir), p.Command[0]
+	if strings.ContainsRune(c0, '/') {
+		return Resolve(dir, c0)
+	}
+	search, ok := p.Env["PATH"]
+	if !ok {
+		search = os.Getenv("PATH")
+	}
+	for _, d := range filepath.SplitList(search) {
+		if d == "" {
+			d = "."
+		}
+		cand := filepath.Join(Resolve(dir, d), c0)
+		if fi, err := os.Stat(cand); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return cand
+		}
+	}
+	return ""
+}
+
+// Stale reports whether a file the spec read (an executable, a files
+// entry, an env file) has changed or gone since: a host keeps a parsed
+// spec only while it is not.
+func (s *Spec) Stale(dg Digester) bool {
+	if dg == nil {
+		dg = contentdigest.New("")
+	}
+	for path, sum := range s.sources {
+		if now, err := dg.Digest(path); err != nil || now != sum {
+			return true
+		}
+	}
+	return false
+}
+
+// ExecutablePath is the file plugin name's process runs, as Fields
+// digests it; "" when none is digested.
+func (s *Spec) ExecutablePath(name string) string {
+	if p := s.Plugins[name]; p != nil {
+		return s.executable(p)
+	}
+	return ""
+}
