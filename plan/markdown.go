@@ -25,7 +25,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		return err
 	}
 	b.WriteString("\n| action | plugin | placement | reason |\n|---|---|---|---|\n")
-	for _, a := range []Action{Start, Replace, Restart, Stop} {
+	for _, a := range changeOrder {
 		for _, c := range p.Changes {
 			if c.Action == a {
 				fmt.Fprintf(b, "| %s %s | %s | %s | %s |\n", mdText(symbols[a]), a, mdText(c.Plugin), mdText(string(c.Run)), mdText(c.Reason))

@@ -21,6 +21,9 @@ type TextOptions struct {
 // one.
 var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Reload: "⟳", Update: "*", Restart: "↻", Keep: " "}
 
+// changeOrder is the order changes are listed in, by action.
+var changeOrder = []Action{Start, Replace, Reload, Update, Restart, Stop}
+
 var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Reload: "35", Update: "35", Restart: "36"}
 
 // WriteText renders the plan for people: a summary line, a line per change,
@@ -49,7 +52,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 			width = max(width, len(termtext.Line(c.Plugin)))
 		}
 	}
-	for _, a := range []Action{Start, Replace, Reload, Update, Restart, Stop} {
+	for _, a := range changeOrder {
 		for _, c := range p.Changes {
 			if c.Action != a {
 				continue
