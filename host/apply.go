@@ -242,9 +242,10 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outco
 	return outcome, err
 }
 
-// Start starts the plugin as the desired spec says. A failed plugin of
-// the same name (perhaps retrying) is stopped first.
-func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
+// Start starts the plugin as the desired spec says, and waits until it
+// reaches until, or, for a one-shot, completes (apply.Executor). A failed
+// plugin of the same name (perhaps retrying) is stopped first.
+func (x executor) Start(ctx context.Context, name string, until spec.Condition, reached func(spec.Condition)) (apply.Result, error) {
 	p := x.desired.Plugins[name]
 	if p == nil { // plan.Plan.Check refuses such a plan; never crash on one
 		return apply.Result{}, fmt.Errorf("start %s: not in the spec being applied", name)
@@ -275,9 +276,37 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
-	err = e.unit.Start(ctx)
+	err = startReporting(ctx, e.unit, reached)
 	st := e.unit.State()
-	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+	res := apply.Result{Identity: st.Identity, PID: st.PID}
+	if err != nil {
+		return res, err
+	}
+	reached(spec.UntilReady)
+	switch {
+	case p.Once:
+		err = e.unit.Await(ctx, spec.UntilCompleted)
+	case until == spec.UntilHealthy:
+		if err = e.unit.Await(ctx, spec.UntilHealthy); err == nil {
+			reached(spec.UntilHealthy)
+		}
+	}
+	return res, err
+}
+
+// startReporting starts u and calls reached(started) as soon as its
+// process has started, so that the steps waiting for that begin while its
+// ready check still runs.
+func startReporting(ctx context.Context, u *placement.Supervisor, reached func(spec.Condition)) error {
+	actx, cancel := context.WithCancel(ctx)
+	seen := make(chan bool, 1)
+	go func() { seen <- u.Await(actx, spec.UntilStarted) == nil }()
+	err := u.Start(ctx)
+	cancel()
+	if <-seen || err == nil {
+		reached(spec.UntilStarted)
+	}
+	return err
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.
@@ -382,6 +411,8 @@ func statusOf(s placement.Status) plan.Status {
 		return plan.Standby
 	case placement.StopUnconfirmed:
 		return plan.Unconfirmed
+	case placement.Completed:
+		return plan.Completed
 	}
 	return plan.Stopping // stopping, or stopped and about to be forgotten
 }

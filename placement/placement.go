@@ -52,6 +52,12 @@ type Request struct {
 	Env map[string]string
 	// Output receives the plugin's stdout and stderr.
 	Output Output
+	// Started, when set, is called once the plugin's process has started
+	// (exec'd), before its ready check: the condition started of
+	// docs/semantics.md, "Dependency conditions". A placement that cannot
+	// tell leaves it to the Supervisor, which counts the plugin started
+	// when its start returns.
+	Started func()
 	// Identity, when set, is the identity the plugin gets, instead of the
 	// placement's own (a fresh UUID and generation 1): a floating plugin
 	// gets its instance name and the election's epoch.

@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -27,6 +28,8 @@ const (
 	// StopUnconfirmed: a stop no one could confirm; the plugin may still
 	// be running. Stopping it again asks again.
 	StopUnconfirmed Status = "unconfirmed"
+	// Completed: a one-shot plugin that exited 0. It is not retried.
+	Completed Status = "completed"
 )
 
 // State is a snapshot of a supervised plugin.
@@ -81,7 +84,22 @@ type Supervisor struct {
 	cancelStart context.CancelFunc
 	timer       *time.Timer
 	wg          sync.WaitGroup // watchers of handles, and retries armed
+	// changed is closed, and replaced, at every change of state, for
+	// Await.
+	changed chan struct{}
+	// started is set once the process of the current run has started
+	// (Request.Started, or its start returned): the condition started.
+	started bool
+	// health is the current run's liveness check; nil without one.
+	health *healthState
 }
+
+// healthState is where a plugin's liveness check stands (step 3 fills it).
+type healthState struct{ healthy bool }
+
+// healthy reports whether the current run passed a health check. Called
+// with s.mu held.
+func (s *Supervisor) healthy() bool { return s.health != nil && s.health.healthy }
 
 // NewSupervisor returns a Supervisor of req on p. Nothing starts before
 // Start.
@@ -90,7 +108,24 @@ func NewSupervisor(p Placement, req Request) *Supervisor {
 	if d, ok := p.(Retrier); ok && retry == nil {
 		retry = d.DefaultRetry()
 	}
-	return &Supervisor{placement: p, req: req, retry: retry, state: State{Status: Stopped, Since: time.Now()}}
+	s := &Supervisor{placement: p, req: req, retry: retry, state: State{Status: Stopped, Since: time.Now()}, changed: make(chan struct{})}
+	s.req.Started = s.markStarted
+	return s
+}
+
+// markStarted records that the current run's process started, as a
+// placement reports through Request.Started.
+func (s *Supervisor) markStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = true
+	s.notify()
+}
+
+// notify wakes every Await. Called with s.mu held.
+func (s *Supervisor) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // Retrier is a Placement whose plugins are retried even when their spec
@@ -124,6 +159,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	s.starting, s.cancelStart = done, cancel
+	s.started = false
 	s.set(Starting, "")
 	s.mu.Unlock()
 
@@ -135,9 +171,15 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.handle = h
+		s.started = true
 		s.state.Identity, s.state.PID = h.Identity(), h.PID()
 		s.set(Running, "")
 		s.watch(h)
+	case s.req.Plugin.Once && completedEarly(err):
+		// A one-shot that did its work before its ready check passed.
+		s.handle, s.state.PID = nil, 0
+		s.set(Completed, "")
+		err = nil
 	case s.stopping:
 		s.set(Stopping, "")
 	case lost != nil && !errors.As(err, new(*StartError)):
@@ -190,9 +232,20 @@ func (s *Supervisor) watch(h Handle) {
 		}
 		s.handle = nil
 		s.state.PID = 0
+		if s.req.Plugin.Once && exit.Success() {
+			s.set(Completed, "") // done: retry is for failures only
+			return
+		}
 		s.set(Failed, describeExit(exit))
 		s.scheduleRetry()
 	}()
+}
+
+// completedEarly reports whether a start failed only because its plugin
+// exited 0 before its ready check passed.
+func completedEarly(err error) bool {
+	var se *StartError
+	return errors.As(err, &se) && !se.Exit.At.IsZero() && se.Exit.Success() && !se.Exit.Requested
 }
 
 // describeExit is a failure for State.LastError: the exit and the last
@@ -308,6 +361,49 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	return outcome, err
 }
 
+// Await returns once the plugin has reached cond (started, ready,
+// healthy, completed: docs/semantics.md, "Dependency conditions"), or
+// with an error once it cannot: it failed with no retry due, or is being
+// stopped. A plugin that fails with a retry due is waited for through the
+// retry. Cancelling ctx returns ctx's error.
+func (s *Supervisor) Await(ctx context.Context, cond spec.Condition) error {
+	for {
+		s.mu.Lock()
+		done, err := s.reached(cond)
+		changed := s.changed
+		s.mu.Unlock()
+		if done || err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// reached reports whether the plugin has reached cond, or why it will
+// not. Called with s.mu held.
+func (s *Supervisor) reached(cond spec.Condition) (bool, error) {
+	st := s.state.Status
+	switch {
+	case st == Completed:
+		return true, nil // it was started, ready and, if checked, healthy before
+	case cond == spec.UntilStarted && (s.started || st == Running):
+		return true, nil
+	case cond == spec.UntilReady && st == Running:
+		return true, nil
+	case cond == spec.UntilHealthy && st == Running && s.healthy():
+		return true, nil
+	case s.stopping:
+		return false, fmt.Errorf("%s was stopped before it was %s", s.req.Plugin.Name, cond)
+	case (st == Failed || st == StopUnconfirmed) && s.state.NextRetry.IsZero():
+		return false, fmt.Errorf("%s failed before it was %s: %s", s.req.Plugin.Name, cond, s.state.LastError)
+	}
+	return false, nil
+}
+
 // State returns a snapshot of the plugin's state: a Reporter's own while
 // it runs, with the restarts of both.
 func (s *Supervisor) State() State {
@@ -338,4 +434,5 @@ func (s *Supervisor) set(status Status, lastError string) {
 	if status == Failed {
 		s.state.LastError = lastError
 	}
+	s.notify()
 }

@@ -20,7 +20,7 @@ func TestRenderEscaped(t *testing.T) {
 			{Plugin: "db\x1b[2J", Action: Start, Reason: "failed: exited; \x1b]0;pwned\x07 \u202eexe.", Run: "local"},
 			{Plugin: "gone\u009b", Action: Stop, Reason: "everything stops: evil\r\x1b[2K", Run: "local"},
 		},
-		Steps:   []Step{{ID: "start:db\x1b[2J", Op: OpStart, Plugin: "db\x1b[2J", After: []string{}}},
+		Steps:   []Step{{ID: "start:db\x1b[2J", Op: OpStart, Plugin: "db\x1b[2J", After: After()}},
 		Waves:   [][]string{{"start:db\x1b[2J"}},
 		Summary: Summary{Start: 1, Stop: 1, Steps: 1, Waves: 1},
 	}

@@ -31,8 +31,25 @@ func (d *decoder) checkStructure(s *Spec) {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}
+		d.checkConditions(s, p, path)
+		d.once(p, path)
 	}
 	d.cycles(s, plugins)
+}
+
+// once checks a one-shot plugin: it runs to completion, which a floating
+// plugin (kept running on whichever host leads) cannot, and it is checked
+// by its exit, so a liveness check has nothing to add.
+func (d *decoder) once(p *Plugin, path string) {
+	if !p.Once {
+		return
+	}
+	if p.Run == Floating {
+		d.errorf(d.at(path+".once"), path+".once", "a floating plugin runs on whichever host leads and cannot run once")
+	}
+	if d.written(path + ".health") {
+		d.errorf(d.at(path+".health"), path+".health", "a one-shot (once: true) is checked by its exit; health is for plugins that keep running")
+	}
 }
 
 // placement checks the fields that belong to p's placement, and only those.

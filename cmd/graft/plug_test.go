@@ -24,6 +24,8 @@ import (
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
+//	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
+//	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -80,6 +82,28 @@ func plugMain() {
 			}
 		}
 		serve(args[1], nil)
+	case "once":
+		if len(args) > 3 {
+			d, _ := time.ParseDuration(args[3])
+			time.Sleep(d)
+		}
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%s ran\n", args[1])
+			f.Close()
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		fmt.Printf("%s done\n", args[1])
+		exit0()
+	case "need":
+		if _, err := os.Stat(args[1]); err != nil {
+			fmt.Printf("%s: %s missing\n", args[2], args[1])
+			os.Exit(4)
+		}
+		serve(args[2], nil)
 	case "daemon":
 		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

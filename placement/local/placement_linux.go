@@ -87,6 +87,9 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 	if l.opt.Started != nil {
 		l.opt.Started(p)
 	}
+	if req.Started != nil {
+		req.Started()
+	}
 
 	if req.Plugin.Ready != nil {
 		if err := l.awaitReady(ctx, req, env, p, pp); err != nil {
