@@ -265,7 +265,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	if err != nil {
 		return apply.Result{}, err
 	}
-	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}
+	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
@@ -387,6 +387,7 @@ func (h *Host) Status() *hostapi.Status {
 		s := e.unit.State()
 		r.Status = statusOf(s.Status)
 		r.Role, r.Address = s.Role, s.Address
+		r.Health, r.HealthError = string(s.Health), s.HealthError
 		r.Instance = s.Identity.ID
 		r.Generation = s.Identity.Generation
 		r.PID = s.PID

@@ -6,9 +6,11 @@ package placement
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"time"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/spec"
 )
 
@@ -58,6 +60,8 @@ type Request struct {
 	// tell leaves it to the Supervisor, which counts the plugin started
 	// when its start returns.
 	Started func()
+	// Log, when set, receives the transitions of the plugin's health.
+	Log *slog.Logger
 	// Identity, when set, is the identity the plugin gets, instead of the
 	// placement's own (a fresh UUID and generation 1): a floating plugin
 	// gets its instance name and the election's epoch.
@@ -93,6 +97,24 @@ type Handle interface {
 	// Cancelling ctx cuts the graceful part short: the plugin is forced at
 	// once, and Stop still waits until its end is confirmed.
 	Stop(ctx context.Context) (Outcome, error)
+}
+
+// Prober is a Handle that can run a check's command as its plugin runs
+// (same directory and environment, reaped by the same machinery): the
+// exec health checks the Supervisor runs where the process runs.
+type Prober interface {
+	Handle
+	Probe(ctx context.Context, argv []string) error
+}
+
+// HealthSource is a Handle whose health checks run where its process
+// runs, away from the host: a runner's, whose results come through the
+// session's events. The Supervisor reads them instead of checking
+// itself, and decides what an unhealthy plugin becomes. The channel is
+// closed when no more come.
+type HealthSource interface {
+	Handle
+	HealthResults() <-chan health.Result
 }
 
 // Identity is what a plugin knows of itself (docs/semantics.md, "Identity

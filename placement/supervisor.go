@@ -3,13 +3,13 @@ package placement
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/spec"
 )
 
@@ -51,6 +51,10 @@ type State struct {
 	Role string
 	// Address is where a floating plugin's leader serves.
 	Address string
+	// Health is the verdict of its health check: empty without one.
+	Health health.Status
+	// HealthError is the error of its last failed health check.
+	HealthError string
 }
 
 // Reporter is a Handle that reports a state of its own while it runs: a
@@ -90,16 +94,13 @@ type Supervisor struct {
 	// started is set once the process of the current run has started
 	// (Request.Started, or its start returned): the condition started.
 	started bool
-	// health is the current run's liveness check; nil without one.
-	health *healthState
+	// health is the verdict of the current run's liveness check; nil
+	// without one (health.go).
+	health *health.Tracker
+	// unhealthyRow counts the replacements for unhealthiness since a
+	// check last passed: past the first, the retry schedule applies.
+	unhealthyRow int
 }
-
-// healthState is where a plugin's liveness check stands (step 3 fills it).
-type healthState struct{ healthy bool }
-
-// healthy reports whether the current run passed a health check. Called
-// with s.mu held.
-func (s *Supervisor) healthy() bool { return s.health != nil && s.health.healthy }
 
 // NewSupervisor returns a Supervisor of req on p. Nothing starts before
 // Start.
@@ -160,6 +161,8 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	defer close(done)
 	s.starting, s.cancelStart = done, cancel
 	s.started = false
+	s.health = nil
+	s.state.Health = ""
 	s.set(Starting, "")
 	s.mu.Unlock()
 
@@ -175,6 +178,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		s.state.Identity, s.state.PID = h.Identity(), h.PID()
 		s.set(Running, "")
 		s.watch(h)
+		s.monitor(h)
 	case s.req.Plugin.Once && completedEarly(err):
 		// A one-shot that did its work before its ready check passed.
 		s.handle, s.state.PID = nil, 0
@@ -359,49 +363,6 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.state.PID = 0
 	s.set(Stopped, "")
 	return outcome, err
-}
-
-// Await returns once the plugin has reached cond (started, ready,
-// healthy, completed: docs/semantics.md, "Dependency conditions"), or
-// with an error once it cannot: it failed with no retry due, or is being
-// stopped. A plugin that fails with a retry due is waited for through the
-// retry. Cancelling ctx returns ctx's error.
-func (s *Supervisor) Await(ctx context.Context, cond spec.Condition) error {
-	for {
-		s.mu.Lock()
-		done, err := s.reached(cond)
-		changed := s.changed
-		s.mu.Unlock()
-		if done || err != nil {
-			return err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// reached reports whether the plugin has reached cond, or why it will
-// not. Called with s.mu held.
-func (s *Supervisor) reached(cond spec.Condition) (bool, error) {
-	st := s.state.Status
-	switch {
-	case st == Completed:
-		return true, nil // it was started, ready and, if checked, healthy before
-	case cond == spec.UntilStarted && (s.started || st == Running):
-		return true, nil
-	case cond == spec.UntilReady && st == Running:
-		return true, nil
-	case cond == spec.UntilHealthy && st == Running && s.healthy():
-		return true, nil
-	case s.stopping:
-		return false, fmt.Errorf("%s was stopped before it was %s", s.req.Plugin.Name, cond)
-	case (st == Failed || st == StopUnconfirmed) && s.state.NextRetry.IsZero():
-		return false, fmt.Errorf("%s failed before it was %s: %s", s.req.Plugin.Name, cond, s.state.LastError)
-	}
-	return false, nil
 }
 
 // State returns a snapshot of the plugin's state: a Reporter's own while

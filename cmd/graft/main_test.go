@@ -93,6 +93,10 @@ func TestScripts(t *testing.T) {
 			"bruteforce":  cmdBruteforce,
 			"oldstatus":   cmdOldStatus,
 			"jsonset":     cmdJSONSet,
+			"waithealth":  cmdWaitHealth,
+			"mark":        cmdMark,
+			"elapsed":     cmdElapsed,
+			"sigplug":     cmdSigPlug,
 		},
 	})
 }

@@ -26,6 +26,8 @@ import (
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 //	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
+//	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
+//	                         connections stop being accepted at once when it is frozen (SIGSTOP)
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -82,6 +84,14 @@ func plugMain() {
 			}
 		}
 		serve(args[1], nil)
+	case "tcp":
+		ln, err := smallListener(args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		go acceptAll(ln)
+		serve(args[1], nil)
 	case "once":
 		if len(args) > 3 {
 			d, _ := time.ParseDuration(args[3])
@@ -134,3 +144,43 @@ func serve(name string, sigs chan os.Signal) {
 // a plugin's environment is what its file says. A race is still reported
 // as it is found.
 func exit0() { syscall.Exit(0) }
+
+// smallListener listens on addr (IPv4 HOST:PORT) with a backlog of 0:
+// the kernel queues one connection the process has not accepted and
+// drops the handshakes after it, as a wedged server's port does once its
+// queue is full. net.Listen takes the system's largest backlog.
+func smallListener(addr string) (net.Listener, error) {
+	ta, err := net.ResolveTCPAddr("tcp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		return nil, err
+	}
+	sa := &syscall.SockaddrInet4{Port: ta.Port}
+	copy(sa.Addr[:], ta.IP.To4())
+	if err := syscall.Bind(fd, sa); err != nil {
+		return nil, err
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
+}
+
+// acceptAll accepts and closes connections until ln fails.
+func acceptAll(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}

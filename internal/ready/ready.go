@@ -53,7 +53,7 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	for {
 		attempt, stop := context.WithCancel(ctx)
 		res := make(chan error, 1)
-		go func() { res <- check(attempt, r, exec) }()
+		go func() { res <- Probe(attempt, r, exec) }()
 		select {
 		case last = <-res:
 		case <-gone:
@@ -79,8 +79,10 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	}
 }
 
-// check makes one attempt.
-func check(ctx context.Context, r *spec.Ready, exec Exec) error {
+// Probe makes one attempt of r's check (its tcp, http or exec), bounded
+// by ctx: the probe that ready checks and health checks (internal/health)
+// share.
+func Probe(ctx context.Context, r *spec.Ready, exec Exec) error {
 	switch {
 	case r.TCP != "":
 		var d net.Dialer

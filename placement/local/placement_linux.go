@@ -82,6 +82,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
+	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
 	l.live[p] = true
 	l.mu.Unlock()
 	if l.opt.Started != nil {
@@ -107,8 +108,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 // When it cannot, p is stopped (forced if ctx ended) and the error is the
 // start's: a *placement.StartError with p's exit, or ctx's.
 func (l *Local) awaitReady(ctx context.Context, req placement.Request, env []string, p *process, pp *proc.Process) error {
-	probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
-	err := ready.Wait(ctx, req.Plugin.Ready, probe, pp.Exited())
+	err := ready.Wait(ctx, req.Plugin.Ready, p.probe, pp.Exited())
 	switch {
 	case err == nil:
 		return nil

@@ -27,6 +27,8 @@ type process struct {
 	p      *proc.Process
 	out    placement.Output
 	timing placement.Timing
+	// probe runs a check's command as the plugin runs (Local.probe).
+	probe func(ctx context.Context, argv []string) error
 
 	stop      chan struct{} // closed by the first Stop
 	stopOnce  sync.Once
@@ -43,7 +45,11 @@ type process struct {
 	err     error
 }
 
-var _ placement.Handle = (*process)(nil)
+var _ placement.Prober = (*process)(nil)
+
+// Probe runs an exec check of the plugin (a health check's) in its
+// directory and environment, killed with its group when ctx ends.
+func (p *process) Probe(ctx context.Context, argv []string) error { return p.probe(ctx, argv) }
 
 // newProcess watches pp; gone is called once it is reaped, before Done
 // closes.
