@@ -162,7 +162,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.starting, s.cancelStart = done, cancel
 	s.started = false
 	s.health = nil
-	s.state.Health = ""
+	s.state.Health, s.state.HealthError = "", ""
 	s.set(Starting, "")
 	s.mu.Unlock()
 

@@ -97,7 +97,12 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	if err := r.spawn(ctx, s, p, req); err != nil {
 		return nil, err
 	}
-	return r.adopt(s, inst, p, req.Plugin)
+	started, err := r.adopt(s, inst, p, req.Plugin)
+	if hc := healthOf(req.Health); err == nil && hc != nil {
+		r.wg.Add(1)
+		go r.checkHealth(p, hc)
+	}
+	return started, err
 }
 
 // admit lets a start of instance name through session id, and marks the

@@ -26,6 +26,7 @@ import (
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 //	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
+//	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK exists, else 1
 //	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
 //	                         connections stop being accepted at once when it is frozen (SIGSTOP)
 func plugMain() {
@@ -84,6 +85,17 @@ func plugMain() {
 			}
 		}
 		serve(args[1], nil)
+	case "probe":
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "probe where=%s\n", os.Getenv("GRAFT_WHERE"))
+			f.Close()
+		}
+		if _, err := os.Stat(args[1]); err != nil {
+			fmt.Printf("%s missing\n", args[1])
+			os.Exit(1)
+		}
+		exit0()
 	case "tcp":
 		ln, err := smallListener(args[2])
 		if err != nil {
