@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func checkStart(s *runnerapi.Start) error {
 		return fmt.Errorf("stopSignal %q: not a signal (want a name such as SIGTERM)", s.StopSignal)
 	}
 	if rd := s.Ready; rd != nil {
-		if err := checkProbe("ready", rd.TCP, rd.HTTP, rd.Exec, rd.TimeoutMillis); err != nil {
+		if err := checkReady(rd); err != nil {
 			return err
 		}
 	}
@@ -58,6 +59,22 @@ func checkStart(s *runnerapi.Start) error {
 		return checkHealth(hc)
 	}
 	return nil
+}
+
+// checkReady refuses a readiness check with a log pattern that is not
+// RE2, or whose tcp, http or exec checkProbe refuses; with a pattern,
+// none of them is needed.
+func checkReady(rd *runnerapi.Ready) error {
+	if rd.Log == "" {
+		return checkProbe("ready", rd.TCP, rd.HTTP, rd.Exec, rd.TimeoutMillis)
+	}
+	if _, err := regexp.Compile(rd.Log); err != nil {
+		return fmt.Errorf("ready: log: %v", err)
+	}
+	if rd.TCP == "" && rd.HTTP == "" && len(rd.Exec) == 0 {
+		return checkProbe("ready", "", "", []string{"-"}, rd.TimeoutMillis) // the timeout alone
+	}
+	return checkProbe("ready", rd.TCP, rd.HTTP, rd.Exec, rd.TimeoutMillis)
 }
 
 // checkHealth refuses a health check checkProbe refuses, or whose

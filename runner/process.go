@@ -348,7 +348,7 @@ func pluginOf(req *runnerapi.Start) *spec.Plugin {
 		if rd.TimeoutMillis > 0 {
 			timeout = time.Duration(rd.TimeoutMillis) * time.Millisecond
 		}
-		p.Ready = &spec.Ready{TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
+		p.Ready = &spec.Ready{Log: rd.Log, TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
 	}
 	return p
 }

@@ -123,9 +123,11 @@ type Health struct {
 	StartPeriodMillis int64    `json:"startPeriodMillis,omitempty"`
 }
 
-// Ready is a readiness check run on the runner's machine: exactly one of
-// TCP, HTTP and Exec.
+// Ready is a readiness check run on the runner's machine: at most one of
+// TCP, HTTP and Exec, with or without Log, and at least one of the four.
 type Ready struct {
+	// Log is an RE2 pattern: ready once a line of the output matches.
+	Log           string   `json:"log,omitempty"`
 	TCP           string   `json:"tcp,omitempty"`
 	HTTP          string   `json:"http,omitempty"`
 	Exec          []string `json:"exec,omitempty"`

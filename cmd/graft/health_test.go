@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,4 +103,35 @@ func cmdSigPlug(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("unknown signal %s", args[1])
 	}
 	ts.Check(syscall.Kill(r.PID, sig))
+}
+
+// readylag PLUGIN MAXMS checks that PLUGIN's host took it for ready (its
+// running since) at most MAXMS milliseconds after it printed its line
+// "... at=UNIXNANO" (plug late), and not before.
+func cmdReadyLag(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: readylag plugin maxms")
+	}
+	most, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	c, err := hostapi.NewClient(ts.MkAbs(".graft"))
+	ts.Check(err)
+	defer c.Close()
+	var b strings.Builder
+	ts.Check(c.Logs(context.Background(), args[0], 100, false, &b))
+	m := regexp.MustCompile(`at=(\d+)`).FindStringSubmatch(b.String())
+	if m == nil {
+		ts.Fatalf("no line with at= in the log of %s:\n%s", args[0], b.String())
+	}
+	printed, err := strconv.ParseInt(m[1], 10, 64)
+	ts.Check(err)
+	r := pluginStatus(ts, args[0])
+	if r == nil {
+		ts.Fatalf("no plugin %s", args[0])
+	}
+	lag := r.Since.Sub(time.Unix(0, printed))
+	ts.Logf("ready %s after the line", lag)
+	if lag < 0 || lag > time.Duration(most)*time.Millisecond {
+		ts.Fatalf("ready %s after the line, want within 0 and %dms", lag, most)
+	}
 }

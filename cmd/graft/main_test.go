@@ -97,6 +97,7 @@ func TestScripts(t *testing.T) {
 			"mark":        cmdMark,
 			"elapsed":     cmdElapsed,
 			"sigplug":     cmdSigPlug,
+			"readylag":    cmdReadyLag,
 		},
 	})
 }

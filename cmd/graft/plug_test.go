@@ -27,6 +27,7 @@ import (
 //	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
 //	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK exists, else 1
+//	plug late NAME DURATION  sleep DURATION, say "NAME listening at=UNIXNANO", then serve NAME
 //	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
 //	                         connections stop being accepted at once when it is frozen (SIGSTOP)
 func plugMain() {
@@ -96,6 +97,11 @@ func plugMain() {
 			os.Exit(1)
 		}
 		exit0()
+	case "late":
+		d, _ := time.ParseDuration(args[2])
+		time.Sleep(d)
+		fmt.Printf("%s listening at=%d\n", args[1], time.Now().UnixNano())
+		serve(args[1], nil)
 	case "tcp":
 		ln, err := smallListener(args[2])
 		if err != nil {

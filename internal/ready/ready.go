@@ -41,13 +41,30 @@ const (
 	maxInterval   = time.Second
 )
 
-// Wait tries the check of r until it passes, returning nil; until r's
-// timeout passes (*NotReadyError); until gone is closed, meaning the plugin
+// Wait waits for r's log line, when it has a log pattern, through seen
+// (Watch), then tries its tcp, http or exec check, when it has one, until
+// it passes, returning nil; until r's timeout passes, both waits
+// together (*NotReadyError); until gone is closed, meaning the plugin
 // ended (ErrGone); or until ctx is done (ctx's error).
-func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}) error {
+func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}, seen <-chan struct{}) error {
 	timeout := r.Timeout.Std()
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
+	if r.Log != "" {
+		select {
+		case <-seen:
+		case <-gone:
+			return ErrGone
+		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return err
+			}
+			return &NotReadyError{Timeout: timeout, Last: fmt.Errorf("no line of its output matched %q", r.Log)}
+		}
+		if r.TCP == "" && r.HTTP == "" && len(r.Exec) == 0 {
+			return nil
+		}
+	}
 	interval := firstInterval
 	var last error
 	for {

@@ -56,6 +56,8 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		id = *req.Identity
 	}
 	env := environ(l.opt.Env, req, id)
+	var seen <-chan struct{}
+	req.Output, seen = ready.Watch(req.Plugin.Ready, req.Output)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 	}
 
 	if req.Plugin.Ready != nil {
-		if err := l.awaitReady(ctx, req, env, p, pp); err != nil {
+		if err := l.awaitReady(ctx, req, p, pp, seen); err != nil {
 			return nil, err
 		}
 	}
@@ -107,8 +109,8 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 // awaitReady waits for the ready check of p, the process pp, to pass.
 // When it cannot, p is stopped (forced if ctx ended) and the error is the
 // start's: a *placement.StartError with p's exit, or ctx's.
-func (l *Local) awaitReady(ctx context.Context, req placement.Request, env []string, p *process, pp *proc.Process) error {
-	err := ready.Wait(ctx, req.Plugin.Ready, p.probe, pp.Exited())
+func (l *Local) awaitReady(ctx context.Context, req placement.Request, p *process, pp *proc.Process, seen <-chan struct{}) error {
+	err := ready.Wait(ctx, req.Plugin.Ready, p.probe, pp.Exited(), seen)
 	switch {
 	case err == nil:
 		return nil

@@ -240,7 +240,7 @@ func ready(r *spec.Ready) *runnerapi.Ready {
 	if r == nil {
 		return nil
 	}
-	return &runnerapi.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+	return &runnerapi.Ready{Log: r.Log, TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
 }
 
 func healthOf(hc *spec.Health) *runnerapi.Health {

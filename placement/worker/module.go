@@ -160,7 +160,7 @@ func (m *module) stopInOrder() (placement.Outcome, error) {
 // wait returns once the module runs and, if the plugin has a ready check,
 // is ready; a module that ends first, or is not ready in time, is a
 // *placement.StartError and nothing of it is left.
-func wait(ctx context.Context, m *module, req placement.Request) error {
+func wait(ctx context.Context, m *module, req placement.Request, seen <-chan struct{}) error {
 	r := req.Plugin.Ready
 	if r == nil {
 		if ctx.Err() != nil {
@@ -172,7 +172,7 @@ func wait(ctx context.Context, m *module, req placement.Request) error {
 	noExec := func(context.Context, []string) error {
 		return errors.New("a worker has no process to run a ready command beside")
 	}
-	err := ready.Wait(ctx, r, noExec, m.returned)
+	err := ready.Wait(ctx, r, noExec, m.returned, seen)
 	switch {
 	case err == nil:
 		return nil
