@@ -20,8 +20,8 @@ import (
 	"github.com/hashicorp/go-multierror"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/spec"
 )
