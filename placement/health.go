@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"github.com/graftland/graft/internal/health"
-	"github.com/graftland/graft/internal/ready"
 )
 
 // The Supervisor's part of health checks (docs/semantics.md, "Health
-// checks"): it reads the results, from checks it runs itself where the
-// process runs on this host, or from the handle (HealthSource) where
-// they run elsewhere, and replaces a plugin found unhealthy.
+// checks"): it reads the results of the checks the placement runs where
+// the process runs (HealthSource), keeps the verdict, and replaces a
+// plugin found unhealthy: the decision is the host's, for every
+// placement.
 
 // monitor follows the health of h, the plugin's new handle, when its spec
 // has a health check. Called with s.mu held.
@@ -42,30 +42,17 @@ func (s *Supervisor) monitor(h Handle) {
 	}()
 }
 
-// results is where the results of h's checks come from: the handle's own
-// (HealthSource), or the checks run here until ctx ends. ran is closed
-// once nothing runs for them any more.
-func (s *Supervisor) results(ctx context.Context, h Handle) (<-chan health.Result, <-chan struct{}) {
+// results is where the results of h's checks come from: its placement
+// runs them where the process runs (HealthSource). A handle that cannot
+// gives none, and the plugin stays starting. ran is closed at once:
+// nothing runs here for them.
+func (s *Supervisor) results(_ context.Context, h Handle) (<-chan health.Result, <-chan struct{}) {
 	ran := make(chan struct{})
+	close(ran)
 	if hs, ok := h.(HealthSource); ok {
-		close(ran)
 		return hs.HealthResults(), ran
 	}
-	var exec ready.Exec
-	if p, ok := h.(Prober); ok {
-		exec = p.Probe
-	}
-	out := make(chan health.Result)
-	go func() {
-		defer close(ran)
-		health.Run(ctx, s.req.Plugin.Health, exec, func(r health.Result) {
-			select {
-			case out <- r:
-			case <-ctx.Done():
-			}
-		})
-	}()
-	return out, ran
+	return nil, ran
 }
 
 // observe takes one result of h's checks, logs a change of health, and

@@ -101,17 +101,18 @@ type Handle interface {
 
 // Prober is a Handle that can run a check's command as its plugin runs
 // (same directory and environment, reaped by the same machinery): the
-// exec health checks the Supervisor runs where the process runs.
+// exec health checks of a runner, which runs the process.
 type Prober interface {
 	Handle
 	Probe(ctx context.Context, argv []string) error
 }
 
-// HealthSource is a Handle whose health checks run where its process
-// runs, away from the host: a runner's, whose results come through the
-// session's events. The Supervisor reads them instead of checking
-// itself, and decides what an unhealthy plugin becomes. The channel is
-// closed when no more come.
+// HealthSource is a Handle that runs its plugin's health check (its
+// spec's health:) where its process runs: the host for a local or worker
+// plugin, the runner for a runner's, whose results come through the
+// session's events. The Supervisor reads the results and decides what an
+// unhealthy plugin becomes. The channel is nil without a check, and
+// closed when no more results come.
 type HealthSource interface {
 	Handle
 	HealthResults() <-chan health.Result

@@ -1,39 +1,26 @@
 package runner
 
 import (
-	"context"
 	"time"
 
-	"github.com/graftland/graft/internal/health"
-	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/spec"
 )
 
-// checkHealth runs the health check of p, which a start asked for, on
-// this machine while p runs, and sends each result to p's session as a
-// health event (docs/runner-api.md, "Health checks"). The runner counts
-// nothing and decides nothing: the host does, so that a host that loses
-// its runner does not also take the plugin for unhealthy.
-func (r *Runner) checkHealth(p *process, hc *spec.Health) {
+// forwardHealth sends each result of the health checks of p, which its
+// start asked for and local runs on this machine while p runs, to p's
+// session as a health event (docs/runner-api.md, "Health checks"). The
+// runner counts nothing and decides nothing: the host does, so that a
+// host that loses its runner does not also take the plugin for
+// unhealthy.
+func (r *Runner) forwardHealth(p *process) {
 	defer r.wg.Done()
-	ctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-p.h.Done():
-			cancel()
-		case <-stop:
-		}
-	}()
-	var exec ready.Exec
-	if pr, ok := p.h.(placement.Prober); ok {
-		exec = pr.Probe
+	hs, ok := p.h.(placement.HealthSource)
+	if !ok {
+		return
 	}
-	health.Run(ctx, hc, exec, func(res health.Result) {
+	for res := range hs.HealthResults() {
 		ev := runnerapi.Event{Type: runnerapi.EventHealth, Instance: p.name, Generation: p.gen,
 			Health: &runnerapi.HealthResult{OK: res.Err == nil, At: res.At}}
 		if res.Err != nil {
@@ -45,7 +32,7 @@ func (r *Runner) checkHealth(p *process, hc *spec.Health) {
 		if s != nil {
 			s.send(ev)
 		}
-	})
+	}
 }
 
 // healthOf is the health check a start asks for, with graft's defaults

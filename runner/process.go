@@ -98,9 +98,9 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		return nil, err
 	}
 	started, err := r.adopt(s, inst, p, req.Plugin)
-	if hc := healthOf(req.Health); err == nil && hc != nil {
+	if err == nil && req.Health != nil {
 		r.wg.Add(1)
-		go r.checkHealth(p, hc)
+		go r.forwardHealth(p)
 	}
 	return started, err
 }
@@ -343,6 +343,7 @@ func pluginOf(req *runnerapi.Start) *spec.Plugin {
 		Dir:        req.Dir,
 		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
 	}
+	p.Health = healthOf(req.Health)
 	if rd := req.Ready; rd != nil {
 		timeout := spec.DefaultReadyTimeout
 		if rd.TimeoutMillis > 0 {

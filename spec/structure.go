@@ -26,13 +26,14 @@ func (d *decoder) checkStructure(s *Spec) {
 			d.placement(p, path, runners)
 		}
 		for i, u := range p.Uses {
-			if _, ok := s.Plugins[u]; !ok {
-				up := fmt.Sprintf("%s.uses[%d]", path, i)
+			up := fmt.Sprintf("%s.uses[%d]", path, i)
+			if _, ok := s.Plugins[u]; !ok && !d.bad[up] {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}
 		d.checkConditions(s, p, path)
 		d.once(p, path)
+		d.healthPlacement(p, path)
 	}
 	d.cycles(s, plugins)
 }
@@ -49,6 +50,20 @@ func (d *decoder) once(p *Plugin, path string) {
 	}
 	if d.written(path + ".health") {
 		d.errorf(d.at(path+".health"), path+".health", "a one-shot (once: true) is checked by its exit; health is for plugins that keep running")
+	}
+}
+
+// healthPlacement refuses a health check where it cannot run: on a
+// floating plugin, whose leader restarts its own process and whose
+// replacement would give up the lead, and an exec check on a worker,
+// which has no process to run a command beside.
+func (d *decoder) healthPlacement(p *Plugin, path string) {
+	switch {
+	case p.Health == nil:
+	case p.Run == Floating:
+		d.errorf(d.at(path+".health"), path+".health", "not for floating plugins: their leader restarts them, and a replacement would give up the lead")
+	case p.Run == Worker && len(p.Health.Exec) > 0:
+		d.errorf(d.at(path+".health.exec"), path+".health.exec", "a worker has no process to run a command beside; check it with tcp or http")
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 //	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
-//	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK exists, else 1
+//	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK$GRAFT_GENERATION
+//	                         exists (one per generation), else 1
 //	plug late NAME DURATION  sleep DURATION, say "NAME listening at=UNIXNANO", then serve NAME
 //	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
 //	                         connections stop being accepted at once when it is frozen (SIGSTOP)
@@ -92,8 +93,9 @@ func plugMain() {
 			fmt.Fprintf(f, "probe where=%s\n", os.Getenv("GRAFT_WHERE"))
 			f.Close()
 		}
-		if _, err := os.Stat(args[1]); err != nil {
-			fmt.Printf("%s missing\n", args[1])
+		ok := args[1] + os.Getenv("GRAFT_GENERATION")
+		if _, err := os.Stat(ok); err != nil {
+			fmt.Printf("%s missing\n", ok)
 			os.Exit(1)
 		}
 		exit0()

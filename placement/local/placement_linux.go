@@ -103,6 +103,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		p.Stop(canceled)
 		return nil, ctx.Err()
 	}
+	p.health = ready.HealthChecks(req.Plugin.Health, p.probe, p.done)
 	return p, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 )
@@ -37,9 +38,17 @@ type module struct {
 	exit    placement.Exit
 	outcome placement.Outcome
 	err     error
+
+	// health carries the results of its health checks (tcp or http),
+	// from its start (once ready) on; nil without.
+	health <-chan health.Result
 }
 
-var _ placement.Handle = (*module)(nil)
+var _ placement.HealthSource = (*module)(nil)
+
+// HealthResults are the results of the worker's health checks, run in
+// the host from its start (once ready) until it is gone.
+func (m *module) HealthResults() <-chan health.Result { return m.health }
 
 func newModule(name string, id placement.Identity, timing placement.Timing, out placement.Output, eof *os.File, kill context.CancelFunc) *module {
 	return &module{

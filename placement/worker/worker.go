@@ -136,6 +136,7 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if err := wait(ctx, m, req, seen); err != nil {
 		return nil, err
 	}
+	m.health = ready.HealthChecks(p.Health, nil, m.done)
 	return m, nil
 }
 
