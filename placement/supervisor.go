@@ -171,6 +171,14 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.starting, s.cancelStart = nil, nil
+	return s.settle(ctx, h, err, lost)
+}
+
+// settle records how a start ended: h running, or err, with lost the
+// handle whose end was unconfirmed when it began. It returns the start's
+// error, nil for a one-shot that completed before it was ready. Called
+// with s.mu held.
+func (s *Supervisor) settle(ctx context.Context, h Handle, err error, lost Handle) error {
 	switch {
 	case err == nil:
 		s.handle = h

@@ -37,6 +37,9 @@ func plugMain() {
 		fmt.Fprintln(os.Stderr, "usage: plug serve|listen|stubborn|exit|sleep ARG")
 		os.Exit(2)
 	}
+	if plugJobs(args) {
+		return
+	}
 	switch args[0] {
 	case "serve":
 		serve(args[1], nil)
@@ -87,53 +90,6 @@ func plugMain() {
 			}
 		}
 		serve(args[1], nil)
-	case "probe":
-		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintf(f, "probe where=%s\n", os.Getenv("GRAFT_WHERE"))
-			f.Close()
-		}
-		ok := args[1] + os.Getenv("GRAFT_GENERATION")
-		if _, err := os.Stat(ok); err != nil {
-			fmt.Printf("%s missing\n", ok)
-			os.Exit(1)
-		}
-		exit0()
-	case "late":
-		d, _ := time.ParseDuration(args[2])
-		time.Sleep(d)
-		fmt.Printf("%s listening at=%d\n", args[1], time.Now().UnixNano())
-		serve(args[1], nil)
-	case "tcp":
-		ln, err := smallListener(args[2])
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(3)
-		}
-		go acceptAll(ln)
-		serve(args[1], nil)
-	case "once":
-		if len(args) > 3 {
-			d, _ := time.ParseDuration(args[3])
-			time.Sleep(d)
-		}
-		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err == nil {
-			_, err = fmt.Fprintf(f, "%s ran\n", args[1])
-			f.Close()
-		}
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(3)
-		}
-		fmt.Printf("%s done\n", args[1])
-		exit0()
-	case "need":
-		if _, err := os.Stat(args[1]); err != nil {
-			fmt.Printf("%s: %s missing\n", args[2], args[1])
-			os.Exit(4)
-		}
-		serve(args[2], nil)
 	case "daemon":
 		cmd := exec.Command(os.Args[0], "serve", args[1]+"-daemon")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -203,4 +159,62 @@ func acceptAll(ln net.Listener) {
 		}
 		c.Close()
 	}
+}
+
+// plugJobs acts as the roles of the scripts of one-shots, health checks
+// and ready log lines (probe, late, tcp, once, need), and reports whether
+// args named one.
+func plugJobs(args []string) bool {
+	switch args[0] {
+	case "probe":
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "probe where=%s\n", os.Getenv("GRAFT_WHERE"))
+			f.Close()
+		}
+		ok := args[1] + os.Getenv("GRAFT_GENERATION")
+		if _, err := os.Stat(ok); err != nil {
+			fmt.Printf("%s missing\n", ok)
+			os.Exit(1)
+		}
+		exit0()
+	case "late":
+		d, _ := time.ParseDuration(args[2])
+		time.Sleep(d)
+		fmt.Printf("%s listening at=%d\n", args[1], time.Now().UnixNano())
+		serve(args[1], nil)
+	case "tcp":
+		ln, err := smallListener(args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		go acceptAll(ln)
+		serve(args[1], nil)
+	case "once":
+		if len(args) > 3 {
+			d, _ := time.ParseDuration(args[3])
+			time.Sleep(d)
+		}
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%s ran\n", args[1])
+			f.Close()
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		fmt.Printf("%s done\n", args[1])
+		exit0()
+	case "need":
+		if _, err := os.Stat(args[1]); err != nil {
+			fmt.Printf("%s: %s missing\n", args[2], args[1])
+			os.Exit(4)
+		}
+		serve(args[2], nil)
+	default:
+		return false
+	}
+	return true
 }
