@@ -85,3 +85,27 @@ func TestAwaitStarted(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Error(t, s.Await(ctx, spec.UntilReady), "a stopped plugin is never ready again")
 }
+
+// TestOnceStopped: a one-shot stopped while it runs goes through the stop
+// sequence like any plugin: its stop signal, its exit confirmed. It is
+// stopped, not completed, and Await says so.
+func TestOnceStopped(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("migrate", "cooperative")
+	p.Once = true
+	out := &stamps{mark: "stopping"}
+	s := placement.NewSupervisor(l, placement.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	require.NoError(t, s.Start(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- s.Await(ctx, spec.UntilCompleted) }()
+	outcome, err := s.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, placement.Exited, outcome, "it exited at its stop signal")
+	assert.True(t, s.LastExit().Requested)
+	assert.Equal(t, placement.Stopped, s.State().Status)
+	err = <-waited
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "migrate was stopped before it was completed")
+}
