@@ -276,10 +276,12 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	err = startReporting(ctx, e.unit, reached)
 	st := e.unit.State()
 	res := apply.Result{Identity: st.Identity, PID: st.PID}
-	if err != nil {
-		return res, err
+	if err != nil && !(p.Once && !st.NextRetry.IsZero()) {
+		return res, err // a one-shot's step waits through its retries, a failed start's too
 	}
-	reached(spec.UntilReady)
+	if err == nil {
+		reached(spec.UntilReady)
+	}
 	switch {
 	case p.Once:
 		err = e.unit.Await(ctx, spec.UntilCompleted)

@@ -28,6 +28,7 @@ import (
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
 //	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK$GRAFT_GENERATION
 //	                         exists (one per generation), else 1
+//	plug flaky NAME FILE     the first time (FILE missing) make FILE and exit 3, then say "NAME done" and exit 0
 //	plug late NAME DURATION  sleep DURATION, say "NAME listening at=UNIXNANO", then serve NAME
 //	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
 //	                         connections stop being accepted at once when it is frozen (SIGSTOP)
@@ -162,7 +163,7 @@ func acceptAll(ln net.Listener) {
 }
 
 // plugJobs acts as the roles of the scripts of one-shots, health checks
-// and ready log lines (probe, late, tcp, once, need), and reports whether
+// and ready log lines (probe, flaky, late, tcp, once, need), and reports whether
 // args named one.
 func plugJobs(args []string) bool {
 	switch args[0] {
@@ -177,6 +178,14 @@ func plugJobs(args []string) bool {
 			fmt.Printf("%s missing\n", ok)
 			os.Exit(1)
 		}
+		exit0()
+	case "flaky":
+		if _, err := os.Stat(args[2]); err != nil {
+			os.WriteFile(args[2], nil, 0o644)
+			fmt.Printf("%s failed once\n", args[1])
+			os.Exit(3)
+		}
+		fmt.Printf("%s done\n", args[1])
 		exit0()
 	case "late":
 		d, _ := time.ParseDuration(args[2])
