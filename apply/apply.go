@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // Executor does the steps: it stops and starts plugins.
@@ -24,8 +25,13 @@ type Executor interface {
 	// finished.
 	Stop(ctx context.Context, plugin string) (Result, error)
 	// Start starts plugin as the desired spec says, and returns once it
-	// runs (and is ready). The same holds of its context.
-	Start(ctx context.Context, plugin string) (Result, error)
+	// has reached until: ready when until is empty or ready, but a
+	// one-shot completed (its exit, non-zero, fails the step). On the
+	// way it calls reached with each condition the plugin reaches
+	// (started, ready, healthy, completed), so that the steps waiting on
+	// one begin then (docs/semantics.md, "Dependency conditions"). The
+	// same holds of its context.
+	Start(ctx context.Context, plugin string, until spec.Condition, reached func(spec.Condition)) (Result, error)
 }
 
 // Result is what a step did.
@@ -130,13 +136,20 @@ func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
 		waiting: map[string]int{},
 		next:    map[string][]string{},
 		begun:   map[string]bool{},
+		edges:   map[string][]*edge{},
+		until:   map[string]spec.Condition{},
 		done:    make(chan outcome),
+		reached: make(chan milestone),
 	}
 	for _, s := range p.Steps {
 		r.steps[s.ID] = s
 		r.waiting[s.ID] = len(s.After)
 		for _, a := range s.After {
-			r.next[a] = append(r.next[a], s.ID)
+			r.next[a.Step] = append(r.next[a.Step], s.ID)
+			r.edges[a.Step] = append(r.edges[a.Step], &edge{to: s.ID, until: a.Until})
+			if a.Until == spec.UntilHealthy {
+				r.until[a.Step] = spec.UntilHealthy
+			}
 		}
 	}
 	return r.run(ctx, p.Steps)
@@ -149,7 +162,10 @@ type runner struct {
 	waiting map[string]int      // steps not yet succeeded that each step waits on; -1 once skipped
 	next    map[string][]string // the steps that wait on each
 	begun   map[string]bool
+	edges   map[string][]*edge        // the edges out of each step, to the steps that wait on it
+	until   map[string]spec.Condition // how far each start goes: healthy when a step waits for that
 	done    chan outcome
+	reached chan milestone
 	emitMu  sync.Mutex
 	errs    *multierror.Error
 }
@@ -157,6 +173,20 @@ type runner struct {
 type outcome struct {
 	id  string
 	err error
+}
+
+// edge is one step waiting on another, until a condition or (none) its
+// success; done once it no longer holds the waiting step back.
+type edge struct {
+	to    string
+	until spec.Condition
+	done  bool
+}
+
+// milestone is a condition a start step's plugin reached.
+type milestone struct {
+	id    string
+	until spec.Condition
 }
 
 func (r *runner) emit(e Event) {
@@ -196,6 +226,8 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 			break
 		}
 		select {
+		case m := <-r.reached:
+			ready = r.release(m.id, func(e *edge) bool { return e.until == m.until }, ready)
 		case o := <-r.done:
 			running--
 			left--
@@ -204,11 +236,7 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 				left -= r.skip(o.id, fmt.Sprintf("%s failed", o.id))
 				continue
 			}
-			for _, n := range r.next[o.id] {
-				if r.waiting[n]--; r.waiting[n] == 0 {
-					ready = append(ready, n)
-				}
-			}
+			ready = r.release(o.id, func(*edge) bool { return true }, ready)
 		case <-stop:
 			stop = nil // seen once
 			cancelled = true
@@ -227,6 +255,23 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 		r.errs = multierror.Append(r.errs, err)
 	}
 	return r.errs.ErrorOrNil()
+}
+
+// release marks done the edges out of step id that match, and returns
+// ready with the steps no longer waiting on anything added.
+func (r *runner) release(id string, match func(*edge) bool, ready []string) []string {
+	for _, e := range r.edges[id] {
+		if e.done || !match(e) {
+			continue
+		}
+		e.done = true
+		if r.waiting[e.to] > 0 {
+			if r.waiting[e.to]--; r.waiting[e.to] == 0 {
+				ready = append(ready, e.to)
+			}
+		}
+	}
+	return ready
 }
 
 // unbegun reports the steps that neither began nor were skipped, which
@@ -257,7 +302,8 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 	case plan.OpStop:
 		res, err = r.ex.Stop(ctx, s.Plugin)
 	case plan.OpStart:
-		res, err = r.ex.Start(ctx, s.Plugin)
+		reached := func(c spec.Condition) { r.reached <- milestone{id: s.ID, until: c} }
+		res, err = r.ex.Start(ctx, s.Plugin, r.until[s.ID], reached)
 	case plan.OpReload, plan.OpUpdate:
 		res, err = inPlace(ctx, r.ex, s)
 	default:

@@ -27,6 +27,9 @@ type script struct {
 	fail  map[string]bool
 	errs  map[string]error // what a step returns instead of succeeding
 	gate  chan struct{}    // when set, every step waits for it
+	// milestones, when set, runs at the beginning of each start step
+	// with its until and reached.
+	milestones func(plugin string, until spec.Condition, reached func(spec.Condition))
 
 	mu      sync.Mutex
 	ended   map[string]time.Time
@@ -72,7 +75,10 @@ func (s *script) step(ctx context.Context, id string) (Result, error) {
 func (s *script) Stop(ctx context.Context, p string) (Result, error) {
 	return s.step(ctx, plan.StepID(plan.OpStop, p))
 }
-func (s *script) Start(ctx context.Context, p string) (Result, error) {
+func (s *script) Start(ctx context.Context, p string, until spec.Condition, reached func(spec.Condition)) (Result, error) {
+	if s.milestones != nil {
+		s.milestones(p, until, reached)
+	}
 	return s.step(ctx, plan.StepID(plan.OpStart, p))
 }
 
@@ -103,7 +109,7 @@ func TestOrder(t *testing.T) {
 	for _, s := range p.Steps {
 		require.Contains(t, ex.ended, s.ID)
 		for _, a := range s.After {
-			assert.False(t, ex.began[s.ID].Before(ex.ended[a]), "%s began before %s ended", s.ID, a)
+			assert.False(t, ex.began[s.ID].Before(ex.ended[a.Step]), "%s began before %s ended", s.ID, a)
 		}
 	}
 	assert.Len(t, events, 2*len(p.Steps))
@@ -240,9 +246,11 @@ func TestUnconfirmedStopFails(t *testing.T) {
 // run never reports success with work left undone.
 func TestRefusesBrokenGraphs(t *testing.T) {
 	for name, edit := range map[string]func(p *plan.Plan){
-		"missing": func(p *plan.Plan) { p.Steps[len(p.Steps)-1].After = append(p.Steps[len(p.Steps)-1].After, "stop:nope") },
-		"cycle":   func(p *plan.Plan) { p.Steps[0].After = []string{p.Steps[len(p.Steps)-1].ID} },
-		"twice":   func(p *plan.Plan) { p.Steps = append(p.Steps, p.Steps[0]) },
+		"missing": func(p *plan.Plan) {
+			p.Steps[len(p.Steps)-1].After = append(p.Steps[len(p.Steps)-1].After, plan.Edge{Step: "stop:nope"})
+		},
+		"cycle": func(p *plan.Plan) { p.Steps[0].After = plan.After(p.Steps[len(p.Steps)-1].ID) },
+		"twice": func(p *plan.Plan) { p.Steps = append(p.Steps, p.Steps[0]) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := chainPlan(t)
@@ -263,18 +271,19 @@ func TestRefusesBrokenGraphs(t *testing.T) {
 func TestUnbegunIsAnError(t *testing.T) {
 	steps := []plan.Step{
 		{ID: "stop:a", Op: plan.OpStop, Plugin: "a"},
-		{ID: "start:a", Op: plan.OpStart, Plugin: "a", After: []string{"stop:a", "stop:nope"}},
-		{ID: "stop:b", Op: plan.OpStop, Plugin: "b", After: []string{"start:b"}},
-		{ID: "start:b", Op: plan.OpStart, Plugin: "b", After: []string{"stop:b"}},
+		{ID: "start:a", Op: plan.OpStart, Plugin: "a", After: plan.After("stop:a", "stop:nope")},
+		{ID: "stop:b", Op: plan.OpStop, Plugin: "b", After: plan.After("start:b")},
+		{ID: "start:b", Op: plan.OpStart, Plugin: "b", After: plan.After("stop:b")},
 	}
 	ex := newScript(0)
 	r := &runner{ex: ex, opt: Options{Parallelism: 2}, steps: map[string]plan.Step{}, waiting: map[string]int{},
-		next: map[string][]string{}, begun: map[string]bool{}, done: make(chan outcome)}
+		next: map[string][]string{}, begun: map[string]bool{}, edges: map[string][]*edge{}, done: make(chan outcome)}
 	for _, s := range steps {
 		r.steps[s.ID] = s
 		r.waiting[s.ID] = len(s.After)
 		for _, a := range s.After {
-			r.next[a] = append(r.next[a], s.ID)
+			r.next[a.Step] = append(r.next[a.Step], s.ID)
+			r.edges[a.Step] = append(r.edges[a.Step], &edge{to: s.ID})
 		}
 	}
 	err := r.run(context.Background(), steps)

@@ -22,9 +22,9 @@ func (s inPlaceScript) Update(ctx context.Context, p string) (Result, error) {
 
 func inPlacePlan() *plan.Plan {
 	p := &plan.Plan{Format: plan.Format, Steps: []plan.Step{
-		{ID: "start:cache", Op: plan.OpStart, Plugin: "cache", After: []string{}},
-		{ID: "update:api", Op: plan.OpUpdate, Plugin: "api", After: []string{"start:cache"}},
-		{ID: "reload:web", Op: plan.OpReload, Plugin: "web", After: []string{}},
+		{ID: "start:cache", Op: plan.OpStart, Plugin: "cache", After: []plan.Edge{}},
+		{ID: "update:api", Op: plan.OpUpdate, Plugin: "api", After: []plan.Edge{{Step: "start:cache"}}},
+		{ID: "reload:web", Op: plan.OpReload, Plugin: "web", After: []plan.Edge{}},
 	}}
 	return p
 }

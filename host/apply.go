@@ -3,10 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/graftland/graft/apply"
@@ -249,9 +246,10 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outco
 	return outcome, err
 }
 
-// Start starts the plugin as the desired spec says. A failed plugin of
-// the same name (perhaps retrying) is stopped first.
-func (x executor) Start(ctx context.Context, name string) (apply.Result, error) {
+// Start starts the plugin as the desired spec says, and waits until it
+// reaches until, or, for a one-shot, completes (apply.Executor). A failed
+// plugin of the same name (perhaps retrying) is stopped first.
+func (x executor) Start(ctx context.Context, name string, until spec.Condition, reached func(spec.Condition)) (apply.Result, error) {
 	p := x.desired.Plugins[name]
 	if p == nil { // plan.Plan.Check refuses such a plan; never crash on one
 		return apply.Result{}, fmt.Errorf("start %s: not in the spec being applied", name)
@@ -271,7 +269,7 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	if err != nil {
 		return apply.Result{}, err
 	}
-	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out}
+	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
@@ -284,9 +282,39 @@ func (x executor) Start(ctx context.Context, name string) (apply.Result, error) 
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
 	x.h.changed.notify()
-	err = e.unit.Start(ctx)
+	err = startReporting(ctx, e.unit, reached)
 	st := e.unit.State()
-	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+	res := apply.Result{Identity: st.Identity, PID: st.PID}
+	if err != nil && !(p.Once && !st.NextRetry.IsZero()) {
+		return res, err // a one-shot's step waits through its retries, a failed start's too
+	}
+	if err == nil {
+		reached(spec.UntilReady)
+	}
+	switch {
+	case p.Once:
+		err = e.unit.Await(ctx, spec.UntilCompleted)
+	case until == spec.UntilHealthy:
+		if err = e.unit.Await(ctx, spec.UntilHealthy); err == nil {
+			reached(spec.UntilHealthy)
+		}
+	}
+	return res, err
+}
+
+// startReporting starts u and calls reached(started) as soon as its
+// process has started, so that the steps waiting for that begin while its
+// ready check still runs.
+func startReporting(ctx context.Context, u *placement.Supervisor, reached func(spec.Condition)) error {
+	actx, cancel := context.WithCancel(ctx)
+	seen := make(chan bool, 1)
+	go func() { seen <- u.Await(actx, spec.UntilStarted) == nil }()
+	err := u.Start(ctx)
+	cancel()
+	if <-seen || err == nil {
+		reached(spec.UntilStarted)
+	}
+	return err
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.
@@ -343,59 +371,4 @@ func (h *Host) entry(name string) *entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.plugins[name]
-}
-
-// Status is the host's report of itself and of what it runs, as graft
-// status reads it; its State is what plan.Diff reads.
-func (h *Host) Status() *hostapi.Status {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	st := &hostapi.Status{
-		Host: &hostapi.HostInfo{
-			PID:      os.Getpid(),
-			Version:  h.opt.Version,
-			StateDir: h.dir,
-			Since:    h.started,
-			Applying: h.holder.who,
-		},
-		Plugins: []hostapi.PluginStatus{},
-	}
-	if h.spec != nil {
-		st.Host.Spec = h.spec.Digest
-		if h.spec.parsed != nil {
-			st.Host.Project = h.spec.parsed.Name
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
-		e := h.plugins[name]
-		r := hostapi.PluginStatus{Record: e.record}
-		s := e.unit.State()
-		r.Status = statusOf(s.Status)
-		r.Role, r.Address = s.Role, s.Address
-		r.Instance = s.Identity.ID
-		r.Generation = s.Identity.Generation
-		r.PID = s.PID
-		r.Since = s.Since
-		r.Restarts = s.Restarts
-		r.LastError = s.LastError
-		r.LastStop = h.lastStops[name]
-		st.Plugins = append(st.Plugins, r)
-	}
-	return st
-}
-
-func statusOf(s placement.Status) plan.Status {
-	switch s {
-	case placement.Starting:
-		return plan.Starting
-	case placement.Running:
-		return plan.Running
-	case placement.Failed:
-		return plan.Failed
-	case placement.Standby:
-		return plan.Standby
-	case placement.StopUnconfirmed:
-		return plan.Unconfirmed
-	}
-	return plan.Stopping // stopping, or stopped and about to be forgotten
 }

@@ -35,11 +35,11 @@ func TestEditedPlanRefused(t *testing.T) {
 
 	for name, edit := range map[string]func(p *plan.Plan){
 		"unknown plugin": func(p *plan.Plan) {
-			p.Steps = append(p.Steps, plan.Step{ID: "start:ghost", Op: plan.OpStart, Plugin: "ghost", After: []string{}})
+			p.Steps = append(p.Steps, plan.Step{ID: "start:ghost", Op: plan.OpStart, Plugin: "ghost", After: plan.After()})
 		},
-		"missing after": func(p *plan.Plan) { p.Steps[3].After = []string{"stop:nope"} },
-		"cycle":         func(p *plan.Plan) { p.Steps[0].After = []string{"start:api"} },
-		"edge left out": func(p *plan.Plan) { p.Steps[3].After = []string{"stop:api"} },
+		"missing after": func(p *plan.Plan) { p.Steps[3].After = plan.After("stop:nope") },
+		"cycle":         func(p *plan.Plan) { p.Steps[0].After = plan.After("start:api") },
+		"edge left out": func(p *plan.Plan) { p.Steps[3].After = plan.After("stop:api") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			edited := clonePlan(t, saved)
@@ -73,7 +73,7 @@ func clonePlan(t *testing.T, p *plan.Plan) *plan.Plan {
 	out := *p
 	out.Steps = nil
 	for _, s := range p.Steps {
-		s.After = append([]string{}, s.After...)
+		s.After = append([]plan.Edge{}, s.After...)
 		out.Steps = append(out.Steps, s)
 	}
 	return &out

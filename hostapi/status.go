@@ -44,6 +44,11 @@ type PluginStatus struct {
 	Role string `json:"role,omitempty"`
 	// Address is where a floating plugin's leader serves.
 	Address string `json:"address,omitempty"`
+	// Health is the verdict of its health check (starting, healthy,
+	// unhealthy); empty without one.
+	Health string `json:"health,omitempty"`
+	// HealthError is the error of its last failed health check.
+	HealthError string `json:"healthError,omitempty"`
 	// LastStop is how the plugin's last stop ended, when it has been
 	// stopped (a restart, a replacement).
 	LastStop *LastStop `json:"lastStop,omitempty"`
@@ -91,6 +96,8 @@ type pluginJSON struct {
 	LastError  string            `json:"lastError,omitempty"`
 	Role       string            `json:"role,omitempty"`
 	Address    string            `json:"address,omitempty"`
+	Health     string            `json:"health,omitempty"`
+	HealthErr  string            `json:"healthError,omitempty"`
 	Hash       string            `json:"hash"`
 	Uses       []string          `json:"uses,omitempty"`
 	Fields     map[string]string `json:"fields,omitempty"`
@@ -115,6 +122,8 @@ func (p PluginStatus) MarshalJSON() ([]byte, error) {
 		LastError:  p.LastError,
 		Role:       p.Role,
 		Address:    p.Address,
+		Health:     p.Health,
+		HealthErr:  p.HealthError,
 		Hash:       p.Hash,
 		Uses:       p.Uses,
 		Fields:     p.Fields,

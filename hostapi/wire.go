@@ -31,6 +31,9 @@ type ApplyRequest struct {
 	// Restart names plugins to replace though unchanged (graft restart);
 	// their consumers restart as for any replacement.
 	Restart []string `json:"restart,omitempty"`
+	// Once, with Restart, asks that each plugin named be a one-shot
+	// (graft run): it runs again, planned like a restart.
+	Once bool `json:"once,omitempty"`
 	// Parallelism bounds the steps running at once; 0 is the default, 10.
 	Parallelism int `json:"parallelism,omitempty"`
 	// LockWait is how long to wait for an apply under way to finish, in

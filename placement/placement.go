@@ -6,9 +6,11 @@ package placement
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"time"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/spec"
 )
 
@@ -52,6 +54,14 @@ type Request struct {
 	Env map[string]string
 	// Output receives the plugin's stdout and stderr.
 	Output Output
+	// Started, when set, is called once the plugin's process has started
+	// (exec'd), before its ready check: the condition started of
+	// docs/semantics.md, "Dependency conditions". A placement that cannot
+	// tell leaves it to the Supervisor, which counts the plugin started
+	// when its start returns.
+	Started func()
+	// Log, when set, receives the transitions of the plugin's health.
+	Log *slog.Logger
 	// Identity, when set, is the identity the plugin gets, instead of the
 	// placement's own (a fresh UUID and generation 1): a floating plugin
 	// gets its instance name and the election's epoch.
@@ -87,6 +97,25 @@ type Handle interface {
 	// Cancelling ctx cuts the graceful part short: the plugin is forced at
 	// once, and Stop still waits until its end is confirmed.
 	Stop(ctx context.Context) (Outcome, error)
+}
+
+// Prober is a Handle that can run a check's command as its plugin runs
+// (same directory and environment, reaped by the same machinery): the
+// exec health checks of a runner, which runs the process.
+type Prober interface {
+	Handle
+	Probe(ctx context.Context, argv []string) error
+}
+
+// HealthSource is a Handle that runs its plugin's health check (its
+// spec's health:) where its process runs: the host for a local or worker
+// plugin, the runner for a runner's, whose results come through the
+// session's events. The Supervisor reads the results and decides what an
+// unhealthy plugin becomes. The channel is nil without a check, and
+// closed when no more results come.
+type HealthSource interface {
+	Handle
+	HealthResults() <-chan health.Result
 }
 
 // Identity is what a plugin knows of itself (docs/semantics.md, "Identity

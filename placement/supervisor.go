@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/spec"
 )
 
@@ -27,6 +28,8 @@ const (
 	// StopUnconfirmed: a stop no one could confirm; the plugin may still
 	// be running. Stopping it again asks again.
 	StopUnconfirmed Status = "unconfirmed"
+	// Completed: a one-shot plugin that exited 0. It is not retried.
+	Completed Status = "completed"
 )
 
 // State is a snapshot of a supervised plugin.
@@ -48,6 +51,10 @@ type State struct {
 	Role string
 	// Address is where a floating plugin's leader serves.
 	Address string
+	// Health is the verdict of its health check: empty without one.
+	Health health.Status
+	// HealthError is the error of its last failed health check.
+	HealthError string
 }
 
 // Reporter is a Handle that reports a state of its own while it runs: a
@@ -81,6 +88,18 @@ type Supervisor struct {
 	cancelStart context.CancelFunc
 	timer       *time.Timer
 	wg          sync.WaitGroup // watchers of handles, and retries armed
+	// changed is closed, and replaced, at every change of state, for
+	// Await.
+	changed chan struct{}
+	// started is set once the process of the current run has started
+	// (Request.Started, or its start returned): the condition started.
+	started bool
+	// health is the verdict of the current run's liveness check; nil
+	// without one (health.go).
+	health *health.Tracker
+	// unhealthyRow counts the replacements for unhealthiness since a
+	// check last passed: past the first, the retry schedule applies.
+	unhealthyRow int
 	// onChange, when set, is called on each change of state, with mu held.
 	onChange func()
 }
@@ -103,7 +122,27 @@ func NewSupervisor(p Placement, req Request) *Supervisor {
 	if d, ok := p.(Retrier); ok && retry == nil {
 		retry = d.DefaultRetry()
 	}
-	return &Supervisor{placement: p, req: req, retry: retry, state: State{Status: Stopped, Since: time.Now()}}
+	s := &Supervisor{placement: p, req: req, retry: retry, state: State{Status: Stopped, Since: time.Now()}, changed: make(chan struct{})}
+	s.req.Started = s.markStarted
+	return s
+}
+
+// markStarted records that the current run's process started, as a
+// placement reports through Request.Started.
+func (s *Supervisor) markStarted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = true
+	s.notify()
+}
+
+// notify wakes every Await, and tells OnChange's f. Called with s.mu held.
+func (s *Supervisor) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if s.onChange != nil {
+		s.onChange()
+	}
 }
 
 // Retrier is a Placement whose plugins are retried even when their spec
@@ -137,6 +176,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	s.starting, s.cancelStart = done, cancel
+	s.started = false
+	s.health = nil
+	s.state.Health, s.state.HealthError = "", ""
 	s.set(Starting, "")
 	req := s.req // Update may change it meanwhile
 	s.mu.Unlock()
@@ -146,12 +188,27 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.starting, s.cancelStart = nil, nil
+	return s.settle(ctx, h, err, lost)
+}
+
+// settle records how a start ended: h running, or err, with lost the
+// handle whose end was unconfirmed when it began. It returns the start's
+// error, nil for a one-shot that completed before it was ready. Called
+// with s.mu held.
+func (s *Supervisor) settle(ctx context.Context, h Handle, err error, lost Handle) error {
 	switch {
 	case err == nil:
 		s.handle = h
+		s.started = true
 		s.state.Identity, s.state.PID = h.Identity(), h.PID()
 		s.set(Running, "")
 		s.watch(h)
+		s.monitor(h)
+	case s.req.Plugin.Once && completedEarly(err):
+		// A one-shot that did its work before its ready check passed.
+		s.handle, s.state.PID = nil, 0
+		s.set(Completed, "")
+		err = nil
 	case s.stopping:
 		s.set(Stopping, "")
 	case lost != nil && !errors.As(err, new(*StartError)):
@@ -204,9 +261,20 @@ func (s *Supervisor) watch(h Handle) {
 		}
 		s.handle = nil
 		s.state.PID = 0
+		if s.req.Plugin.Once && exit.Success() {
+			s.set(Completed, "") // done: retry is for failures only
+			return
+		}
 		s.set(Failed, describeExit(exit))
 		s.scheduleRetry()
 	}()
+}
+
+// completedEarly reports whether a start failed only because its plugin
+// exited 0 before its ready check passed.
+func completedEarly(err error) bool {
+	var se *StartError
+	return errors.As(err, &se) && !se.Exit.At.IsZero() && se.Exit.Success() && !se.Exit.Requested
 }
 
 // describeExit is a failure for State.LastError: the exit and the last
@@ -352,7 +420,5 @@ func (s *Supervisor) set(status Status, lastError string) {
 	if status == Failed {
 		s.state.LastError = lastError
 	}
-	if s.onChange != nil {
-		s.onChange()
-	}
+	s.notify()
 }

@@ -94,7 +94,11 @@ func (p *Plan) CheckSteps() error {
 	}
 	for _, s := range p.Steps {
 		seen := make(map[string]bool, len(s.After))
-		for _, a := range s.After {
+		for _, e := range s.After {
+			a := e.Step
+			if e.Until != "" && (!slices.Contains(spec.Conditions, e.Until) || !strings.HasPrefix(a, string(OpStart)+":")) {
+				return badPlan(s.ID, "waits on %s: a condition is on the start of a provider, one of started, ready, healthy, completed", e)
+			}
 			switch _, ok := index[a]; {
 			case !ok:
 				return badPlan(s.ID, "waits on %q, which is not a step of the plan", a)
@@ -127,7 +131,7 @@ func findCycle(steps []Step, index map[string]int) []string {
 		state[i] = onPath
 		path = append(path, i)
 		for _, a := range steps[i].After {
-			j := index[a]
+			j := index[a.Step]
 			switch state[j] {
 			case onPath:
 				at := slices.Index(path, j)
@@ -314,9 +318,13 @@ func sameSteps(got, want []Step) error {
 	return nil
 }
 
-func idList(ids []string) string {
-	if len(ids) == 0 {
+func idList(edges []Edge) string {
+	if len(edges) == 0 {
 		return "nothing"
+	}
+	ids := make([]string, len(edges))
+	for i, e := range edges {
+		ids[i] = e.String()
 	}
 	return "[" + strings.Join(ids, ", ") + "]"
 }

@@ -120,25 +120,25 @@ func stepRefusals(step func(p *Plan, id string) *Step) []refusal {
 		{"id", func(p *Plan) { step(p, "stop:old").Plugin = "db" }, `bad plan: step stop:old: its id does not match its op and plugin: want "stop:db"`},
 		{"no id", func(p *Plan) { step(p, "stop:old").ID = "" }, `bad plan: step #2: its id does not match its op and plugin: want "stop:old"`},
 		{"twice", func(p *Plan) { p.Steps = append(p.Steps, p.Steps[0]) }, `bad plan: step stop:api: listed twice`},
-		{"missing after", func(p *Plan) { step(p, "start:api").After = []string{"stop:nope"} },
+		{"missing after", func(p *Plan) { step(p, "start:api").After = After("stop:nope") },
 			`bad plan: step start:api: waits on "stop:nope", which is not a step of the plan`},
-		{"after itself", func(p *Plan) { step(p, "stop:db").After = []string{"stop:db"} }, `bad plan: step stop:db: waits on itself`},
-		{"after twice", func(p *Plan) { step(p, "stop:db").After = []string{"stop:api", "stop:api"} }, `bad plan: step stop:db: waits on stop:api twice`},
-		{"cycle", func(p *Plan) { step(p, "stop:api").After = []string{"start:api"} },
+		{"after itself", func(p *Plan) { step(p, "stop:db").After = After("stop:db") }, `bad plan: step stop:db: waits on itself`},
+		{"after twice", func(p *Plan) { step(p, "stop:db").After = After("stop:api", "stop:api") }, `bad plan: step stop:db: waits on stop:api twice`},
+		{"cycle", func(p *Plan) { step(p, "stop:api").After = After("start:api") },
 			`bad plan: step stop:api: its steps wait on each other in a cycle: stop:api → start:api → start:db → stop:db → stop:api`},
 		{"long cycle", func(p *Plan) {
-			step(p, "stop:old").After = []string{"start:db"}
-			step(p, "stop:db").After = []string{"stop:old"}
+			step(p, "stop:old").After = After("start:db")
+			step(p, "stop:db").After = After("stop:old")
 		},
 			`bad plan: step stop:old: its steps wait on each other in a cycle: stop:old → start:db → stop:db → stop:old`},
 		{"start of an unknown plugin", func(p *Plan) {
-			p.Steps = append(p.Steps, Step{ID: "start:ghost", Op: OpStart, Plugin: "ghost", After: []string{}})
+			p.Steps = append(p.Steps, Step{ID: "start:ghost", Op: OpStart, Plugin: "ghost", After: After()})
 		}, `bad plan: step start:ghost: starts ghost, which is not in the plan's spec (plugins.yaml)`},
 		{"start of a removed plugin", func(p *Plan) {
-			p.Steps = append(p.Steps, Step{ID: "start:old", Op: OpStart, Plugin: "old", After: []string{"stop:old"}})
+			p.Steps = append(p.Steps, Step{ID: "start:old", Op: OpStart, Plugin: "old", After: After("stop:old")})
 		}, `bad plan: step start:old: starts old, which is not in the plan's spec (plugins.yaml)`},
 		{"stop of an unknown plugin", func(p *Plan) {
-			p.Steps = append(p.Steps, Step{ID: "stop:ghost", Op: OpStop, Plugin: "ghost", After: []string{}})
+			p.Steps = append(p.Steps, Step{ID: "stop:ghost", Op: OpStop, Plugin: "ghost", After: After()})
 		}, `bad plan: step stop:ghost: stops ghost, which neither runs nor is in the plan's spec`},
 	}
 }
@@ -167,24 +167,24 @@ func ruleRefusals(step func(p *Plan, id string) *Step, change func(p *Plan, plug
 		{"no change of a kept plugin", func(p *Plan) {
 			change(p, "api").Action = Keep
 			p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool { return s.Plugin == "api" })
-			step(p, "stop:db").After = []string{}
+			step(p, "stop:db").After = After()
 			p.Changes = slices.DeleteFunc(p.Changes, func(c Change) bool { return c.Plugin == "api" })
 		}, `bad plan: no change for api, a plugin of its spec`},
 		{"a restart left out", func(p *Plan) {
 			change(p, "api").Action = Keep
 			p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool { return s.Plugin == "api" })
-			step(p, "stop:db").After = []string{}
+			step(p, "stop:db").After = After()
 		}, `bad plan: step stop:api: missing: its spec and the running state call for it`},
-		{"an edge left out", func(p *Plan) { step(p, "start:api").After = []string{"stop:api"} },
+		{"an edge left out", func(p *Plan) { step(p, "start:api").After = After("stop:api") },
 			`bad plan: step start:api: waits on [stop:api], but the plan rules make it wait on [start:db, stop:api]`},
-		{"an edge added", func(p *Plan) { step(p, "stop:old").After = []string{"stop:api"} },
+		{"an edge added", func(p *Plan) { step(p, "stop:old").After = After("stop:api") },
 			`bad plan: step stop:old: waits on [stop:api], but the plan rules make it wait on nothing`},
 		{"out of order", func(p *Plan) { p.Steps[0], p.Steps[1] = p.Steps[1], p.Steps[0] },
 			`bad plan: step stop:old: out of order: step 1 of the plan of its spec and the running state is stop:api`},
 		{"a replace made a start", func(p *Plan) {
 			change(p, "db").Action = Start
 			p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool { return s.ID == "stop:db" })
-			step(p, "start:db").After = []string{}
+			step(p, "start:db").After = After()
 		}, `bad plan: step stop:db: missing: its spec and the running state call for it`},
 		{"hash", func(p *Plan) { change(p, "db").Hash = "sha256:x" },
 			`bad plan: changes[1] is replace db, but its spec and the running state give replace db (hash "sha256:x", want "`},
@@ -200,11 +200,11 @@ func ruleRefusals(step func(p *Plan, id string) *Step, change func(p *Plan, plug
 func TestCheckStepsAlone(t *testing.T) {
 	p := &Plan{Steps: []Step{
 		{ID: "stop:a", Op: OpStop, Plugin: "a"},
-		{ID: "start:a", Op: OpStart, Plugin: "a", After: []string{"stop:a"}},
+		{ID: "start:a", Op: OpStart, Plugin: "a", After: After("stop:a")},
 	}}
 	require.NoError(t, p.CheckSteps())
-	p.Steps[0].After = []string{"start:a"}
+	p.Steps[0].After = After("start:a")
 	require.EqualError(t, p.CheckSteps(), "bad plan: step stop:a: its steps wait on each other in a cycle: stop:a → start:a → stop:a")
-	p.Steps[0].After = []string{"start:b"}
+	p.Steps[0].After = After("start:b")
 	require.EqualError(t, p.CheckSteps(), `bad plan: step stop:a: waits on "start:b", which is not a step of the plan`)
 }

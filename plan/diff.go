@@ -154,6 +154,11 @@ func (d *differ) classify(i int) {
 		c.Action, c.Reason = Replace, unconfirmedReason(r)+"; its exit must be confirmed before it starts again"
 	case slices.Contains(d.replace, name):
 		c.Action, c.Reason = Replace, "restart requested"
+		if r.Status == Completed {
+			c.Reason = "run again on request"
+		}
+	case r.Status == Completed:
+		c.Reason = "completed"
 	}
 }
 
@@ -179,7 +184,7 @@ func (d *differ) restart(i int) {
 	via := -1
 	for _, u := range d.uses[i] {
 		pc := &d.changes[u]
-		if !restarts(pc.Action) || d.newlyUsed(i, u) {
+		if !restarts(pc.Action) || d.newlyUsed(i, u) || !d.rerun(i, u) {
 			continue
 		}
 		if via < 0 || len(pc.Cause) < len(d.changes[via].Cause) || len(pc.Cause) == len(d.changes[via].Cause) && u < via {
@@ -200,6 +205,19 @@ func (d *differ) restart(i int) {
 	if len(c.Cause) > 2 {
 		c.Reason += " (through " + strings.Join(c.Cause[1:len(c.Cause)-1], " → ") + ")"
 	}
+}
+
+// rerun reports whether a change of provider u restarts plugin i. It
+// does, unless i is a one-shot that has completed: that runs again only
+// when it waits for u to complete, that is when u is a one-shot that runs
+// again. A migration that used a database is not run again because the
+// database was replaced (docs/semantics.md, "One-shot plugins").
+func (d *differ) rerun(i, u int) bool {
+	r := d.running[d.names[i]]
+	if r == nil || r.Status != Completed {
+		return true
+	}
+	return d.desired.Plugins[d.names[i]].Condition(d.names[u]) == spec.UntilCompleted
 }
 
 // topological orders the desired plugins providers first, by name among

@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/graftland/graft/spec"
 )
 
 // StepID names the step that does op to plugin, as in "stop:api".
 func StepID(op Op, plugin string) string { return string(op) + ":" + plugin }
 
 // graph builds the steps and their order (docs/plan-format.md, "Steps"):
+//   - an edge from a start to a provider's start carries the condition of
+//     the consumer's uses entry, unless it is ready, the default;
 //   - stop X waits for stop C of every running consumer C of X, so
 //     consumers stop while X still serves them;
 //   - start X waits for start P of every desired provider P of X;
@@ -47,6 +51,7 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 	}
 
 	after := make([][]int, 2*len(names))
+	until := map[[2]int]spec.Condition{} // the condition of an edge, by [node, node it waits on]
 	for i := range names {
 		if has[stopNode(i)] {
 			after[stopNode(i)] = d.nearestStops(i, consumers, has)
@@ -62,10 +67,13 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 		for _, u := range d.uses[i] {
 			if n := startNode(u); has[n] {
 				after[startNode(i)] = append(after[startNode(i)], n)
+				if c := d.desired.Plugins[names[i]].Condition(names[u]); c != spec.UntilReady {
+					until[[2]int{startNode(i), n}] = c
+				}
 			}
 		}
 	}
-	return waves(names, has, after, d.op)
+	return waves(names, has, after, until, d.op)
 }
 
 // op is the operation of node n: a reload or an update takes the start
@@ -125,7 +133,7 @@ func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
 // step it waits on (Kahn's algorithm), and lists them in that order: by
 // wave, stops before starts, then by plugin. A cycle can only come from a
 // running state whose records use each other; it is an error.
-func waves(names []string, has []bool, after [][]int, op func(int) Op) ([]Step, [][]string, error) {
+func waves(names []string, has []bool, after [][]int, until map[[2]int]spec.Condition, op func(int) Op) ([]Step, [][]string, error) {
 	order, wave, err := kahn(names, has, after)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +141,7 @@ func waves(names []string, has []bool, after [][]int, op func(int) Op) ([]Step, 
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(wave[a]-wave[b], a%2-b%2, a/2-b/2) // wave, stops first, plugin
 	})
-	steps, ws := listSteps(names, order, wave, after, op)
+	steps, ws := listSteps(names, order, wave, after, until, op)
 	return steps, ws, nil
 }
 
@@ -182,7 +190,7 @@ func kahn(names []string, has []bool, after [][]int) (order, wave []int, err err
 
 // listSteps makes the steps of the nodes of order, in that order, each
 // with the ids of the steps it waits on, and lists their ids by wave.
-func listSteps(names []string, order, wave []int, after [][]int, op func(int) Op) ([]Step, [][]string) {
+func listSteps(names []string, order, wave []int, after [][]int, until map[[2]int]spec.Condition, op func(int) Op) ([]Step, [][]string) {
 	ids := make([]string, len(after))
 	for _, n := range order {
 		ids[n] = StepID(op(n), names[n/2])
@@ -192,11 +200,11 @@ func listSteps(names []string, order, wave []int, after [][]int, op func(int) Op
 	for i, n := range order {
 		s := &steps[i]
 		s.ID, s.Op, s.Plugin = ids[n], op(n), names[n/2]
-		s.After = make([]string, len(after[n]))
+		s.After = make([]Edge, len(after[n]))
 		for j, a := range after[n] {
-			s.After[j] = ids[a]
+			s.After[j] = Edge{Step: ids[a], Until: until[[2]int{n, a}]}
 		}
-		slices.Sort(s.After)
+		slices.SortFunc(s.After, func(a, b Edge) int { return cmp.Compare(a.Step, b.Step) })
 		if wave[n] == len(ws) {
 			ws = append(ws, nil)
 		}

@@ -35,7 +35,7 @@ func TestInPlaceChanges(t *testing.T) {
 	assert.Contains(t, text, "1 to update in place, 0 to restart")
 	assert.Contains(t, text, "  * update  web  changed retry.max (in place)\n")
 	assert.NotContains(t, text, "api")
-	assert.Equal(t, []Step{{ID: "update:web", Op: OpUpdate, Plugin: "web", After: []string{}}}, p.Steps)
+	assert.Equal(t, []Step{{ID: "update:web", Op: OpUpdate, Plugin: "web", After: []Edge{}}}, p.Steps)
 
 	// A static file with onChange none: nothing.
 	writeFile(t, filepath.Join(dir, "static/index.html"), "v2")
@@ -47,7 +47,7 @@ func TestInPlaceChanges(t *testing.T) {
 	p, err := Diff(contentSpec(t, dir, base), applied(before))
 	require.NoError(t, err)
 	assert.Contains(t, render(t, p), "  ⟳ reload  web  changed file nginx.conf\n")
-	assert.Equal(t, []Step{{ID: "reload:web", Op: OpReload, Plugin: "web", After: []string{}}}, p.Steps)
+	assert.Equal(t, []Step{{ID: "reload:web", Op: OpReload, Plugin: "web", After: []Edge{}}}, p.Steps)
 	assert.Equal(t, 1, p.Summary.Reload)
 
 	// The command too: a replace, naming what forces it.
@@ -76,8 +76,8 @@ func TestUsesInPlace(t *testing.T) {
 `)
 	assert.Contains(t, render(t, p), "  * update  api    changed uses (in place)\n")
 	assert.Equal(t, []Step{
-		{ID: "start:cache", Op: OpStart, Plugin: "cache", After: []string{}},
-		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []string{"start:cache"}},
+		{ID: "start:cache", Op: OpStart, Plugin: "cache", After: []Edge{}},
+		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []Edge{{Step: "start:cache"}}},
 	}, p.Steps)
 
 	p = inPlace(t, dir, before, `plugins:
@@ -93,7 +93,7 @@ func TestUsesInPlace(t *testing.T) {
   cache: {command: [./cache]}
 `, before)
 	assert.Equal(t, []Step{
-		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []string{}},
-		{ID: "stop:cache", Op: OpStop, Plugin: "cache", After: []string{"update:api"}},
+		{ID: "update:api", Op: OpUpdate, Plugin: "api", After: []Edge{}},
+		{ID: "stop:cache", Op: OpStop, Plugin: "cache", After: []Edge{{Step: "update:api"}}},
 	}, p.Steps)
 }

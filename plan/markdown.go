@@ -57,7 +57,12 @@ func (p *Plan) writeMermaid(b *strings.Builder) {
 	}
 	for i, st := range p.Steps {
 		for _, a := range st.After {
-			if from, ok := node[a]; ok {
+			from, ok := node[a.Step]
+			switch {
+			case !ok:
+			case a.Until != "": // the condition the step waits for
+				fmt.Fprintf(b, "  %s -->|\"%s\"| s%d\n", from, mermaidLabel(string(a.Until)), i)
+			default:
 				fmt.Fprintf(b, "  %s --> s%d\n", from, i)
 			}
 		}

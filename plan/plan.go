@@ -87,8 +87,9 @@ type Step struct {
 	ID     string `json:"id"`
 	Op     Op     `json:"op"`
 	Plugin string `json:"plugin"`
-	// After lists the steps that must finish before this one starts.
-	After []string `json:"after"`
+	// After lists the steps that must finish before this one starts, or,
+	// for an edge with a condition, reach it.
+	After []Edge `json:"after"`
 }
 
 // Summary counts the changes by action, and the steps and waves.

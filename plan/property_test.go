@@ -144,7 +144,7 @@ func simulate(t *testing.T, seed uint64, rng *rand.Rand, desired *spec.Spec, run
 	for len(pending) > 0 {
 		var ready []int
 		for i, s := range pending {
-			if !slices.ContainsFunc(s.After, func(a string) bool { return !done[a] }) {
+			if !slices.ContainsFunc(s.After, func(a Edge) bool { return !done[a.Step] }) {
 				ready = append(ready, i)
 			}
 		}

@@ -66,8 +66,16 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 	}
 
 	fmt.Fprintf(b, "\n%s.\n", p.orderLine())
+	conds := map[string]string{}
+	for _, st := range p.Steps {
+		conds[st.ID] = st.conditions()
+	}
 	for i, wave := range p.Waves {
-		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(strings.ReplaceAll(strings.Join(wave, ", "), ":", " ")))
+		line := make([]string, len(wave))
+		for j, id := range wave {
+			line[j] = strings.Replace(id, ":", " ", 1) + conds[id]
+		}
+		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(strings.Join(line, ", ")))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -21,7 +21,7 @@ func TestRenderEscaped(t *testing.T) {
 			{Plugin: "db\x1b[2J", Action: Start, Reason: "failed: exited; \x1b]0;pwned\x07 \u202eexe.", Run: "local"},
 			{Plugin: "gone\u009b", Action: Stop, Reason: "everything stops: evil\r\x1b[2K", Run: "local"},
 		},
-		Steps:   []Step{{ID: "start:db\x1b[2J", Op: OpStart, Plugin: "db\x1b[2J", After: []string{}}},
+		Steps:   []Step{{ID: "start:db\x1b[2J", Op: OpStart, Plugin: "db\x1b[2J", After: After()}},
 		Waves:   [][]string{{"start:db\x1b[2J"}},
 		Summary: Summary{Start: 1, Stop: 1, Steps: 1, Waves: 1},
 	}
@@ -54,10 +54,10 @@ func TestMarkdownEscaped(t *testing.T) {
 			{Plugin: "ok", Action: Restart, Reason: "x is replaced", Run: "local"},
 		},
 		Steps: []Step{
-			{ID: "stop:ok", Op: OpStop, Plugin: "ok", After: []string{}},
-			{ID: "stop:" + name, Op: OpStop, Plugin: name, After: []string{"stop:ok"}},
-			{ID: "start:" + name, Op: OpStart, Plugin: name, After: []string{"stop:" + name}},
-			{ID: "start:ok", Op: OpStart, Plugin: "ok", After: []string{"start:" + name, "stop:ok"}},
+			{ID: "stop:ok", Op: OpStop, Plugin: "ok", After: []Edge{}},
+			{ID: "stop:" + name, Op: OpStop, Plugin: name, After: []Edge{{Step: "stop:ok"}}},
+			{ID: "start:" + name, Op: OpStart, Plugin: name, After: []Edge{{Step: "stop:" + name}}},
+			{ID: "start:ok", Op: OpStart, Plugin: "ok", After: []Edge{{Step: "start:" + name}, {Step: "stop:ok"}}},
 		},
 		Waves:   [][]string{{"stop:ok"}, {"stop:" + name}, {"start:" + name}, {"start:ok"}},
 		Summary: Summary{Replace: 1, Restart: 1, Steps: 4, Waves: 4},

@@ -24,10 +24,11 @@ const (
 	Stopping    Status = "stopping"    // a stop is under way
 	Unconfirmed Status = "unconfirmed" // a stop could not be confirmed: it may still be running
 	Standby     Status = "standby"     // floating, and another host leads
+	Completed   Status = "completed"   // a one-shot that exited 0; nothing runs, and nothing needs to
 )
 
 // Statuses lists every status.
-var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standby}
+var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standby, Completed}
 
 // State is what runs, as a plan reads it: the input of Diff and Check,
 // and what a saved plan's state digest covers. The host reports more
@@ -153,7 +154,7 @@ func (s *State) Digest() string {
 
 // class is the part of a status that Diff branches on.
 func (st Status) class() string {
-	if st == Failed || st == Unconfirmed {
+	if st == Failed || st == Unconfirmed || st == Completed {
 		return string(st)
 	}
 	return "live"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -50,7 +51,45 @@ func checkStart(s *runnerapi.Start) error {
 		return fmt.Errorf("stopSignal %q: not a signal (want a name such as SIGTERM)", s.StopSignal)
 	}
 	if rd := s.Ready; rd != nil {
-		return checkReady(rd)
+		if err := checkReady(rd); err != nil {
+			return err
+		}
+	}
+	if hc := s.Health; hc != nil {
+		return checkHealth(hc)
+	}
+	return nil
+}
+
+// checkReady refuses a readiness check with a log pattern that is not
+// RE2, or whose tcp, http or exec checkProbe refuses; with a pattern,
+// none of them is needed.
+func checkReady(rd *runnerapi.Ready) error {
+	if rd.Log == "" {
+		return checkProbe("ready", rd.TCP, rd.HTTP, rd.Exec, rd.TimeoutMillis)
+	}
+	if _, err := regexp.Compile(rd.Log); err != nil {
+		return fmt.Errorf("ready: log: %v", err)
+	}
+	if rd.TCP == "" && rd.HTTP == "" && len(rd.Exec) == 0 {
+		return checkProbe("ready", "", "", []string{"-"}, rd.TimeoutMillis) // the timeout alone
+	}
+	return checkProbe("ready", rd.TCP, rd.HTTP, rd.Exec, rd.TimeoutMillis)
+}
+
+// checkHealth refuses a health check checkProbe refuses, or whose
+// windows are negative or beyond any lease.
+func checkHealth(hc *runnerapi.Health) error {
+	if err := checkProbe("health", hc.TCP, hc.HTTP, hc.Exec, hc.TimeoutMillis); err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		name string
+		v    int64
+	}{{"intervalMillis", hc.IntervalMillis}, {"startPeriodMillis", hc.StartPeriodMillis}} {
+		if w.v < 0 || w.v > int64(maxLease/time.Millisecond) {
+			return fmt.Errorf("health: %s %d: want a positive number of milliseconds, or 0 for the default", w.name, w.v)
+		}
 	}
 	return nil
 }
@@ -74,36 +113,36 @@ func checkEnv(env map[string]string, inherit []string) error {
 	return nil
 }
 
-// checkReady refuses a readiness check that is not exactly one of tcp,
-// http and exec, or whose one cannot be carried out.
-func checkReady(rd *runnerapi.Ready) error {
+// checkProbe refuses a readiness or health check (what) that is not
+// exactly one of tcp, http and exec, or whose one cannot be carried out.
+func checkProbe(what, tcp, http string, exec []string, timeoutMillis int64) error {
 	n := 0
-	for _, set := range []bool{rd.TCP != "", rd.HTTP != "", len(rd.Exec) > 0} {
+	for _, set := range []bool{tcp != "", http != "", len(exec) > 0} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return errors.New("ready: want exactly one of tcp, http and exec")
+		return fmt.Errorf("%s: want exactly one of tcp, http and exec", what)
 	}
-	if rd.TimeoutMillis < 0 || rd.TimeoutMillis > int64(maxLease/time.Millisecond) {
-		return fmt.Errorf("ready: timeoutMillis %d: want a positive number of milliseconds, or 0 for 30 seconds", rd.TimeoutMillis)
+	if timeoutMillis < 0 || timeoutMillis > int64(maxLease/time.Millisecond) {
+		return fmt.Errorf("%s: timeoutMillis %d: want a positive number of milliseconds, or 0 for the default", what, timeoutMillis)
 	}
-	if rd.HTTP != "" {
-		u, err := url.Parse(rd.HTTP)
+	if http != "" {
+		u, err := url.Parse(http)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("ready: http %q: want an http or https URL", rd.HTTP)
+			return fmt.Errorf("%s: http %q: want an http or https URL", what, http)
 		}
 	}
-	if len(rd.Exec) > 0 && rd.Exec[0] == "" {
-		return errors.New("ready: exec: no command")
+	if len(exec) > 0 && exec[0] == "" {
+		return fmt.Errorf("%s: exec: no command", what)
 	}
-	for i, a := range rd.Exec {
-		if err := noNUL(fmt.Sprintf("ready: exec[%d]", i), a); err != nil {
+	for i, a := range exec {
+		if err := noNUL(fmt.Sprintf("%s: exec[%d]", what, i), a); err != nil {
 			return err
 		}
 	}
-	return noNUL("ready: tcp", rd.TCP)
+	return noNUL(what+": tcp", tcp)
 }
 
 func checkStop(s *runnerapi.Stop) error {

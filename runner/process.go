@@ -97,7 +97,12 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	if err := r.spawn(ctx, s, p, req); err != nil {
 		return nil, err
 	}
-	return r.adopt(s, inst, p, req.Plugin)
+	started, err := r.adopt(s, inst, p, req.Plugin)
+	if err == nil && req.Health != nil {
+		r.wg.Add(1)
+		go r.forwardHealth(p)
+	}
+	return started, err
 }
 
 // admit lets a start of instance name through session id, and marks the
@@ -339,12 +344,13 @@ func pluginOf(req *runnerapi.Start) *spec.Plugin {
 		Dir:        req.Dir,
 		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
 	}
+	p.Health = healthOf(req.Health)
 	if rd := req.Ready; rd != nil {
 		timeout := spec.DefaultReadyTimeout
 		if rd.TimeoutMillis > 0 {
 			timeout = time.Duration(rd.TimeoutMillis) * time.Millisecond
 		}
-		p.Ready = &spec.Ready{TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
+		p.Ready = &spec.Ready{Log: rd.Log, TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
 	}
 	return p
 }

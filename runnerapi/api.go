@@ -88,6 +88,9 @@ const (
 	EventOutput = "output"
 	EventExit   = "exit"
 	EventPing   = "ping"
+	// EventHealth is the result of one health check the runner ran of a
+	// process (docs/runner-api.md, "Health checks").
+	EventHealth = "health"
 )
 
 // Event is one line of GET /v1/sessions/{session}/events.
@@ -97,11 +100,34 @@ type Event struct {
 	Generation int64           `json:"generation,omitempty"`
 	Line       string          `json:"line,omitempty"`
 	Exit       *placement.Exit `json:"exit,omitempty"`
+	// Health is a health event's result.
+	Health *HealthResult `json:"health,omitempty"`
 }
 
-// Ready is a readiness check run on the runner's machine: exactly one of
-// TCP, HTTP and Exec.
+// HealthResult is one health check's result: passed, or Error says why
+// not.
+type HealthResult struct {
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// Health is a liveness check the runner runs on its machine while the
+// process runs, one at a time: exactly one of TCP, HTTP and Exec.
+type Health struct {
+	TCP               string   `json:"tcp,omitempty"`
+	HTTP              string   `json:"http,omitempty"`
+	Exec              []string `json:"exec,omitempty"`
+	IntervalMillis    int64    `json:"intervalMillis"`
+	TimeoutMillis     int64    `json:"timeoutMillis"`
+	StartPeriodMillis int64    `json:"startPeriodMillis,omitempty"`
+}
+
+// Ready is a readiness check run on the runner's machine: at most one of
+// TCP, HTTP and Exec, with or without Log, and at least one of the four.
 type Ready struct {
+	// Log is an RE2 pattern: ready once a line of the output matches.
+	Log           string   `json:"log,omitempty"`
 	TCP           string   `json:"tcp,omitempty"`
 	HTTP          string   `json:"http,omitempty"`
 	Exec          []string `json:"exec,omitempty"`
@@ -122,6 +148,10 @@ type Start struct {
 	Dir        string   `json:"dir,omitempty"`
 	StopSignal string   `json:"stopSignal,omitempty"`
 	Ready      *Ready   `json:"ready,omitempty"`
+	// Health, when set, is checked on the runner from the start on, each
+	// result sent as a health event; the host counts the failures and
+	// decides.
+	Health *Health `json:"health,omitempty"`
 }
 
 // Started answers a start.

@@ -26,6 +26,7 @@ type decoder struct {
 	keys  map[string]Pos        // where each map entry's key was written
 	text  map[string]string     // what each scalar field was written as
 	seqs  map[string]*yaml.Node // each list, by path
+	until map[string]Condition  // the condition of each long-form uses entry, by path
 	bad   map[string]bool       // paths whose value could not be decoded
 	nodes int
 	// open holds the mappings being listed, to refuse a merge of one into
@@ -35,7 +36,7 @@ type decoder struct {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, until: map[string]Condition{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
 }
 
 func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
@@ -214,7 +215,12 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
 	d.seqs[path] = n
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		d.element(item, s.Index(i), path+"["+strconv.Itoa(i)+"]")
+		ip := path + "[" + strconv.Itoa(i) + "]"
+		if v.Type() == usesType {
+			d.useItem(item, s.Index(i).Addr().Interface().(*string), ip)
+			continue
+		}
+		d.element(item, s.Index(i), ip)
 	}
 	v.Set(s)
 }

@@ -10,18 +10,22 @@ import (
 // and "Floating plugins: the election"). They are applied in applyDefaults
 // and nowhere else.
 const (
-	DefaultStopSignal    = "SIGTERM"
-	DefaultMargin        = 5 * time.Second  // the host waits shutdown timeout + lease + margin
-	DefaultReadyTimeout  = 30 * time.Second // how long a start waits for ready
-	DefaultRetryDelay    = 1 * time.Second
-	DefaultRetryFactor   = 2.0
-	DefaultRetryMax      = 1 * time.Minute
-	DefaultElectTTL      = 15 * time.Second // an unchanged lease older than this: its leader is dead
-	DefaultElectRenew    = 3 * time.Second  // the leader rewrites the lease this often
-	DefaultElectPoll     = 2 * time.Second  // the others look at it this often
-	DefaultLockStale     = 15 * time.Second // a lock file older than this was left by a crash
-	DefaultProbeFailures = 3                // failed probes of the leader's plugin before it is replaced
-	DefaultStartFailures = 3                // failed starts in a row before the leader releases the lease
+	DefaultStopSignal   = "SIGTERM"
+	DefaultMargin       = 5 * time.Second  // the host waits shutdown timeout + lease + margin
+	DefaultReadyTimeout = 30 * time.Second // how long a start waits for ready
+
+	DefaultHealthInterval = 10 * time.Second // between the starts of two health checks
+	DefaultHealthTimeout  = 5 * time.Second  // how long one health check may take
+	DefaultHealthFailures = 3                // failed checks in a row that make a plugin unhealthy
+	DefaultRetryDelay     = 1 * time.Second
+	DefaultRetryFactor    = 2.0
+	DefaultRetryMax       = 1 * time.Minute
+	DefaultElectTTL       = 15 * time.Second // an unchanged lease older than this: its leader is dead
+	DefaultElectRenew     = 3 * time.Second  // the leader rewrites the lease this often
+	DefaultElectPoll      = 2 * time.Second  // the others look at it this often
+	DefaultLockStale      = 15 * time.Second // a lock file older than this was left by a crash
+	DefaultProbeFailures  = 3                // failed probes of the leader's plugin before it is replaced
+	DefaultStartFailures  = 3                // failed starts in a row before the leader releases the lease
 	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML
 	// (docs/stopping.md, "The stop sequence"); the Go API of the placements
 	// can change it.
@@ -67,6 +71,13 @@ func (s *Spec) applyDefaults() {
 		}
 		if p.Ready != nil {
 			orDefault(&p.Ready.Timeout, DefaultReadyTimeout)
+		}
+		if hc := p.Health; hc != nil {
+			orDefault(&hc.Interval, DefaultHealthInterval)
+			orDefault(&hc.Timeout, DefaultHealthTimeout)
+			if hc.Failures == 0 {
+				hc.Failures = DefaultHealthFailures
+			}
 		}
 		if r := p.Retry; r != nil {
 			orDefault(&r.Delay, DefaultRetryDelay)

@@ -68,7 +68,7 @@ func TestLoadDesignExample(t *testing.T) {
 	assert.Equal(t, Local, api.Run, "run defaults to local")
 	assert.Equal(t, map[string]string{"CACHE_ADDR": "127.0.0.1:6380", "PORT": "8080", "DEBUG": "true"}, api.Env,
 		"scalars are read as the text written")
-	assert.Equal(t, []string{"cache"}, api.Uses)
+	assert.Equal(t, Uses{"cache"}, api.Uses)
 	assert.Equal(t, 30*time.Second, api.Retry.Max.Std())
 	assert.Equal(t, "", api.Instance, "local plugins have no stable instance name")
 

@@ -119,12 +119,23 @@ type Plugin struct {
 	// Dir is the working directory, relative to the spec's directory.
 	Dir string `yaml:"dir"`
 	// Uses names the plugins this one consumes: it starts after them and
-	// stops before them.
-	Uses []string `yaml:"uses"`
+	// stops before them. An entry is a name, or {plugin, until} with a
+	// condition; the names are here and the conditions in Until.
+	Uses Uses `yaml:"uses"`
+	// Until holds the condition of each entry of Uses written in the long
+	// form with an until; the others wait for ready (Condition.Of).
+	Until map[string]Condition `yaml:"-"`
+	// Once marks a one-shot plugin: it runs to completion (a migration, a
+	// cache warm-up) and is not run again while it stays completed
+	// (docs/semantics.md, "One-shot plugins").
+	Once bool `yaml:"once"`
 	// StopSignal starts the graceful stop (default SIGTERM).
 	StopSignal string `yaml:"stopSignal"`
 	// Ready gates the start until the plugin answers.
 	Ready *Ready `yaml:"ready"`
+	// Health is a liveness check, run for as long as the plugin runs: a
+	// plugin that fails it Failures times in a row is replaced.
+	Health *Health `yaml:"health"`
 	// Retry restarts a plugin that exits on its own.
 	Retry *Retry `yaml:"retry"`
 	// Runner names the runner of a `run: runner` plugin; empty means the
@@ -157,8 +168,12 @@ type Mount struct {
 	Writable bool `yaml:"writable"`
 }
 
-// Ready is a readiness check: exactly one of TCP, HTTP and Exec.
+// Ready is a readiness check: at most one of TCP, HTTP and Exec, with or
+// without Log, and at least one of the four.
 type Ready struct {
+	// Log is an RE2 regular expression: ready once a line of the plugin's
+	// output matches.
+	Log string `yaml:"log"`
 	// TCP is HOST:PORT that must accept a connection.
 	TCP string `yaml:"tcp"`
 	// HTTP is a URL that must answer GET with a 2xx or 3xx status.
@@ -167,6 +182,34 @@ type Ready struct {
 	Exec []string `yaml:"exec"`
 	// Timeout bounds the wait for readiness (default 30 seconds).
 	Timeout Duration `yaml:"timeout"`
+}
+
+// Health is a liveness check: exactly one of TCP, HTTP and Exec, tried
+// every Interval once StartPeriod has passed (docs/semantics.md, "Health
+// checks").
+type Health struct {
+	// TCP is HOST:PORT that must accept a connection.
+	TCP string `yaml:"tcp"`
+	// HTTP is a URL that must answer GET with a 2xx or 3xx status.
+	HTTP string `yaml:"http"`
+	// Exec is a command that must exit 0.
+	Exec []string `yaml:"exec"`
+	// Interval is the time between the starts of two checks (default 10
+	// seconds).
+	Interval Duration `yaml:"interval"`
+	// Timeout bounds one check (default 5 seconds).
+	Timeout Duration `yaml:"timeout"`
+	// Failures is how many failed checks in a row make the plugin
+	// unhealthy, and replaced (default 3).
+	Failures int `yaml:"failures"`
+	// StartPeriod is how long after the start no check runs (default 0).
+	StartPeriod Duration `yaml:"startPeriod"`
+}
+
+// Probe is the check of h in the form of a ready check, whose probes
+// health checks share (internal/ready).
+func (h *Health) Probe() *Ready {
+	return &Ready{TCP: h.TCP, HTTP: h.HTTP, Exec: h.Exec, Timeout: h.Timeout}
 }
 
 // Retry is the restart schedule of a plugin that exits on its own:

@@ -26,13 +26,45 @@ func (d *decoder) checkStructure(s *Spec) {
 			d.placement(p, path, runners)
 		}
 		for i, u := range p.Uses {
-			if _, ok := s.Plugins[u]; !ok {
-				up := fmt.Sprintf("%s.uses[%d]", path, i)
+			up := fmt.Sprintf("%s.uses[%d]", path, i)
+			if _, ok := s.Plugins[u]; !ok && !d.bad[up] {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}
+		d.checkConditions(s, p, path)
+		d.once(p, path)
+		d.healthPlacement(p, path)
 	}
 	d.cycles(s, plugins)
+}
+
+// once checks a one-shot plugin: it runs to completion, which a floating
+// plugin (kept running on whichever host leads) cannot, and it is checked
+// by its exit, so a liveness check has nothing to add.
+func (d *decoder) once(p *Plugin, path string) {
+	if !p.Once {
+		return
+	}
+	if p.Run == Floating {
+		d.errorf(d.at(path+".once"), path+".once", "a floating plugin runs on whichever host leads and cannot run once")
+	}
+	if d.written(path + ".health") {
+		d.errorf(d.at(path+".health"), path+".health", "a one-shot (once: true) is checked by its exit; health is for plugins that keep running")
+	}
+}
+
+// healthPlacement refuses a health check where it cannot run: on a
+// floating plugin, whose leader restarts its own process and whose
+// replacement would give up the lead, and an exec check on a worker,
+// which has no process to run a command beside.
+func (d *decoder) healthPlacement(p *Plugin, path string) {
+	switch {
+	case p.Health == nil:
+	case p.Run == Floating:
+		d.errorf(d.at(path+".health"), path+".health", "not for floating plugins: their leader restarts them, and a replacement would give up the lead")
+	case p.Run == Worker && len(p.Health.Exec) > 0:
+		d.errorf(d.at(path+".health.exec"), path+".health.exec", "a worker has no process to run a command beside; check it with tcp or http")
+	}
 }
 
 // placement checks the fields that belong to p's placement, and only those.

@@ -84,6 +84,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	d.argv(path+".command", p.Command)
 	d.envValues(p.Env, path+".env")
 	d.inheritEnv(p, path)
+	d.usesConditions(p, path)
 	seen := map[string]bool{}
 	for i, u := range p.Uses {
 		up := fmt.Sprintf("%s.uses[%d]", path, i)
@@ -98,6 +99,9 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	}
 	if r := p.Ready; r != nil {
 		d.readyValues(r, path+".ready")
+	}
+	if hc := p.Health; hc != nil {
+		d.healthValues(hc, path+".health")
 	}
 	if r := p.Retry; r != nil {
 		d.retryValues(r, path+".retry")
@@ -183,6 +187,39 @@ func (d *decoder) argv(path string, args []string) {
 }
 
 func (d *decoder) readyValues(r *Ready, path string) {
+	set := d.probeValues(r.TCP, r.HTTP, r.Exec, path)
+	_, log := d.pos[path+".log"]
+	if d.written(path + ".log") {
+		if _, err := regexp.Compile(r.Log); err != nil {
+			d.errorf(d.at(path+".log"), path+".log", "bad regular expression (RE2): %v", err)
+		}
+	}
+	switch {
+	case set > 1:
+		d.errorf(d.at(path), path, "want at most one of tcp, http and exec (log may go with any), found %d", set)
+	case set == 0 && !log:
+		d.errorf(d.at(path), path, "want one of log, tcp, http and exec")
+	}
+	d.positive(path+".timeout", r.Timeout)
+}
+
+// healthValues checks a health check at path: exactly one probe, positive
+// durations and at least one failure.
+func (d *decoder) healthValues(hc *Health, path string) {
+	if set := d.probeValues(hc.TCP, hc.HTTP, hc.Exec, path); set != 1 {
+		d.errorf(d.at(path), path, "want exactly one of tcp, http and exec, found %d", set)
+	}
+	for _, k := range []string{"interval", "timeout", "startPeriod"} {
+		d.positive(path+"."+k, map[string]Duration{"interval": hc.Interval, "timeout": hc.Timeout, "startPeriod": hc.StartPeriod}[k])
+	}
+	if d.written(path+".failures") && hc.Failures < 1 {
+		d.errorf(d.at(path+".failures"), path+".failures", "want 1 or more, got %d", hc.Failures)
+	}
+}
+
+// probeValues checks the probe fields of a ready or health check at path
+// and returns how many of them the file set.
+func (d *decoder) probeValues(tcp, http string, exec []string, path string) int {
 	set := 0
 	for _, k := range []string{"tcp", "http", "exec"} {
 		if _, ok := d.pos[path+"."+k]; ok {
@@ -190,25 +227,22 @@ func (d *decoder) readyValues(r *Ready, path string) {
 		}
 	}
 	if d.written(path + ".tcp") {
-		if err := checkHostPort(r.TCP); err != nil {
+		if err := checkHostPort(tcp); err != nil {
 			d.errorf(d.at(path+".tcp"), path+".tcp", "%v", err)
 		}
 	}
 	if d.written(path + ".http") {
-		if u, err := url.Parse(r.HTTP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			d.errorf(d.at(path+".http"), path+".http", "want an http:// or https:// URL with a host, got %q", r.HTTP)
+		if u, err := url.Parse(http); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.errorf(d.at(path+".http"), path+".http", "want an http:// or https:// URL with a host, got %q", http)
 		}
 	}
 	if d.written(path + ".exec") {
-		if len(r.Exec) == 0 {
+		if len(exec) == 0 {
 			d.errorf(d.at(path+".exec"), path+".exec", "want a command, such as [pg_isready, -q]")
 		}
-		d.argv(path+".exec", r.Exec)
+		d.argv(path+".exec", exec)
 	}
-	if set != 1 {
-		d.errorf(d.at(path), path, "want exactly one of tcp, http and exec, found %d", set)
-	}
-	d.positive(path+".timeout", r.Timeout)
+	return set
 }
 
 // positive checks that a duration the file wrote is finite and above zero:

@@ -27,6 +27,7 @@ type CLI struct {
 	Status   StatusCmd   `cmd:"" help:"Show what runs."`
 	Logs     LogsCmd     `cmd:"" help:"Print a plugin's output."`
 	Restart  RestartCmd  `cmd:"" help:"Replace plugins, and restart their consumers, in order."`
+	Run      RunCmd      `cmd:"" help:"Run a one-shot plugin (once: true) again, planned like a restart."`
 	Leader   LeaderCmd   `cmd:"" help:"Show which host leads a floating plugin: holder, address, epoch and how fresh its lease is."`
 	Down     DownCmd     `cmd:"" help:"Stop every plugin, consumers first, and the host."`
 	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`

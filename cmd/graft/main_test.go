@@ -96,6 +96,11 @@ func TestScripts(t *testing.T) {
 			"jsonset":     cmdJSONSet,
 			"gencerts":    cmdGenCerts,
 			"metrics":     cmdMetrics,
+			"waithealth":  cmdWaitHealth,
+			"mark":        cmdMark,
+			"elapsed":     cmdElapsed,
+			"sigplug":     cmdSigPlug,
+			"readylag":    cmdReadyLag,
 		},
 	})
 }

@@ -26,11 +26,22 @@ import (
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
 //	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
+//	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
+//	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
+//	plug probe OK LOG        append "probe where=$GRAFT_WHERE" to LOG; exit 0 if the file OK$GRAFT_GENERATION
+//	                         exists (one per generation), else 1
+//	plug flaky NAME FILE     the first time (FILE missing) make FILE and exit 3, then say "NAME done" and exit 0
+//	plug late NAME DURATION  sleep DURATION, say "NAME listening at=UNIXNANO", then serve NAME
+//	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
+//	                         connections stop being accepted at once when it is frozen (SIGSTOP)
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: plug serve|listen|stubborn|exit|sleep ARG")
 		os.Exit(2)
+	}
+	if plugJobs(args) {
+		return
 	}
 	switch args[0] {
 	case "serve":
@@ -120,3 +131,109 @@ func serve(name string, sigs chan os.Signal) {
 // a plugin's environment is what its file says. A race is still reported
 // as it is found.
 func exit0() { syscall.Exit(0) }
+
+// smallListener listens on addr (IPv4 HOST:PORT) with a backlog of 0:
+// the kernel queues one connection the process has not accepted and
+// drops the handshakes after it, as a wedged server's port does once its
+// queue is full. net.Listen takes the system's largest backlog.
+func smallListener(addr string) (net.Listener, error) {
+	ta, err := net.ResolveTCPAddr("tcp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1); err != nil {
+		return nil, err
+	}
+	sa := &syscall.SockaddrInet4{Port: ta.Port}
+	copy(sa.Addr[:], ta.IP.To4())
+	if err := syscall.Bind(fd, sa); err != nil {
+		return nil, err
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
+}
+
+// acceptAll accepts and closes connections until ln fails.
+func acceptAll(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
+	}
+}
+
+// plugJobs acts as the roles of the scripts of one-shots, health checks
+// and ready log lines (probe, flaky, late, tcp, once, need), and reports whether
+// args named one.
+func plugJobs(args []string) bool {
+	switch args[0] {
+	case "probe":
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "probe where=%s\n", os.Getenv("GRAFT_WHERE"))
+			f.Close()
+		}
+		ok := args[1] + os.Getenv("GRAFT_GENERATION")
+		if _, err := os.Stat(ok); err != nil {
+			fmt.Printf("%s missing\n", ok)
+			os.Exit(1)
+		}
+		exit0()
+	case "flaky":
+		if _, err := os.Stat(args[2]); err != nil {
+			os.WriteFile(args[2], nil, 0o644)
+			fmt.Printf("%s failed once\n", args[1])
+			os.Exit(3)
+		}
+		fmt.Printf("%s done\n", args[1])
+		exit0()
+	case "late":
+		d, _ := time.ParseDuration(args[2])
+		time.Sleep(d)
+		fmt.Printf("%s listening at=%d\n", args[1], time.Now().UnixNano())
+		serve(args[1], nil)
+	case "tcp":
+		ln, err := smallListener(args[2])
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		go acceptAll(ln)
+		serve(args[1], nil)
+	case "once":
+		if len(args) > 3 {
+			d, _ := time.ParseDuration(args[3])
+			time.Sleep(d)
+		}
+		f, err := os.OpenFile(args[2], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%s ran\n", args[1])
+			f.Close()
+		}
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(3)
+		}
+		fmt.Printf("%s done\n", args[1])
+		exit0()
+	case "need":
+		if _, err := os.Stat(args[1]); err != nil {
+			fmt.Printf("%s: %s missing\n", args[2], args[1])
+			os.Exit(4)
+		}
+		serve(args[2], nil)
+	default:
+		return false
+	}
+	return true
+}

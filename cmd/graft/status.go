@@ -73,7 +73,7 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tLAST STOP\tLAST ERROR")
+	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tHEALTH\tLAST STOP\tLAST ERROR")
 	for _, r := range st.Plugins {
 		run := string(r.Run)
 		if r.Role != "" {
@@ -86,8 +86,15 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 		if r.Status == plan.Running && !r.Since.IsZero() {
 			uptime = since(r.Since)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\n", cell(r.Name), cell(run), cell(string(r.Status)), cell(shortID(r.Instance)),
-			r.Generation, pid, uptime, r.Restarts, cell(lastStop(r.LastStop)), cell(firstLine(r.LastError)))
+		health, lastErr := "-", r.LastError
+		if r.Health != "" {
+			health = r.Health
+		}
+		if lastErr == "" && r.HealthError != "" {
+			lastErr = "health check: " + r.HealthError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", cell(r.Name), cell(run), cell(string(r.Status)), cell(shortID(r.Instance)),
+			r.Generation, pid, uptime, r.Restarts, cell(health), cell(lastStop(r.LastStop)), cell(firstLine(lastErr)))
 	}
 	return tw.Flush()
 }

@@ -41,19 +41,36 @@ const (
 	maxInterval   = time.Second
 )
 
-// Wait tries the check of r until it passes, returning nil; until r's
-// timeout passes (*NotReadyError); until gone is closed, meaning the plugin
+// Wait waits for r's log line, when it has a log pattern, through seen
+// (Watch), then tries its tcp, http or exec check, when it has one, until
+// it passes, returning nil; until r's timeout passes, both waits
+// together (*NotReadyError); until gone is closed, meaning the plugin
 // ended (ErrGone); or until ctx is done (ctx's error).
-func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}) error {
+func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}, seen <-chan struct{}) error {
 	timeout := r.Timeout.Std()
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
+	if r.Log != "" {
+		select {
+		case <-seen:
+		case <-gone:
+			return ErrGone
+		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return err
+			}
+			return &NotReadyError{Timeout: timeout, Last: fmt.Errorf("no line of its output matched %q", r.Log)}
+		}
+		if r.TCP == "" && r.HTTP == "" && len(r.Exec) == 0 {
+			return nil
+		}
+	}
 	interval := firstInterval
 	var last error
 	for {
 		attempt, stop := context.WithCancel(ctx)
 		res := make(chan error, 1)
-		go func() { res <- check(attempt, r, exec) }()
+		go func() { res <- Probe(attempt, r, exec) }()
 		select {
 		case last = <-res:
 		case <-gone:
@@ -79,13 +96,10 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	}
 }
 
-// Check makes one attempt of r's check, bounded by ctx: for a check that
-// is repeated after the start, such as a floating leader's probe of its
-// plugin.
-func Check(ctx context.Context, r *spec.Ready, exec Exec) error { return check(ctx, r, exec) }
-
-// check makes one attempt.
-func check(ctx context.Context, r *spec.Ready, exec Exec) error {
+// Probe makes one attempt of r's check (its tcp, http or exec), bounded
+// by ctx: the probe that ready checks and health checks (internal/health)
+// share.
+func Probe(ctx context.Context, r *spec.Ready, exec Exec) error {
 	switch {
 	case r.TCP != "":
 		var d net.Dialer

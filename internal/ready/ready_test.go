@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestTCP(t *testing.T) {
 		close(ln)
 	}()
 	began := time.Now()
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr}), noExec, nil)
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr}), noExec, nil, nil)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, time.Since(began), 150*time.Millisecond)
 	if l := <-ln; l != nil {
@@ -59,7 +60,7 @@ func TestTCP(t *testing.T) {
 func TestNotReady(t *testing.T) {
 	addr := freeAddr(t)
 	began := time.Now()
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr, Timeout: spec.FromStd(300 * time.Millisecond)}), noExec, nil)
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr, Timeout: spec.FromStd(300 * time.Millisecond)}), noExec, nil, nil)
 	var nr *NotReadyError
 	require.ErrorAs(t, err, &nr)
 	assert.Contains(t, err.Error(), "not ready after 300 millis: dial tcp "+addr)
@@ -87,10 +88,10 @@ func TestHTTP(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/flaky"}), noExec, nil))
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/flaky"}), noExec, nil, nil))
 	assert.Equal(t, int32(3), calls.Load(), "tried until it answered 200")
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/moved"}), noExec, nil), "a redirect is an answer")
-	err := Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/broken", Timeout: spec.FromStd(200 * time.Millisecond)}), noExec, nil)
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/moved"}), noExec, nil, nil), "a redirect is an answer")
+	err := Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/broken", Timeout: spec.FromStd(200 * time.Millisecond)}), noExec, nil, nil)
 	assert.ErrorContains(t, err, "500 Internal Server Error")
 }
 
@@ -103,22 +104,58 @@ func TestExec(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{Exec: []string{"pg_isready", "-q"}}), exec, nil))
+	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{Exec: []string{"pg_isready", "-q"}}), exec, nil, nil))
 	assert.Equal(t, 2, n)
 }
 
 func TestGone(t *testing.T) {
 	gone := make(chan struct{})
 	time.AfterFunc(100*time.Millisecond, func() { close(gone) })
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, gone)
+	err := Wait(context.Background(), readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, gone, nil)
 	assert.ErrorIs(t, err, ErrGone)
 }
 
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := Wait(ctx, readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, nil)
+	err := Wait(ctx, readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, nil, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	var nr *NotReadyError
 	assert.False(t, errors.As(err, &nr), "the caller's deadline is not the check's timeout")
+}
+
+// memOut is an Output that keeps what it is written.
+type memOut struct{ b strings.Builder }
+
+func (m *memOut) Write(p []byte) (int, error) { return m.b.Write(p) }
+func (m *memOut) Tail() []string              { return strings.Split(m.b.String(), "\n") }
+
+// TestLogReady: a log pattern is seen at the first matching line,
+// however the output is cut into writes, and passed on whole; a check
+// composes with it, and the timeout covers both.
+func TestLogReady(t *testing.T) {
+	r := readyOf(spec.Ready{Log: `^listening on :\d+$`})
+	mem := &memOut{}
+	out, seen := Watch(r, mem)
+	for _, part := range []string{"starting\nlisten", "ing on :80", "80\r\nmore\n"} {
+		_, err := out.Write([]byte(part))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, "starting\nlistening on :8080\r\nmore\n", mem.b.String())
+	require.NoError(t, Wait(context.Background(), r, noExec, nil, seen))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	both := readyOf(spec.Ready{Log: "up", TCP: ln.Addr().String(), Timeout: spec.FromStd(300 * time.Millisecond)})
+	_, seen = Watch(both, &memOut{})
+	err = Wait(context.Background(), both, noExec, nil, seen)
+	var nr *NotReadyError
+	require.ErrorAs(t, err, &nr, "the line never came, though the port answers")
+	assert.Equal(t, `not ready after 300 millis: no line of its output matched "up"`, err.Error())
+
+	out, seen = Watch(both, &memOut{})
+	go out.Write([]byte("up\n"))
+	assert.NoError(t, Wait(context.Background(), both, noExec, nil, seen))
+	assert.Nil(t, func() <-chan struct{} { _, s := Watch(readyOf(spec.Ready{TCP: "x:1"}), mem); return s }(), "no pattern, no watch")
 }

@@ -143,7 +143,7 @@ func (h *handle) probeOnce(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(elect.DialTimeout, e.Renew.Std()))
 	defer cancel()
 	if r := h.req.Plugin.Ready; r != nil && (r.TCP != "" || r.HTTP != "") {
-		return ready.Check(ctx, r, nil)
+		return ready.Probe(ctx, r, nil)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", h.addr)

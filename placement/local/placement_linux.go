@@ -56,6 +56,8 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		id = *req.Identity
 	}
 	env := environ(l.opt.Env, req, id)
+	var seen <-chan struct{}
+	req.Output, seen = ready.Watch(req.Plugin.Ready, req.Output)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -82,14 +84,18 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
+	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
 	l.live[p] = true
 	l.mu.Unlock()
 	if l.opt.Started != nil {
 		l.opt.Started(p)
 	}
+	if req.Started != nil {
+		req.Started()
+	}
 
 	if req.Plugin.Ready != nil {
-		if err := l.awaitReady(ctx, req, env, p, pp); err != nil {
+		if err := l.awaitReady(ctx, req, p, pp, seen); err != nil {
 			return nil, err
 		}
 	}
@@ -97,15 +103,15 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 		p.Stop(canceled)
 		return nil, ctx.Err()
 	}
+	p.health = ready.HealthChecks(req.Plugin.Health, p.probe, p.done)
 	return p, nil
 }
 
 // awaitReady waits for the ready check of p, the process pp, to pass.
 // When it cannot, p is stopped (forced if ctx ended) and the error is the
 // start's: a *placement.StartError with p's exit, or ctx's.
-func (l *Local) awaitReady(ctx context.Context, req placement.Request, env []string, p *process, pp *proc.Process) error {
-	probe := func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
-	err := ready.Wait(ctx, req.Plugin.Ready, probe, pp.Exited())
+func (l *Local) awaitReady(ctx context.Context, req placement.Request, p *process, pp *proc.Process, seen <-chan struct{}) error {
+	err := ready.Wait(ctx, req.Plugin.Ready, p.probe, pp.Exited(), seen)
 	switch {
 	case err == nil:
 		return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/placement"
 )
@@ -28,6 +29,11 @@ type process struct {
 	p      *proc.Process
 	out    placement.Output
 	timing placement.Timing
+	// probe runs a check's command as the plugin runs (Local.probe).
+	probe func(ctx context.Context, argv []string) error
+	// health carries the results of its health checks, from its start
+	// (once ready) on; nil without.
+	health <-chan health.Result
 
 	stop      chan struct{} // closed by the first Stop
 	stopOnce  sync.Once
@@ -44,7 +50,18 @@ type process struct {
 	err     error
 }
 
-var _ placement.Handle = (*process)(nil)
+var (
+	_ placement.Prober       = (*process)(nil)
+	_ placement.HealthSource = (*process)(nil)
+)
+
+// HealthResults are the results of the plugin's health checks, run on
+// this machine from its start (once ready) until it is gone.
+func (p *process) HealthResults() <-chan health.Result { return p.health }
+
+// Probe runs an exec check of the plugin (a health check's) in its
+// directory and environment, killed with its group when ctx ends.
+func (p *process) Probe(ctx context.Context, argv []string) error { return p.probe(ctx, argv) }
 
 // newProcess watches pp; gone is called once it is reaped, before Done
 // closes.

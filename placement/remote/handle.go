@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
 )
@@ -38,6 +40,27 @@ type handle struct {
 	exit placement.Exit // set once done is closed; a later stop may confirm it
 
 	stopMu sync.Mutex // one stop request at a time
+	// health carries the results of the health checks the runner runs
+	// (HealthResults); a result the Supervisor is too slow for is dropped.
+	health chan health.Result
+}
+
+// HealthResults are the results of the plugin's health checks, run on
+// the runner and sent through the session's events
+// (placement.HealthSource).
+func (h *handle) HealthResults() <-chan health.Result { return h.health }
+
+// checked passes on a health event's result, never blocking the
+// session's events.
+func (h *handle) checked(r runnerapi.HealthResult) {
+	res := health.Result{At: r.At}
+	if !r.OK {
+		res.Err = errors.New(r.Error)
+	}
+	select {
+	case h.health <- res:
+	default:
+	}
 }
 
 func (h *handle) Identity() placement.Identity {

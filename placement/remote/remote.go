@@ -149,6 +149,7 @@ func (r *Remote) Start(ctx context.Context, req placement.Request) (placement.Ha
 		Dir:        r.dir(req),
 		StopSignal: p.StopSignal,
 		Ready:      ready(p.Ready),
+		Health:     healthOf(p.Health),
 	}
 	// The call ends with its caller or the session. The runner stops a
 	// start whose caller went away, and its process with it.
@@ -239,7 +240,15 @@ func ready(r *spec.Ready) *runnerapi.Ready {
 	if r == nil {
 		return nil
 	}
-	return &runnerapi.Ready{TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+	return &runnerapi.Ready{Log: r.Log, TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
+}
+
+func healthOf(hc *spec.Health) *runnerapi.Health {
+	if hc == nil {
+		return nil
+	}
+	return &runnerapi.Health{TCP: hc.TCP, HTTP: hc.HTTP, Exec: hc.Exec, IntervalMillis: hc.Interval.Std().Milliseconds(),
+		TimeoutMillis: hc.Timeout.Std().Milliseconds(), StartPeriodMillis: hc.StartPeriod.Std().Milliseconds()}
 }
 
 // session returns the live session, opening one if there is none.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
 )
@@ -90,7 +91,8 @@ func deadline(ctx context.Context) time.Time {
 
 // track makes the handle of a process the session started.
 func (s *session) track(req placement.Request, inst string, st runnerapi.Started) *handle {
-	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{})}
+	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{}),
+		health: make(chan health.Result, 16)}
 	k := key{inst, st.Generation}
 	s.mu.Lock()
 	exit, early := s.early[k]
@@ -214,6 +216,8 @@ func (s *session) event(ev runnerapi.Event) {
 		}
 	case ev.Type == runnerapi.EventOutput:
 		h.output(ev.Line)
+	case ev.Type == runnerapi.EventHealth && h != nil && ev.Health != nil:
+		h.checked(*ev.Health)
 	case ev.Type == runnerapi.EventExit && ev.Exit != nil:
 		if h == nil {
 			roomFor(s.early, k)

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 )
@@ -37,9 +38,17 @@ type module struct {
 	exit    placement.Exit
 	outcome placement.Outcome
 	err     error
+
+	// health carries the results of its health checks (tcp or http),
+	// from its start (once ready) on; nil without.
+	health <-chan health.Result
 }
 
-var _ placement.Handle = (*module)(nil)
+var _ placement.HealthSource = (*module)(nil)
+
+// HealthResults are the results of the worker's health checks, run in
+// the host from its start (once ready) until it is gone.
+func (m *module) HealthResults() <-chan health.Result { return m.health }
 
 func newModule(name string, id placement.Identity, timing placement.Timing, out placement.Output, eof *os.File, kill context.CancelFunc) *module {
 	return &module{
@@ -160,7 +169,7 @@ func (m *module) stopInOrder() (placement.Outcome, error) {
 // wait returns once the module runs and, if the plugin has a ready check,
 // is ready; a module that ends first, or is not ready in time, is a
 // *placement.StartError and nothing of it is left.
-func wait(ctx context.Context, m *module, req placement.Request) error {
+func wait(ctx context.Context, m *module, req placement.Request, seen <-chan struct{}) error {
 	r := req.Plugin.Ready
 	if r == nil {
 		if ctx.Err() != nil {
@@ -172,7 +181,7 @@ func wait(ctx context.Context, m *module, req placement.Request) error {
 	noExec := func(context.Context, []string) error {
 		return errors.New("a worker has no process to run a ready command beside")
 	}
-	err := ready.Wait(ctx, r, noExec, m.returned)
+	err := ready.Wait(ctx, r, noExec, m.returned, seen)
 	switch {
 	case err == nil:
 		return nil

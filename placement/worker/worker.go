@@ -21,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/spec"
 )
@@ -86,6 +87,8 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if req.Output == nil {
 		return nil, errors.New("worker: start without an output")
 	}
+	var seen <-chan struct{}
+	req.Output, seen = ready.Watch(p.Ready, req.Output)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -130,9 +133,10 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	w.mu.Unlock()
 	go m.run(run, rt, code.mod, cfg, stdin, w.forget, func() { w.release(code) })
 
-	if err := wait(ctx, m, req); err != nil {
+	if err := wait(ctx, m, req, seen); err != nil {
 		return nil, err
 	}
+	m.health = ready.HealthChecks(p.Health, nil, m.done)
 	return m, nil
 }
 

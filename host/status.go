@@ -1,0 +1,69 @@
+package host
+
+import (
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/plan"
+)
+
+// Status is the host's report of itself and of what it runs, as graft
+// status reads it; its State is what plan.Diff reads.
+func (h *Host) Status() *hostapi.Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := &hostapi.Status{
+		Host: &hostapi.HostInfo{
+			PID:      os.Getpid(),
+			Version:  h.opt.Version,
+			StateDir: h.dir,
+			Since:    h.started,
+			Applying: h.holder.who,
+		},
+		Plugins: []hostapi.PluginStatus{},
+	}
+	if h.spec != nil {
+		st.Host.Spec = h.spec.Digest
+		if h.spec.parsed != nil {
+			st.Host.Project = h.spec.parsed.Name
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
+		e := h.plugins[name]
+		r := hostapi.PluginStatus{Record: e.record}
+		s := e.unit.State()
+		r.Status = statusOf(s.Status)
+		r.Role, r.Address = s.Role, s.Address
+		r.Health, r.HealthError = string(s.Health), s.HealthError
+		r.Instance = s.Identity.ID
+		r.Generation = s.Identity.Generation
+		r.PID = s.PID
+		r.Since = s.Since
+		r.Restarts = s.Restarts
+		r.LastError = s.LastError
+		r.LastStop = h.lastStops[name]
+		st.Plugins = append(st.Plugins, r)
+	}
+	return st
+}
+
+func statusOf(s placement.Status) plan.Status {
+	switch s {
+	case placement.Starting:
+		return plan.Starting
+	case placement.Running:
+		return plan.Running
+	case placement.Failed:
+		return plan.Failed
+	case placement.Standby:
+		return plan.Standby
+	case placement.StopUnconfirmed:
+		return plan.Unconfirmed
+	case placement.Completed:
+		return plan.Completed
+	}
+	return plan.Stopping // stopping, or stopped and about to be forgotten
+}
