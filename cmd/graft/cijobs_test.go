@@ -81,7 +81,8 @@ func merged(maps ...map[string]string) map[string]string {
 
 // ghWorkflow is what the test reads of a GitHub Actions workflow.
 type ghWorkflow struct {
-	Env      map[string]string `yaml:"env"`
+	On       map[string]yaml.Node `yaml:"on"`
+	Env      map[string]string    `yaml:"env"`
 	Defaults struct {
 		Run struct {
 			Shell string `yaml:"shell"`
@@ -117,6 +118,7 @@ func (m *ciMachine) runGitHubJob(file, job, event string, exprs map[string]strin
 	require.NoError(t, yaml.Unmarshal(b, &wf), file)
 	j, ok := wf.Jobs[job]
 	require.True(t, ok, "%s has no job %s", file, job)
+	require.Contains(t, wf.On, event, "%s: the workflow runs on %s", file, event)
 	require.Contains(t, j.If, "'"+event+"'", "job %s runs on %s", job, event)
 
 	eval := func(env map[string]string) map[string]string {
