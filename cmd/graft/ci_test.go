@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/plan"
 )
 
 // The examples under test, from this package's directory.
@@ -126,11 +128,47 @@ func (s *ciScenario) play() {
 
 	code, out := s.drift()
 	assert.Zero(t, code, "the drift check when what runs is what the file says:\n%s", out)
+	// Drift on the host: web dies, and nothing restarts it (no retry).
+	s.killPlugin("web")
+	code, out = s.drift()
+	assert.Equal(t, 2, code, "the drift check after web died:\n%s", out)
+	assert.Regexp(t, `\+ start +web +failed`, out)
+	r = s.job("apply", s.push)
+	require.Zero(t, r.code, "apply again:\n%s", r.out)
+	code, out = s.drift()
+	assert.Zero(t, code, "the drift check once applied again:\n%s", out)
 	// A change merged but not applied: what runs differs from the file.
 	s.write(ciPluginsV3)
 	code, out = s.drift()
 	assert.Equal(t, 2, code, "the drift check after a change:\n%s", out)
 	assert.Contains(t, out, "replace web")
+}
+
+// killPlugin kills plugin's process with SIGKILL, behind graft's back,
+// and waits until the host reports it failed.
+func (s *ciScenario) killPlugin(plugin string) {
+	t := s.t
+	status := func() hostapi.PluginStatus {
+		out, code := s.h.graft(t, s.m.checkout, "status", "--json")
+		require.Zero(t, code, out)
+		var st hostapi.Status
+		require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+		for _, p := range st.Plugins {
+			if p.Name == plugin {
+				return p
+			}
+		}
+		t.Fatalf("no plugin %s in the status:\n%s", plugin, out)
+		return hostapi.PluginStatus{}
+	}
+	pid := status().PID
+	require.Positive(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	deadline := time.Now().Add(15 * time.Second)
+	for status().Status != plan.Failed {
+		require.False(t, time.Now().After(deadline), "%s is not failed 15 seconds after SIGKILL", plugin)
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // write commits contents as the repository's plugins file.
