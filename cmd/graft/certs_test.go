@@ -27,39 +27,44 @@ func cmdGenCerts(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: gencerts dir")
 	}
-	dir := ts.MkAbs(args[0])
-	ts.Check(os.MkdirAll(dir, 0o700))
-	ca, caKey := newCA(ts, dir, "ca", "graft test CA")
-	leaf(ts, dir, "server", ca, caKey, x509.ExtKeyUsageServerAuth)
-	leaf(ts, dir, "client", ca, caKey, x509.ExtKeyUsageClientAuth)
-	other, otherKey := newCA(ts, dir, "other-ca", "another CA")
-	leaf(ts, dir, "other-client", other, otherKey, x509.ExtKeyUsageClientAuth)
+	genCerts(ts.MkAbs(args[0]), ts.Check)
+}
+
+// genCerts writes the certificates gencerts describes into dir; check
+// ends the test on an error.
+func genCerts(dir string, check func(error)) {
+	check(os.MkdirAll(dir, 0o700))
+	ca, caKey := newCA(check, dir, "ca", "graft test CA")
+	leaf(check, dir, "server", ca, caKey, x509.ExtKeyUsageServerAuth)
+	leaf(check, dir, "client", ca, caKey, x509.ExtKeyUsageClientAuth)
+	other, otherKey := newCA(check, dir, "other-ca", "another CA")
+	leaf(check, dir, "other-client", other, otherKey, x509.ExtKeyUsageClientAuth)
 }
 
 // newCA makes a self-signed CA and writes its certificate as NAME.pem.
-func newCA(ts *testscript.TestScript, dir, name, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
+func newCA(check func(error), dir, name, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ts.Check(err)
+	check(err)
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	ts.Check(err)
+	check(err)
 	cert, err := x509.ParseCertificate(der)
-	ts.Check(err)
-	writePEM(ts, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
+	check(err)
+	writePEM(check, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
 	return cert, key
 }
 
 // leaf makes a certificate for loopback that ca signs, for usage, and
 // writes it as NAME.pem and its key as NAME.key.
-func leaf(ts *testscript.TestScript, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage) {
+func leaf(check func(error), dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ts.Check(err)
+	check(err)
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
-	ts.Check(err)
+	check(err)
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
@@ -67,13 +72,13 @@ func leaf(ts *testscript.TestScript, dir, name string, ca *x509.Certificate, caK
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	ts.Check(err)
-	writePEM(ts, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
+	check(err)
+	writePEM(check, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	ts.Check(err)
-	writePEM(ts, filepath.Join(dir, name+".key"), "PRIVATE KEY", keyDER)
+	check(err)
+	writePEM(check, filepath.Join(dir, name+".key"), "PRIVATE KEY", keyDER)
 }
 
-func writePEM(ts *testscript.TestScript, path, typ string, der []byte) {
-	ts.Check(os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+func writePEM(check func(error), path, typ string, der []byte) {
+	check(os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 }
