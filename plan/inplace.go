@@ -28,10 +28,13 @@ const (
 // carried out on its supervisor alone: retry, ready and stopSignal shape
 // only how graft restarts, gates and stops the process, and
 // reloadSignal only how it reloads it. uses is decided by usesInPlace.
+// health is not among them: its checks run beside the process, where it
+// runs (on a runner, say), set up when it starts, so a change of them
+// replaces it.
 func inPlaceField(f string) bool {
 	root, _, _ := strings.Cut(f, ".")
 	switch root {
-	case "retry", "ready", "stopSignal", "reloadSignal", "health":
+	case "retry", "ready", "stopSignal", "reloadSignal":
 		return true
 	}
 	return false

@@ -97,3 +97,11 @@ func TestUsesInPlace(t *testing.T) {
 		{ID: "stop:cache", Op: OpStop, Plugin: "cache", After: []Edge{{Step: "update:api"}}},
 	}, p.Steps)
 }
+
+// TestHealthChangeReplaces: a health check runs beside its process, set
+// up at its start, so a change of it replaces the plugin.
+func TestHealthChangeReplaces(t *testing.T) {
+	assert.False(t, inPlaceField("health.interval"))
+	assert.False(t, inPlaceField("health"))
+	assert.True(t, inPlaceField("retry.max"))
+}
