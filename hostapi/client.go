@@ -176,22 +176,23 @@ func (c *Client) stream(ctx context.Context, path string, req ApplyRequest, on f
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), MaxBody)
-	for sc.Scan() {
-		var m Message
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			return fmt.Errorf("read the host's answer: %w", err)
-		}
+	errDone := errors.New("done")
+	var done error
+	err = eachLine(resp.Body, "answer", func(m *Message) error {
 		if on != nil {
-			on(m)
+			on(*m)
 		}
 		if m.Type == MsgDone {
-			return m.err()
+			done = m.err()
+			return errDone
 		}
+		return nil
+	})
+	if err == errDone {
+		return done
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read the host's answer: %w", err)
+	if err != nil {
+		return err
 	}
 	return errors.New("the host ended the apply without saying how it went: see its log, " + filepath.Join(c.dir, HostLog) + ", or graft status")
 }
@@ -278,24 +279,43 @@ func (c *Client) WatchStatus(ctx context.Context, on func(*Status) error) error 
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	var failed bool // on failed: its error is the watch's
+	err = eachLine(resp.Body, "status", func(st *Status) error {
+		err := on(st)
+		failed = err != nil
+		return err
+	})
+	switch {
+	case failed:
+		return err
+	case ctx.Err() != nil:
+		return nil // the watcher was stopped, as asked
+	case err != nil:
+		return err
+	}
+	return ErrWatchEnded
+}
+
+// eachLine decodes r, JSON documents one a line (the host's streams), a
+// line at a time as a T, and hands each to on, until r ends (nil), a
+// line cannot be read (an error saying what the lines are) or on fails
+// (its error).
+func eachLine[T any](r io.Reader, what string, on func(*T) error) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxBody)
 	for sc.Scan() {
-		var st Status
-		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
-			return fmt.Errorf("read the host's status: %w", err)
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return fmt.Errorf("read the host's %s: %w", what, err)
 		}
-		if err := on(&st); err != nil {
+		if err := on(&v); err != nil {
 			return err
 		}
 	}
-	if ctx.Err() != nil {
-		return nil // the watcher was stopped, as asked
-	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read the host's status: %w", err)
+		return fmt.Errorf("read the host's %s: %w", what, err)
 	}
-	return ErrWatchEnded
+	return nil
 }
 
 // ErrWatchEnded is a watch of the status that the host ended: it is
