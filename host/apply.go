@@ -371,7 +371,7 @@ func (h *Host) Status() *hostapi.Status {
 		r := hostapi.PluginStatus{Record: e.record}
 		s := e.unit.State()
 		r.Status = statusOf(s.Status)
-		r.Role, r.Address = s.Role, s.Address
+		r.Role, r.Address, r.Backend = s.Role, s.Address, s.Backend
 		r.Instance = s.Identity.ID
 		r.Generation = s.Identity.Generation
 		r.PID = s.PID

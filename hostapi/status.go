@@ -44,6 +44,9 @@ type PluginStatus struct {
 	Role string `json:"role,omitempty"`
 	// Address is where a floating plugin's leader serves.
 	Address string `json:"address,omitempty"`
+	// Backend is where a floating plugin's election runs: file (a lease
+	// file in a shared directory) or etcd.
+	Backend string `json:"backend,omitempty"`
 	// LastStop is how the plugin's last stop ended, when it has been
 	// stopped (a restart, a replacement).
 	LastStop *LastStop `json:"lastStop,omitempty"`

@@ -48,6 +48,8 @@ type State struct {
 	Role string
 	// Address is where a floating plugin's leader serves.
 	Address string
+	// Backend is where a floating plugin's election runs: file or etcd.
+	Backend string
 }
 
 // Reporter is a Handle that reports a state of its own while it runs: a
