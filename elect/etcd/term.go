@@ -14,6 +14,11 @@ import (
 	"github.com/graftland/graft/elect"
 )
 
+// ErrNoAnswer: etcd did not answer a renewal before the next one was due;
+// the leader stops its plugin (docs/semantics.md, "Floating plugins: the
+// election").
+var ErrNoAnswer = errors.New("etcd did not answer in time")
+
 // term is one leadership of this host on etcd. Besides the session, which
 // keeps the lease alive in the background, it renews the lease itself
 // every renew and checks its key: etcd cannot expire the lease before
@@ -116,7 +121,7 @@ func (t *term) check(deadline time.Time) error {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return fmt.Errorf("renew epoch %d: %w: the session's lease expired", t.epoch, elect.ErrSuperseded)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("renew epoch %d: %w", t.epoch, elect.ErrHung)
+		return fmt.Errorf("renew epoch %d: %w", t.epoch, ErrNoAnswer)
 	case err != nil:
 		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
 	case ka.TTL <= 0:
@@ -125,7 +130,7 @@ func (t *term) check(deadline time.Time) error {
 	resp, err := t.e.client.Get(ctx, t.el.Key())
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("renew epoch %d: read the key: %w", t.epoch, elect.ErrHung)
+		return fmt.Errorf("renew epoch %d: read the key: %w", t.epoch, ErrNoAnswer)
 	case err != nil:
 		return fmt.Errorf("renew epoch %d: read the key: %w", t.epoch, err)
 	case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != t.epoch:
