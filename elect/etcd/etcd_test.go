@@ -90,7 +90,9 @@ func TestConfig(t *testing.T) {
 		"no endpoints":   {func(c *elect.EtcdConfig) { c.Endpoints = nil }, "Endpoints: empty"},
 		"fractional ttl": {func(c *elect.EtcdConfig) { c.SessionTTL = 1500 * time.Millisecond }, "not whole seconds"},
 		"renew too long": {func(c *elect.EtcdConfig) { c.SessionTTL, c.Renew = time.Second, time.Second }, "shorter than SessionTTL"},
-		"no time to stop": {func(c *elect.EtcdConfig) { c.SessionTTL, c.Renew, c.StopBudget = 10*time.Second, 3*time.Second, 7*time.Second },
+		"no time to stop": {func(c *elect.EtcdConfig) {
+			c.SessionTTL, c.Renew, c.StopBudget = 10*time.Second, 3*time.Second, 7*time.Second
+		},
 			"leaves no time to stop the plugin"},
 		"missing CA": {func(c *elect.EtcdConfig) { c.CA = filepath.Join(t.TempDir(), "ca.pem") }, "ca.pem"},
 	} {
