@@ -94,6 +94,7 @@ type pluginJSON struct {
 	LastError  string            `json:"lastError,omitempty"`
 	Role       string            `json:"role,omitempty"`
 	Address    string            `json:"address,omitempty"`
+	Backend    string            `json:"backend,omitempty"`
 	Hash       string            `json:"hash"`
 	Uses       []string          `json:"uses,omitempty"`
 	Fields     map[string]string `json:"fields,omitempty"`
@@ -118,6 +119,7 @@ func (p PluginStatus) MarshalJSON() ([]byte, error) {
 		LastError:  p.LastError,
 		Role:       p.Role,
 		Address:    p.Address,
+		Backend:    p.Backend,
 		Hash:       p.Hash,
 		Uses:       p.Uses,
 		Fields:     p.Fields,
