@@ -53,8 +53,12 @@ func (c *EtcdConfig) Fill() error {
 		return &ConfigError{Field: "HostID", Reason: "empty"}
 	case c.Address == "":
 		return &ConfigError{Field: "Address", Reason: "empty"}
-	case c.SessionTTL < 0 || c.Renew < 0 || c.StopBudget < 0:
+	case c.SessionTTL < 0:
 		return &ConfigError{Field: "SessionTTL", Reason: "negative"}
+	case c.Renew < 0:
+		return &ConfigError{Field: "Renew", Reason: "negative"}
+	case c.StopBudget < 0:
+		return &ConfigError{Field: "StopBudget", Reason: "negative"}
 	}
 	if c.SessionTTL == 0 {
 		c.SessionTTL = DefaultSessionTTL

@@ -103,6 +103,12 @@ func TestEtcdFailover(t *testing.T) {
 			h.waitClient(l2.Address, 5*time.Second)
 		}
 	}
+	// Without a host, graft leader asks etcd itself.
+	out, err = old.graft("leader", "relay")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Holder:    "+l2.Holder)
+	assert.Contains(t, out, fmt.Sprintf("Epoch:     %d", l2.Epoch))
+	assert.NotContains(t, out, "This host")
 
 	require.NoError(t, srv.Restart())
 	require.Eventually(t, func() bool {

@@ -74,9 +74,6 @@ func Open(cfg elect.EtcdConfig) (*Election, error) {
 		Username:    cfg.Username,
 		Password:    cfg.Password,
 		Logger:      zap.NewNop(),
-		// A server that stops answering is noticed within a renewal.
-		DialKeepAliveTime:    cfg.Renew,
-		DialKeepAliveTimeout: cfg.Renew,
 	}
 	if cfg.CA != "" || cfg.Cert != "" || cfg.Key != "" {
 		tc, err := tlsconf.Client(cfg.CA, cfg.Cert, cfg.Key)

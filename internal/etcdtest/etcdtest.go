@@ -56,6 +56,9 @@ func Start(t testing.TB) *Server {
 
 // Launch runs a server with its data in dir and waits until it answers.
 func Launch(dir string) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
