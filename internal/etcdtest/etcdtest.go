@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,11 +26,16 @@ const (
 	Package = "etcd-server"
 )
 
+// TLS are the PEM files of a server that serves its clients over TLS and
+// asks them for a certificate that CA signed.
+type TLS struct{ CA, Cert, Key string }
+
 // Server is one etcd member.
 type Server struct {
 	dir    string // its data and its log
 	client string // its client URL
 	peer   string
+	tls    *TLS
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -37,10 +43,13 @@ type Server struct {
 
 // Start runs a server for t, or ends t (testprog.Need) when etcd is not
 // installed. It is stopped when t ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { return StartTLS(t, nil) }
+
+// StartTLS is Start, serving clients over tls when it is not nil.
+func StartTLS(t testing.TB, tls *TLS) *Server {
 	t.Helper()
 	testprog.Need(t, Program, Package)
-	s, err := Launch(t.TempDir())
+	s, err := LaunchTLS(t.TempDir(), tls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +64,10 @@ func Start(t testing.TB) *Server {
 }
 
 // Launch runs a server with its data in dir and waits until it answers.
-func Launch(dir string) (*Server, error) {
+func Launch(dir string) (*Server, error) { return LaunchTLS(dir, nil) }
+
+// LaunchTLS is Launch, serving clients over tls when it is not nil.
+func LaunchTLS(dir string, tls *TLS) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -63,7 +75,11 @@ func Launch(dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, client: "http://" + ports[0], peer: "http://" + ports[1]}
+	scheme := "http://"
+	if tls != nil {
+		scheme = "https://"
+	}
+	s := &Server{dir: dir, client: scheme + ports[0], peer: "http://" + ports[1], tls: tls}
 	if err := s.run(); err != nil {
 		return nil, err
 	}
@@ -90,6 +106,9 @@ func (s *Server) run() error {
 		"--initial-cluster", "graft-test="+s.peer, "--initial-cluster-state", "new",
 		"--heartbeat-interval", "50", "--election-timeout", "250",
 		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn")
+	if t := s.tls; t != nil {
+		cmd.Args = append(cmd.Args, "--cert-file", t.Cert, "--key-file", t.Key, "--trusted-ca-file", t.CA, "--client-cert-auth")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
@@ -116,21 +135,36 @@ func (s *Server) awaitHealthy(d time.Duration) error {
 			return errors.New("etcd exited at start")
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.client+"/health", nil)
-		resp, err := noKeepAlive.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if s.healthy() {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("etcd at %s not healthy within %s", s.client, d)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// healthy reports whether the server answers its health check. Over
+// TLS, a TCP connect is the check: the health endpoint would want a
+// client certificate.
+func (s *Server) healthy() bool {
+	if s.tls != nil {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.client, "https://"), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.client+"/health", nil)
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // noKeepAlive leaves no idle connection, nor its goroutines, behind: the
