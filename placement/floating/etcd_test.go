@@ -4,6 +4,8 @@ package floating
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +125,38 @@ func TestEtcdElection(t *testing.T) {
 	t.Logf("after etcd's restart, %s leads epoch %d", again.id, gen2)
 	time.Sleep(2 * etcdRenew)
 	assert.Equal(t, []string{again.id}, leaders(hosts), "one leader after etcd's restart")
+}
+
+// TestEtcdConfig: the spec's elect.etcd as the backend gets it: paths
+// resolved against the spec's directory, the password read from its file
+// without its newline, and a missing password file named.
+func TestEtcdConfig(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pw"), []byte("s3cret\n"), 0o600))
+	p := plugin("relay", "", "10.0.0.7:80", "listen")
+	p.Elect = &spec.Elect{Address: "10.0.0.7:80", Renew: spec.FromStd(time.Second), Etcd: &spec.Etcd{
+		Endpoints: []string{"https://10.0.0.5:2379"}, Prefix: "/p/", SessionTTL: spec.FromStd(9 * time.Second),
+		TLS:      &spec.EtcdTLS{CA: "ca.pem", Cert: "/abs/host.pem", Key: "host.key"},
+		Username: "graft", PasswordFile: "pw"}}
+	req := placement.Request{Plugin: p, Dir: dir}
+	cfg, err := EtcdConfig(req, "10.0.0.7:80")
+	require.NoError(t, err)
+	assert.Equal(t, elect.EtcdConfig{Endpoints: []string{"https://10.0.0.5:2379"}, Prefix: "/p/", Instance: "relay",
+		Address: "10.0.0.7:80", SessionTTL: 9 * time.Second, Renew: time.Second,
+		CA: filepath.Join(dir, "ca.pem"), Cert: "/abs/host.pem", Key: filepath.Join(dir, "host.key"),
+		Username: "graft", Password: "s3cret"}, cfg)
+
+	p.Elect.Etcd.PasswordFile = "missing"
+	_, err = EtcdConfig(req, "10.0.0.7:80")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "missing"))
+
+	// A placement without an etcd opener refuses such a plugin.
+	inner := local.New(local.Options{Timing: fast})
+	defer inner.Close()
+	fp := New(inner, Options{HostID: "a", Timing: fast})
+	defer fp.Close()
+	_, err = fp.Start(context.Background(), req)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot elect on etcd")
 }
