@@ -73,7 +73,10 @@ func Open(cfg elect.EtcdConfig) (*Election, error) {
 		DialTimeout: dialTimeout,
 		Username:    cfg.Username,
 		Password:    cfg.Password,
-		Logger:      zap.NewNop(),
+		// The client logs its retries through zap, the logger it ships
+		// with, to stderr; what matters reaches the host's log through
+		// the errors the election returns.
+		Logger: zap.NewNop(),
 	}
 	if cfg.CA != "" || cfg.Cert != "" || cfg.Key != "" {
 		tc, err := tlsconf.Client(cfg.CA, cfg.Cert, cfg.Key)
