@@ -166,12 +166,12 @@ type Retry struct {
 	Attempts int `yaml:"attempts"`
 }
 
-// Elect configures the shared-directory election of a floating plugin
-// (docs/semantics.md, "Floating plugins: the election", which gives the
-// defaults).
+// Elect configures the election of a floating plugin: through a lease
+// file in a shared directory (Dir), or on etcd (Etcd) (docs/semantics.md,
+// "Floating plugins: the election", which gives the defaults).
 type Elect struct {
 	// Dir is the shared directory that holds the lease and lock files,
-	// relative to the spec's directory.
+	// relative to the spec's directory; empty with Etcd.
 	Dir string `yaml:"dir"`
 	// Port is the port the plugin serves on; the leader's address is
 	// published with it.
