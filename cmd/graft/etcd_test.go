@@ -4,11 +4,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,10 +37,12 @@ func (r *etcdReader) lease() elect.Lease {
 	if err != nil || len(resp.Kvs) == 0 {
 		return elect.Lease{}
 	}
-	var holder, address string
-	v := string(resp.Kvs[0].Value)
-	fmt.Sscanf(strings.NewReplacer(`{"holder":"`, "", `","address":"`, " ", `"}`, "").Replace(v), "%s %s", &holder, &address)
-	return elect.Lease{Holder: holder, Address: address, Epoch: resp.Kvs[0].CreateRevision}
+	var l elect.Lease // the key holds the holder and the address, as JSON
+	if json.Unmarshal(resp.Kvs[0].Value, &l) != nil {
+		return elect.Lease{}
+	}
+	l.Epoch = resp.Kvs[0].CreateRevision
+	return l
 }
 
 // newEtcdFleet is newFleet, electing on a real etcd server of its own.
