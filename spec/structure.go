@@ -164,8 +164,12 @@ func (d *decoder) fenceInTime(e *Elect, path string) {
 		if !d.written(at) {
 			at = path
 		}
-		d.errorf(d.at(at), at, "%s (%s) is too short to stop the plugin before another host may lead: a leader that cannot renew gives up 2 × renew (%s) after its last renewal, and its stop may take %s (shutdown 5 seconds, then 1 + 1); make %s longer than %s, or renew shorter than %s",
-			name, FromStd(ttl), FromStd(2*renew), FromStd(StopBudget), name, FromStd(need), FromStd((ttl-StopBudget)/2))
+		or := ""
+		if ttl > StopBudget { // else no renew would do
+			or = fmt.Sprintf(", or renew shorter than %s", FromStd((ttl-StopBudget)/2))
+		}
+		d.errorf(d.at(at), at, "%s (%s) is too short to stop the plugin before another host may lead: a leader that cannot renew gives up 2 × renew (%s) after its last renewal, and its stop may take %s (shutdown 5 seconds, then 1 + 1); make %s longer than %s%s",
+			name, FromStd(ttl), FromStd(2*renew), FromStd(StopBudget), name, FromStd(need), or)
 	}
 }
 
