@@ -68,7 +68,7 @@ func TestLayout(t *testing.T) {
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
 	running := []string{"internal/proc", "internal/output", "internal/ready", "placement/local", "placement/worker",
-		"placement/remote", "placement/floating", "runner", "host", "host/runners", "elect"}
+		"placement/remote", "placement/floating", "runner", "host", "host/runners", "elect", "elect/etcd"}
 	placements := []string{"placement/local", "placement/worker", "placement/remote", "placement/floating"}
 
 	for rel, p := range pkgs {
@@ -90,6 +90,17 @@ func TestLayout(t *testing.T) {
 			for _, d := range deps {
 				if slices.Contains(placements, d) {
 					t.Errorf("%s imports %s: no placement imports another", rel, d)
+				}
+			}
+		}
+		// The etcd client is linked by what opens elections on etcd (the
+		// host, through elect/etcd) only: a program that elects through a
+		// directory with elect or placement/floating does without it.
+		if rel == "elect" || rel == "placement/floating" || rel == "spec" {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, "go.etcd.io/") {
+					t.Errorf("%s links %s: only elect/etcd and what chooses it import the etcd client", rel, d)
+					break
 				}
 			}
 		}

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # failover.sh: how long a floating plugin goes without a leader, over
-# KILLS kill -9 rounds of the leader's host (against ttl + poll) and STOPS
-# graceful stops (against poll), with HOSTS real graft hosts on this
-# machine sharing one election directory. The plugin is examples/plugins/kv.
+# KILLS kill -9 rounds of the leader's host (against ttl + poll, or etcd's
+# session TTL) and STOPS graceful stops (against poll), with HOSTS real
+# graft hosts on this machine sharing one election directory, then electing
+# on a real etcd server (Debian's etcd-server) it starts on loopback, in one
+# run. The plugin is examples/plugins/kv.
 #
 #   bench/failover.sh [HOSTS] [KILLS] [STOPS] [-- failoverbench flags]   defaults 3 20 10
+#   (-backends file or etcd measures one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hosts=${1:-3} kills=${2:-20} stops=${3:-10}

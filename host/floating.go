@@ -38,7 +38,7 @@ func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, err
 		return hostapi.LeaderInfo{}, err
 	}
 	return hostapi.LeaderInfo{
-		Plugin: name, Instance: l.Instance, Dir: l.Dir,
+		Plugin: name, Instance: l.Instance, Backend: l.Backend, Dir: l.Dir, Endpoints: l.Endpoints, Key: l.Key,
 		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, RenewCount: l.RenewCount, Released: l.Released,
 		AgeMillis: l.Age.Milliseconds(), TTLMillis: l.TTL.Milliseconds(),
 		Role: string(l.Role), HostID: h.hostID,

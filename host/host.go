@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/elect/etcd"
 	"github.com/graftland/graft/host/runners"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/contentdigest"
@@ -193,7 +194,9 @@ func (h *Host) openPlacements() error {
 	h.workers = workers
 	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir)})
 	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
-	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log, Timing: opt.Timing})
+	// The host elects on etcd when a spec says so: it links the etcd
+	// client, which placement/floating does not.
+	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log, Timing: opt.Timing, Etcd: etcd.New})
 	h.followed = make(chan struct{})
 	go h.followLeaders()
 	return nil

@@ -36,7 +36,7 @@ func (h *Host) Status() *hostapi.Status {
 		r := hostapi.PluginStatus{Record: e.record}
 		s := e.unit.State()
 		r.Status = statusOf(s.Status)
-		r.Role, r.Address = s.Role, s.Address
+		r.Role, r.Address, r.Backend = s.Role, s.Address, s.Backend
 		r.Health, r.HealthError = string(s.Health), s.HealthError
 		r.Instance = s.Identity.ID
 		r.Generation = s.Identity.Generation

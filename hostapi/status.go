@@ -49,6 +49,9 @@ type PluginStatus struct {
 	Health string `json:"health,omitempty"`
 	// HealthError is the error of its last failed health check.
 	HealthError string `json:"healthError,omitempty"`
+	// Backend is where a floating plugin's election runs: file (a lease
+	// file in a shared directory) or etcd.
+	Backend string `json:"backend,omitempty"`
 	// LastStop is how the plugin's last stop ended, when it has been
 	// stopped (a restart, a replacement).
 	LastStop *LastStop `json:"lastStop,omitempty"`
@@ -98,6 +101,7 @@ type pluginJSON struct {
 	Address    string            `json:"address,omitempty"`
 	Health     string            `json:"health,omitempty"`
 	HealthErr  string            `json:"healthError,omitempty"`
+	Backend    string            `json:"backend,omitempty"`
 	Hash       string            `json:"hash"`
 	Uses       []string          `json:"uses,omitempty"`
 	Fields     map[string]string `json:"fields,omitempty"`
@@ -124,6 +128,7 @@ func (p PluginStatus) MarshalJSON() ([]byte, error) {
 		Address:    p.Address,
 		Health:     p.Health,
 		HealthErr:  p.HealthError,
+		Backend:    p.Backend,
 		Hash:       p.Hash,
 		Uses:       p.Uses,
 		Fields:     p.Fields,

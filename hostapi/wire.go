@@ -71,8 +71,15 @@ type Message struct {
 type LeaderInfo struct {
 	Plugin   string `json:"plugin"`
 	Instance string `json:"instance"`
-	// Dir is the election's directory.
-	Dir string `json:"dir"`
+	// Backend is where the election runs: "file" (a lease file in Dir) or
+	// "etcd" (the candidates' keys under Key, on Endpoints).
+	Backend string `json:"backend,omitempty"`
+	// Dir is the election's directory, on the file backend.
+	Dir string `json:"dir,omitempty"`
+	// Endpoints and Key: the etcd servers, and the prefix of the
+	// candidates' keys.
+	Endpoints []string `json:"endpoints,omitempty"`
+	Key       string   `json:"key,omitempty"`
 	// Holder, Address, Epoch, RenewCount and Released are the lease's.
 	Holder     string `json:"holder"`
 	Address    string `json:"address"`

@@ -55,6 +55,8 @@ type State struct {
 	Health health.Status
 	// HealthError is the error of its last failed health check.
 	HealthError string
+	// Backend is where a floating plugin's election runs: file or etcd.
+	Backend string
 }
 
 // Reporter is a Handle that reports a state of its own while it runs: a

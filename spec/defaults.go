@@ -24,6 +24,8 @@ const (
 	DefaultElectRenew     = 3 * time.Second  // the leader rewrites the lease this often
 	DefaultElectPoll      = 2 * time.Second  // the others look at it this often
 	DefaultLockStale      = 15 * time.Second // a lock file older than this was left by a crash
+	DefaultSessionTTL     = 15 * time.Second // etcd: the session's lease, as ttl
+	DefaultEtcdPrefix     = "/graft/elect/"  // etcd: the key prefix of graft's elections
 	DefaultProbeFailures  = 3                // failed probes of the leader's plugin before it is replaced
 	DefaultStartFailures  = 3                // failed starts in a row before the leader releases the lease
 	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML
@@ -96,6 +98,12 @@ func (s *Spec) applyDefaults() {
 			}
 			if e.StartFailures == 0 {
 				e.StartFailures = DefaultStartFailures
+			}
+			if c := e.Etcd; c != nil {
+				orDefault(&c.SessionTTL, DefaultSessionTTL)
+				if c.Prefix == "" {
+					c.Prefix = DefaultEtcdPrefix
+				}
 			}
 		}
 	}

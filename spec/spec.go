@@ -1,6 +1,9 @@
 package spec
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Placement says where a plugin's process lives (README.md, the table of
 // run: values; docs/semantics.md, "Identity and generations").
@@ -223,12 +226,12 @@ type Retry struct {
 	Attempts int `yaml:"attempts"`
 }
 
-// Elect configures the shared-directory election of a floating plugin
-// (docs/semantics.md, "Floating plugins: the election", which gives the
-// defaults).
+// Elect configures the election of a floating plugin: through a lease
+// file in a shared directory (Dir), or on etcd (Etcd) (docs/semantics.md,
+// "Floating plugins: the election", which gives the defaults).
 type Elect struct {
 	// Dir is the shared directory that holds the lease and lock files,
-	// relative to the spec's directory.
+	// relative to the spec's directory; empty with Etcd.
 	Dir string `yaml:"dir"`
 	// Port is the port the plugin serves on; the leader's address is
 	// published with it.
@@ -250,6 +253,55 @@ type Elect struct {
 	// StartFailures is how many failed starts of its plugin in a row make
 	// the leader release the lease (default 3).
 	StartFailures int `yaml:"startFailures"`
+	// Etcd, instead of Dir, runs the election on etcd (docs/semantics.md,
+	// "Floating plugins: the election").
+	Etcd *Etcd `yaml:"etcd"`
+}
+
+// Etcd is an election on etcd: a session whose lease the leader keeps
+// alive, and the candidates' keys under Prefix + instance + "/".
+type Etcd struct {
+	// Endpoints are the servers' client URLs (http:// or https://).
+	Endpoints []string `yaml:"endpoints"`
+	// Prefix is the key prefix of graft's elections (default /graft/elect/).
+	Prefix string `yaml:"prefix"`
+	// SessionTTL is the session's lease, whole seconds (default 15
+	// seconds): a leader that stops keeping it alive is replaced that long
+	// after its last keepalive. It plays the part of ttl.
+	SessionTTL Duration `yaml:"sessionTTL"`
+	// TLS, when set, connects over TLS. Paths are relative to the spec's
+	// directory.
+	TLS *EtcdTLS `yaml:"tls"`
+	// Username, with the password in PasswordFile, authenticates to etcd.
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+// EtcdTLS is how the host connects to etcd over TLS.
+type EtcdTLS struct {
+	// CA is a PEM file of the certificates that sign the servers'; empty
+	// means the system's roots.
+	CA string `yaml:"ca"`
+	// Cert and Key are the host's client certificate and its key.
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// LeaseTTL is how long a leader that stops renewing keeps its term: ttl,
+// or the etcd session's TTL.
+func (e *Elect) LeaseTTL() time.Duration {
+	if e.Etcd != nil {
+		return e.Etcd.SessionTTL.Std()
+	}
+	return e.TTL.Std()
+}
+
+// Backend names where the election runs: "etcd" or "file".
+func (e *Elect) Backend() string {
+	if e.Etcd != nil {
+		return "etcd"
+	}
+	return "file"
 }
 
 // Probing reports whether the leader probes its plugin.

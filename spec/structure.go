@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The checks of the whole, defaulted spec: what each placement needs, and
@@ -145,11 +146,24 @@ func (d *decoder) elect(e *Elect, path, plugin string) {
 		d.errorf(d.at(plugin), plugin, "missing elect: a floating plugin needs elect: {dir: /shared/dir, port: PORT}")
 		return
 	}
-	if e.Dir == "" {
+	switch {
+	case e.Etcd != nil:
+		d.etcdOnly(e, path)
+	case e.Dir == "":
 		d.errorf(d.at(path), path, "missing dir: the shared directory that holds the lease")
 	}
 	if e.Port == 0 && e.Address == "" && !d.bad[path+".port"] {
 		d.errorf(d.at(path), path, "missing port: the port the plugin serves on, published to its consumers")
+	}
+	if e.Etcd != nil {
+		if !e.Renew.Infinite() && e.Renew.Std() >= e.LeaseTTL() {
+			d.errorf(d.at(path+".renew"), path+".renew", "renew (%s) must be shorter than etcd.sessionTTL (%s)", e.Renew, e.Etcd.SessionTTL)
+			return
+		}
+		if e.LeaseTTL()%time.Second == 0 { // else reported as not whole seconds
+			d.fenceInTime(e, path)
+		}
+		return
 	}
 	ttl := e.TTL.Std()
 	for _, f := range []struct {
@@ -170,17 +184,40 @@ func (d *decoder) elect(e *Elect, path, plugin string) {
 // others take over ttl after that renewal (docs/semantics.md, "Floating
 // plugins: the election").
 func (d *decoder) fenceInTime(e *Elect, path string) {
-	if e.TTL.Infinite() || e.Renew.Infinite() {
+	if e.TTL.Infinite() || e.Renew.Infinite() || e.Etcd != nil && e.Etcd.SessionTTL.Infinite() {
 		return
 	}
-	ttl, renew := e.TTL.Std(), e.Renew.Std()
+	ttl, renew := e.LeaseTTL(), e.Renew.Std()
+	name, at := "ttl", path+".ttl"
+	if e.Etcd != nil {
+		name, at = "etcd.sessionTTL", path+".etcd.sessionTTL"
+	}
 	if need := 2*renew + StopBudget; ttl <= need {
-		at := path + ".ttl"
 		if !d.written(at) {
 			at = path
 		}
-		d.errorf(d.at(at), at, "ttl (%s) is too short to stop the plugin before another host may lead: a leader that cannot renew gives up 2 × renew (%s) after its last renewal, and its stop may take %s (shutdown 5 seconds, then 1 + 1); make ttl longer than %s, or renew shorter than %s",
-			e.TTL, FromStd(2*renew), FromStd(StopBudget), FromStd(need), FromStd((ttl-StopBudget)/2))
+		or := ""
+		if ttl > StopBudget { // else no renew would do
+			or = fmt.Sprintf(", or renew shorter than %s", FromStd((ttl-StopBudget)/2))
+		}
+		d.errorf(d.at(at), at, "%s (%s) is too short to stop the plugin before another host may lead: a leader that cannot renew gives up 2 × renew (%s) after its last renewal, and its stop may take %s (shutdown 5 seconds, then 1 + 1); make %s longer than %s%s",
+			name, FromStd(ttl), FromStd(2*renew), FromStd(StopBudget), name, FromStd(need), or)
+	}
+}
+
+// etcdOnly checks that an election on etcd sets none of the lease file's
+// fields: dir, ttl (etcd.sessionTTL plays its part), poll (followers
+// watch) and lockStale.
+func (d *decoder) etcdOnly(e *Elect, path string) {
+	for _, f := range []struct{ key, why string }{
+		{"dir", "dir and etcd exclude each other: dir is the shared directory of an election through a lease file, etcd an election on etcd"},
+		{"ttl", "ttl is the lease file's: on etcd, set etcd.sessionTTL"},
+		{"poll", "poll is the lease file's: on etcd, followers watch the leader's key"},
+		{"lockStale", "lockStale is the lease file's: etcd needs no lock file"},
+	} {
+		if at := path + "." + f.key; d.written(at) {
+			d.errorf(d.at(at), at, "%s", f.why)
+		}
 	}
 }
 

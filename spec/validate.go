@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxNameLen keeps names usable as file names and DNS labels.
@@ -169,6 +170,36 @@ func (d *decoder) electValues(e *Elect, ep string) {
 		if d.written(ep+"."+f.key) && f.v < 1 {
 			d.errorf(d.at(ep+"."+f.key), ep+"."+f.key, "want 1 or more, got %d", f.v)
 		}
+	}
+	if e.Etcd != nil {
+		d.etcdValues(e.Etcd, ep+".etcd")
+	}
+}
+
+// etcdValues checks an election on etcd at path: endpoints that are
+// http:// or https:// URLs of a host and port, a session TTL of whole
+// seconds (etcd's leases count seconds), TLS's cert and key together, and
+// a username with its password file.
+func (d *decoder) etcdValues(c *Etcd, path string) {
+	if len(c.Endpoints) == 0 && !d.bad[path+".endpoints"] {
+		d.errorf(d.at(path), path, "missing endpoints: the etcd servers' client URLs, such as [http://10.0.0.5:2379]")
+	}
+	for i, ep := range c.Endpoints {
+		at := fmt.Sprintf("%s.endpoints[%d]", path, i)
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || checkHostPort(u.Host) != nil || strings.Trim(u.Path, "/") != "" {
+			d.errorf(d.at(at), at, "want http://HOST:PORT or https://HOST:PORT, got %q", ep)
+		}
+	}
+	d.positive(path+".sessionTTL", c.SessionTTL)
+	if d.written(path+".sessionTTL") && !c.SessionTTL.Infinite() && c.SessionTTL.Std()%time.Second != 0 {
+		d.errorf(d.at(path+".sessionTTL"), path+".sessionTTL", "want whole seconds (etcd's leases count seconds), got %s", c.SessionTTL)
+	}
+	if t := c.TLS; t != nil && (t.Cert == "") != (t.Key == "") {
+		d.errorf(d.at(path+".tls"), path+".tls", "cert and key go together: set both or neither")
+	}
+	if (c.Username == "") != (c.PasswordFile == "") {
+		d.errorf(d.at(path), path, "username and passwordFile go together: set both or neither")
 	}
 }
 

@@ -1,11 +1,13 @@
 //go:build linux
 
 // Command failoverbench measures how long a floating plugin is without a
-// leader: after kill -9 of the leader's host (against ttl + poll), and
-// after a graceful stop (against poll). It runs real graft hosts on this
-// machine, sharing one election directory; the floating plugin is a TCP
-// server on loopback, and "led" means the lease names a new epoch and its
-// address answers. bench/failover.sh builds what it needs and runs it.
+// leader: after kill -9 of the leader's host (against ttl + poll on the
+// file backend, the session TTL on etcd), and after a graceful stop. It
+// runs real graft hosts on this machine, electing through one shared
+// directory, then again on a real etcd server (Debian's etcd-server) on
+// loopback, in one run; the floating plugin is a TCP server on loopback,
+// and "led" means a new epoch leads and its address answers.
+// bench/failover.sh builds what it needs and runs it.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,10 +35,14 @@ var (
 	hosts    = flag.Int("hosts", 3, "hosts sharing the election")
 	kills    = flag.Int("kills", 20, "kill -9 rounds")
 	stops    = flag.Int("stops", 10, "graceful stop rounds")
-	ttl      = flag.Duration("ttl", 2*time.Second, "elect.ttl")
-	renew    = flag.Duration("renew", 500*time.Millisecond, "elect.renew")
-	poll     = flag.Duration("poll", 250*time.Millisecond, "elect.poll")
+	ttl      = flag.Duration("ttl", 8*time.Second, "elect.ttl, and etcd.sessionTTL (whole seconds): longer than 2 × renew + 7 s")
+	renew    = flag.Duration("renew", 400*time.Millisecond, "elect.renew")
+	poll     = flag.Duration("poll", 250*time.Millisecond, "elect.poll (the file backend)")
+	backends = flag.String("backends", "file,etcd", "the backends to measure, in turn")
 )
+
+// leaderOf reads who leads the relay's election.
+type leaderOf func() (elect.Lease, error)
 
 type bhost struct {
 	id, dir, addr string
@@ -43,28 +50,59 @@ type bhost struct {
 	done          chan struct{}
 }
 
-var electDir string
-
 func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	if *server == "" {
 		log.Fatal("failoverbench: -server is required")
 	}
-	root, err := os.MkdirTemp("", "failoverbench-")
-	check(err)
-	defer os.RemoveAll(root)
-	electDir = filepath.Join(root, "elect")
-	check(os.Mkdir(electDir, 0o755))
+	fmt.Printf("%d hosts, ttl %s, renew %s, poll %s; time without a leader whose address answers\n", *hosts, *ttl, *renew, *poll)
+	for _, b := range strings.Split(*backends, ",") {
+		root, err := os.MkdirTemp("", "failoverbench-")
+		check(err)
+		switch b {
+		case "file":
+			runFile(root)
+		case "etcd":
+			runEtcd(root)
+		default:
+			log.Fatalf("failoverbench: unknown backend %q", b)
+		}
+		os.RemoveAll(root)
+	}
+}
+
+// runFile measures the election through a directory under root.
+func runFile(root string) {
+	dir := filepath.Join(root, "elect")
+	check(os.Mkdir(dir, 0o755))
+	yaml := fmt.Sprintf("{dir: %q, address: %%q, ttl: %d millis, renew: %d millis, poll: %d millis}",
+		dir, ttl.Milliseconds(), renew.Milliseconds(), poll.Milliseconds())
+	killed, stopped := measure(root, yaml, func() (elect.Lease, error) {
+		l, _, err := elect.Read(dir, "bench.relay")
+		if l.Released {
+			return elect.Lease{}, err
+		}
+		return l, err
+	})
+	report("file: kill -9 of the leader's host", killed, *ttl+*poll, "ttl + poll")
+	report("file: graceful stop of the leader's host", stopped, *poll, "poll")
+}
+
+// measure runs the hosts under root, each electing with the elect
+// mapping (a format taking the host's address), through kill and stop
+// rounds, and returns how long each took.
+func measure(root, electYAML string, leader leaderOf) (killed, stopped []time.Duration) {
 	var hs []*bhost
+	byID := map[string]*bhost{}
 	for i := range *hosts {
 		h := &bhost{id: fmt.Sprintf("h%d", i+1), dir: filepath.Join(root, fmt.Sprintf("h%d", i+1)), addr: freeAddr()}
 		check(os.Mkdir(h.dir, 0o755))
 		yaml := fmt.Sprintf("name: bench\nplugins:\n  relay:\n    run: floating\n    command: [%q, -listen, %q]\n"+
-			"    elect: {dir: %q, address: %q, ttl: %d millis, renew: %d millis, poll: %d millis}\n",
-			*server, h.addr, electDir, h.addr, ttl.Milliseconds(), renew.Milliseconds(), poll.Milliseconds())
+			"    elect: "+electYAML+"\n", *server, h.addr, h.addr)
 		check(os.WriteFile(filepath.Join(h.dir, "plugins.yaml"), []byte(yaml), 0o644))
 		hs = append(hs, h)
+		byID[h.id] = h
 	}
 	defer func() {
 		for _, h := range hs {
@@ -74,36 +112,28 @@ func main() {
 	for _, h := range hs {
 		h.start()
 	}
-	byID := map[string]*bhost{}
-	for _, h := range hs {
-		byID[h.id] = h
-	}
-
-	l := waitLeader(0)
-	var killed, stopped []time.Duration
+	l := waitLeader(leader, 0)
 	for range *kills {
 		settle(hs, l.Holder)
-		leader := byID[l.Holder]
+		old := byID[l.Holder]
 		t0 := time.Now()
-		leader.cmd.Process.Kill()
-		<-leader.done
-		l = waitLeader(l.Epoch)
+		old.cmd.Process.Kill()
+		<-old.done
+		l = waitLeader(leader, l.Epoch)
 		killed = append(killed, time.Since(t0))
-		leader.start()
+		old.start()
 	}
 	for range *stops {
 		settle(hs, l.Holder)
-		leader := byID[l.Holder]
+		old := byID[l.Holder]
 		t0 := time.Now()
-		leader.cmd.Process.Signal(syscall.SIGTERM)
-		l = waitLeader(l.Epoch)
+		old.cmd.Process.Signal(syscall.SIGTERM)
+		l = waitLeader(leader, l.Epoch)
 		stopped = append(stopped, time.Since(t0))
-		<-leader.done
-		leader.start()
+		<-old.done
+		old.start()
 	}
-	fmt.Printf("%d hosts, ttl %s, renew %s, poll %s; time without a leader whose address answers\n", *hosts, *ttl, *renew, *poll)
-	report("kill -9 of the leader's host", killed, *ttl+*poll, "ttl + poll")
-	report("graceful stop of the leader's host", stopped, *poll, "poll")
+	return killed, stopped
 }
 
 // settle waits until every host but the leader follows it, as in steady
@@ -145,18 +175,18 @@ func (h *bhost) role() string {
 func report(what string, ds []time.Duration, bound time.Duration, boundName string) {
 	slices.Sort(ds)
 	med, mx := ds[len(ds)/2], ds[len(ds)-1]
-	fmt.Printf("%-36s n=%-3d median %6.0f ms (%.2f × %s)   max %6.0f ms (%.2f × %s)\n", what, len(ds),
+	fmt.Printf("%-42s n=%-3d median %6.0f ms (%.2f × %s)   max %6.0f ms (%.2f × %s)\n", what, len(ds),
 		ms(med), float64(med)/float64(bound), boundName, ms(mx), float64(mx)/float64(bound), boundName)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// waitLeader waits for a lease past epoch whose address answers.
-func waitLeader(epoch int64) elect.Lease {
+// waitLeader waits for a leader past epoch whose address answers.
+func waitLeader(leader leaderOf, epoch int64) elect.Lease {
 	deadline := time.Now().Add(*ttl*3 + 10*time.Second)
 	for time.Now().Before(deadline) {
-		l, _, err := elect.Read(electDir, "bench.relay")
-		if err == nil && l.Epoch > epoch && !l.Released {
+		l, err := leader()
+		if err == nil && l.Epoch > epoch {
 			if c, err := net.DialTimeout("tcp", l.Address, 100*time.Millisecond); err == nil {
 				c.Close()
 				return l

@@ -54,6 +54,8 @@ type fleet struct {
 	run   string // marks every process of the fleet (GRAFT_TEST_RUN)
 	elect string // the shared election directory
 	hosts []*fhost
+	// etcd, for a fleet that elects on etcd, reads who leads there.
+	etcd *etcdReader
 }
 
 type fhost struct {
@@ -279,6 +281,9 @@ func (h *fhost) relay() (hostapi.PluginStatus, error) { return h.record("relay")
 
 // lease reads the lease file, as another program would.
 func (f *fleet) lease() elect.Lease {
+	if f.etcd != nil {
+		return f.etcd.lease()
+	}
 	l, _, err := elect.Read(f.elect, "fleet.relay")
 	if err != nil {
 		return elect.Lease{}

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/elect/etcd"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
+	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/placement/floating"
 	"github.com/graftland/graft/spec"
 )
 
@@ -44,11 +48,19 @@ func (c *LeaderCmd) Run(ctx context.Context, g *Globals) error {
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(g.stdout, "%-11s%s\n", label+":", termtext.Line(fmt.Sprintf(format, args...)))
 	}
-	line("Plugin", "%s (instance %s, lease in %s)", info.Plugin, info.Instance, info.Dir)
+	if info.Backend == "etcd" {
+		line("Plugin", "%s (instance %s, on etcd %s, keys under %s)", info.Plugin, info.Instance, strings.Join(info.Endpoints, ","), info.Key)
+	} else {
+		line("Plugin", "%s (instance %s, lease in %s)", info.Plugin, info.Instance, info.Dir)
+	}
 	line("Holder", "%s", info.Holder)
 	line("Address", "%s", info.Address)
 	line("Epoch", "%d", info.Epoch)
-	line("Lease", "%s", leaseLine(info, up))
+	if info.Backend == "etcd" {
+		line("Lease", "an etcd session with ttl %s; the epoch is the leader's key's create revision", time.Duration(info.TTLMillis)*time.Millisecond)
+	} else {
+		line("Lease", "%s", leaseLine(info, up))
+	}
 	if up {
 		line("This host", "%s, %s", info.HostID, info.Role)
 	}
@@ -91,6 +103,9 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 	case p.Run != spec.Floating:
 		return nil, fmt.Errorf("plugin %q is not floating (run: %s): it has no leader", c.Plugin, p.Run)
 	}
+	if p.Elect.Etcd != nil {
+		return fromEtcd(s, p)
+	}
 	dir := s.Path(p.Elect.Dir)
 	l, mtime, err := elect.Read(dir, p.Instance)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -103,5 +118,29 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 		Plugin: c.Plugin, Instance: p.Instance, Dir: dir,
 		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, RenewCount: l.RenewCount, Released: l.Released,
 		AgeMillis: time.Since(mtime).Milliseconds(), TTLMillis: p.Elect.TTL.Std().Milliseconds(),
+	}, nil
+}
+
+// fromEtcd asks etcd who leads floating plugin p of s.
+func fromEtcd(s *spec.Spec, p *spec.Plugin) (*hostapi.LeaderInfo, error) {
+	cfg, err := floating.EtcdConfig(placement.Request{Plugin: p, Project: s.Name, Dir: s.Dir}, "-")
+	if err != nil {
+		return nil, err
+	}
+	cfg.HostID, cfg.StopBudget = "graft-leader", 0 // it only reads
+	e, err := etcd.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, _, err := e.Leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &hostapi.LeaderInfo{
+		Plugin: p.Name, Instance: p.Instance, Backend: "etcd", Endpoints: cfg.Endpoints, Key: cfg.Candidates(),
+		Holder: l.Holder, Address: l.Address, Epoch: l.Epoch, TTLMillis: cfg.SessionTTL.Milliseconds(),
 	}, nil
 }

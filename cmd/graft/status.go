@@ -76,7 +76,10 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 	fmt.Fprintln(tw, "PLUGIN\tRUN\tSTATUS\tINSTANCE\tGEN\tPID\tUPTIME\tRESTARTS\tHEALTH\tLAST STOP\tLAST ERROR")
 	for _, r := range st.Plugins {
 		run := string(r.Run)
-		if r.Role != "" {
+		switch {
+		case r.Role != "" && r.Backend == "etcd":
+			run += " (" + r.Role + ", etcd)" // the file backend is the default
+		case r.Role != "":
 			run += " (" + r.Role + ")"
 		}
 		pid, uptime := "-", "-"

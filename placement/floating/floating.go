@@ -37,6 +37,11 @@ type Options struct {
 	// the share hang or fail with it, as a real unreachable NFS server
 	// would; nil in production.
 	Fault func(op string) error
+	// Etcd opens an election on etcd, for plugins whose elect has etcd;
+	// nil refuses them. The host passes the etcd backend's New
+	// (elect/etcd): this package does not import it, so that programs
+	// that only elect through a directory do not link the etcd client.
+	Etcd func(elect.EtcdConfig) (elect.Backend, error)
 }
 
 // Change is a change of a floating plugin's leader, as this host saw it:
@@ -100,17 +105,11 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 	if addr == "" {
 		addr = net.JoinHostPort(localAddress(), strconv.Itoa(e.Port))
 	}
-	t := p.timing()
-	el, err := elect.New(elect.Config{
-		Dir: req.Path(e.Dir), Instance: pl.Instance, HostID: p.opt.HostID, Address: addr,
-		TTL: e.TTL.Std(), Renew: e.Renew.Std(), Poll: e.Poll.Std(), LockStale: e.LockStale.Std(),
-		Clock: p.opt.Clock, Fault: p.opt.Fault,
-		StopBudget: t.ShutdownTimeout + t.ExitWindow + t.KillAfter,
-	})
+	el, err := p.backend(req, addr)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: join the election: %w", pl.Name, err)
 	}
-	h := newHandle(p, req, el.Backend(), addr)
+	h := newHandle(p, req, el, addr)
 	if !p.track(h) {
 		el.Close()
 		return nil, fmt.Errorf("start %s: %w", pl.Name, errClosed)
@@ -125,6 +124,33 @@ func (p *Placement) Start(ctx context.Context, req placement.Request) (placement
 		return nil, err
 	}
 	return h, nil
+}
+
+// backend opens req's election, through its directory or on etcd, with
+// this host's address addr.
+func (p *Placement) backend(req placement.Request, addr string) (elect.Backend, error) {
+	pl, e, t := req.Plugin, req.Plugin.Elect, p.timing()
+	budget := t.ShutdownTimeout + t.ExitWindow + t.KillAfter
+	if e.Etcd == nil {
+		el, err := elect.New(elect.Config{
+			Dir: req.Path(e.Dir), Instance: pl.Instance, HostID: p.opt.HostID, Address: addr,
+			TTL: e.TTL.Std(), Renew: e.Renew.Std(), Poll: e.Poll.Std(), LockStale: e.LockStale.Std(),
+			Clock: p.opt.Clock, Fault: p.opt.Fault, StopBudget: budget,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return el.Backend(), nil
+	}
+	if p.opt.Etcd == nil {
+		return nil, errors.New("this program cannot elect on etcd")
+	}
+	cfg, err := EtcdConfig(req, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg.HostID, cfg.Clock, cfg.StopBudget = p.opt.HostID, p.opt.Clock, budget
+	return p.opt.Etcd(cfg)
 }
 
 // timing is the inner placement's stop windows.
@@ -171,8 +197,14 @@ func (p *Placement) forget(h *handle) {
 // sees it.
 type Leader struct {
 	elect.Lease
-	// Instance is the plugin's instance name; Dir its election's directory.
+	// Instance is the plugin's instance name; Dir its election's
+	// directory, on the file backend.
 	Instance, Dir string
+	// Backend is "file" or "etcd"; on etcd, Endpoints are the servers and
+	// Key the prefix of the candidates' keys.
+	Backend   string
+	Endpoints []string
+	Key       string
 	// Age is how long the lease file has looked unchanged to this host.
 	Age time.Duration
 	// TTL is the election's ttl.

@@ -77,7 +77,7 @@ func (h *handle) join() {
 func (h *handle) awaitLeader(ctx context.Context) error {
 	p := h.req.Plugin
 	e := p.Elect
-	wait := time.NewTimer(e.TTL.Std() + e.Poll.Std())
+	wait := time.NewTimer(e.LeaseTTL() + e.Poll.Std())
 	defer wait.Stop()
 	led := h.led
 	for {
@@ -87,6 +87,9 @@ func (h *handle) awaitLeader(ctx context.Context) error {
 		case <-h.ended:
 			return fmt.Errorf("start %s: %w", p.Name, h.why)
 		case <-wait.C:
+			if e.Etcd != nil {
+				return fmt.Errorf("start %s: no leader elected on etcd %v within %s: does every host reach etcd?", p.Name, e.Etcd.Endpoints, e.LeaseTTL()+e.Poll.Std())
+			}
 			return fmt.Errorf("start %s: no leader elected in %s within %s: is the directory readable and writable on every host?", p.Name, e.Dir, e.TTL.Std()+e.Poll.Std())
 		case <-ctx.Done():
 			return ctx.Err()
@@ -127,7 +130,7 @@ func (h *handle) campaign() {
 			h.p.log.Warn("giving up the lead: stopping the plugin, then releasing the lease", "plugin", name, "epoch", term.Epoch(), "why", why)
 			h.follow(w, term.Deadline())
 			h.resign(term)
-			if sleep(h.ctx, h.clock(), h.req.Plugin.Elect.TTL.Std()) != nil {
+			if sleep(h.ctx, h.clock(), h.req.Plugin.Elect.LeaseTTL()) != nil {
 				return
 			}
 		case <-h.ctx.Done():
@@ -322,7 +325,7 @@ func (h *handle) State() placement.State {
 	default:
 		st = placement.State{Status: placement.Starting, Since: h.since}
 	}
-	st.Role, st.Address = string(h.roleLocked()), h.leader.Address
+	st.Role, st.Address, st.Backend = string(h.roleLocked()), h.leader.Address, h.req.Plugin.Elect.Backend()
 	return st
 }
 
@@ -347,5 +350,11 @@ func (h *handle) leaderInfo(ctx context.Context) (Leader, error) {
 	role := h.roleLocked()
 	h.mu.Unlock()
 	p := h.req.Plugin
-	return Leader{Lease: l, Instance: p.Instance, Dir: h.req.Path(p.Elect.Dir), Age: age, TTL: p.Elect.TTL.Std(), Role: role}, nil
+	info := Leader{Lease: l, Instance: p.Instance, Backend: p.Elect.Backend(), Age: age, TTL: p.Elect.LeaseTTL(), Role: role}
+	if c := p.Elect.Etcd; c != nil {
+		info.Endpoints, info.Key = c.Endpoints, c.Prefix+p.Instance+"/"
+	} else {
+		info.Dir = h.req.Path(p.Elect.Dir)
+	}
+	return info, nil
 }

@@ -1,0 +1,133 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/graftland/graft/elect"
+)
+
+// Campaign returns once this host leads, with its term. Each attempt
+// grants a lease of the session TTL, starts a session on it (which keeps
+// it alive), and campaigns with it: it puts its key under the prefix and
+// waits until every key created before it is gone. A candidate in line
+// follows the leader; it takes over as soon as the leader's key goes:
+// resigned, or deleted with its lease SessionTTL after the leader's last
+// keepalive. An attempt that fails (etcd unreachable, the session lost
+// while in line) gives its lease up and is tried again after renew.
+//
+// Cancelling ctx ends the wait and returns ctx's error (with the last
+// error, if any); Close returns elect.ErrClosed.
+func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
+	ctx, stop := e.join(ctx)
+	defer stop()
+	var lastErr error
+	for {
+		t, err := e.attempt(ctx)
+		if t != nil {
+			return t, nil
+		}
+		if err != nil && ctx.Err() == nil {
+			lastErr = err
+		}
+		if ctx.Err() != nil || sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+			if lastErr != nil {
+				return nil, fmt.Errorf("campaign: %w (last error: %w)", context.Cause(ctx), lastErr)
+			}
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// join returns a context that ends with ctx or with the election; its
+// cause is elect.ErrClosed in the second case.
+func (e *Election) join(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if e.ctx.Err() != nil {
+		cancel(elect.ErrClosed)
+	}
+	stop := context.AfterFunc(e.ctx, func() { cancel(elect.ErrClosed) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// attempt is one campaign on a session of its own.
+func (e *Election) attempt(ctx context.Context) (*term, error) {
+	gctx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
+	grant, err := e.client.Grant(gctx, int64(e.cfg.SessionTTL.Seconds()))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("grant a lease: %w", err)
+	}
+	// The session keeps the lease alive until stopSession, or Close.
+	sctx, stopSession := context.WithCancel(e.ctx)
+	sess, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithContext(sctx))
+	if err != nil {
+		stopSession()
+		e.revoke(grant.ID)
+		return nil, fmt.Errorf("start a session: %w", err)
+	}
+	el := concurrency.NewElection(sess, e.key)
+	if err := e.wait(ctx, sess, el); err != nil {
+		stopSession()
+		e.revoke(grant.ID)
+		return nil, err
+	}
+	t := &term{e: e, el: el, id: grant.ID, epoch: el.Rev(), stopSession: stopSession,
+		done: make(chan struct{}), lost: make(chan struct{})}
+	// The lease was kept alive while in line, by the session: renew it
+	// once more to know from when its TTL runs at the latest.
+	began := e.cfg.Clock.Now()
+	if err := t.check(began.Add(e.cfg.Renew)); err != nil {
+		stopSession()
+		e.revoke(grant.ID)
+		return nil, err
+	}
+	t.renewed = began
+	if !t.start() {
+		stopSession()
+		return nil, elect.ErrClosed
+	}
+	return t, nil
+}
+
+// wait campaigns with el until this host leads, ctx ends or the session
+// is lost. The campaign runs on a goroutine of the election: one given up
+// on ends when etcd answers, or at Close.
+func (e *Election) wait(ctx context.Context, sess *concurrency.Session, el *concurrency.Election) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	won := make(chan error, 1)
+	if !e.goroutine(func() { won <- el.Campaign(cctx, e.value()) }) {
+		return elect.ErrClosed
+	}
+	e.following.Store(true)
+	defer e.following.Store(false)
+	select {
+	case err := <-won:
+		if err != nil {
+			return fmt.Errorf("campaign: %w", err)
+		}
+		return nil
+	case <-sess.Done():
+		return fmt.Errorf("campaign: the session's lease was lost while in line")
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// revoke gives lease id up, on a goroutine of the election and for at most
+// renew, so that the keys put with it go at once: a candidate that left
+// the line, or a leader that released its term once its plugin stopped.
+func (e *Election) revoke(id clientv3.LeaseID) {
+	e.goroutine(func() {
+		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Renew)
+		defer cancel()
+		_, _ = e.client.Revoke(ctx, id) // else it expires after the TTL
+	})
+}

@@ -1,0 +1,225 @@
+// Package etcdtest runs a real etcd server (Debian's etcd-server) for
+// tests and benchmarks: one member on loopback ports of its own, with its
+// data in a directory of the caller's, stopped when the test ends, even
+// when it fails.
+package etcdtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/graftland/graft/internal/testprog"
+)
+
+// Program and Package name the server and the Debian package that has it.
+const (
+	Program = "etcd"
+	Package = "etcd-server"
+)
+
+// TLS are the PEM files of a server that serves its clients over TLS and
+// asks them for a certificate that CA signed.
+type TLS struct{ CA, Cert, Key string }
+
+// Server is one etcd member.
+type Server struct {
+	dir    string // its data and its log
+	client string // its client URL
+	peer   string
+	tls    *TLS
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start runs a server for t, or ends t (testprog.Need) when etcd is not
+// installed. It is stopped when t ends.
+func Start(t testing.TB) *Server { return StartTLS(t, nil) }
+
+// StartTLS is Start, serving clients over tls when it is not nil.
+func StartTLS(t testing.TB, tls *TLS) *Server {
+	t.Helper()
+	testprog.Need(t, Program, Package)
+	s, err := LaunchTLS(t.TempDir(), tls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(s.logPath())
+			t.Logf("--- etcd's log ---\n%s", tail(b, 4000))
+		}
+	})
+	return s
+}
+
+// Launch runs a server with its data in dir and waits until it answers.
+func Launch(dir string) (*Server, error) { return LaunchTLS(dir, nil) }
+
+// LaunchTLS is Launch, serving clients over tls when it is not nil.
+func LaunchTLS(dir string, tls *TLS) (*Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	scheme := "http://"
+	if tls != nil {
+		scheme = "https://"
+	}
+	s := &Server{dir: dir, client: scheme + ports[0], peer: "http://" + ports[1], tls: tls}
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Endpoint is the server's client URL.
+func (s *Server) Endpoint() string { return s.client }
+
+func (s *Server) logPath() string { return filepath.Join(s.dir, "etcd.log") }
+
+// run starts the process on s's ports and data, and waits until it is
+// healthy. Short heartbeats keep the shortest lease etcd grants at one
+// second, so tests can use short session TTLs.
+func (s *Server) run() error {
+	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(Program, "--name", "graft-test", "--data-dir", filepath.Join(s.dir, "data"),
+		"--listen-client-urls", s.client, "--advertise-client-urls", s.client,
+		"--listen-peer-urls", s.peer, "--initial-advertise-peer-urls", s.peer,
+		"--initial-cluster", "graft-test="+s.peer, "--initial-cluster-state", "new",
+		"--heartbeat-interval", "50", "--election-timeout", "250",
+		"--logger", "zap", "--log-outputs", "stderr", "--log-level", "warn")
+	if t := s.tls; t != nil {
+		cmd.Args = append(cmd.Args, "--cert-file", t.Cert, "--key-file", t.Key, "--trusted-ca-file", t.CA, "--client-cert-auth")
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = dieWithParent()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start etcd: %w", err)
+	}
+	s.cmd, s.exited = cmd, make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.awaitHealthy(30 * time.Second); err != nil {
+		s.Stop()
+		b, _ := os.ReadFile(s.logPath())
+		return fmt.Errorf("%w; its log:\n%s", err, tail(b, 4000))
+	}
+	return nil
+}
+
+func (s *Server) awaitHealthy(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		select {
+		case <-s.exited:
+			return errors.New("etcd exited at start")
+		default:
+		}
+		if s.healthy() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("etcd at %s not healthy within %s", s.client, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// healthy reports whether the server answers its health check. Over
+// TLS, a TCP connect is the check: the health endpoint would want a
+// client certificate.
+func (s *Server) healthy() bool {
+	if s.tls != nil {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.client, "https://"), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.client+"/health", nil)
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// noKeepAlive leaves no idle connection, nor its goroutines, behind: the
+// tests check that none outlives them.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// Stop ends the server (SIGTERM, then SIGKILL after 5 seconds) and waits
+// for it. It may be called more than once.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Restart stops the server and runs it again on the same ports and data.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.run()
+}
+
+// freePorts returns n loopback host:port pairs free a moment ago.
+func freePorts(n int) ([]string, error) {
+	var addrs []string
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
