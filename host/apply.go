@@ -361,7 +361,7 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placemen
 type entry struct {
 	record    plan.Record // what its spec decides (plan.Applied)
 	unit      *placement.Supervisor
-	placement placement.Placement // where it runs
+	placement placement.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
 	env       map[string]string   // what the host added to its environment
 }
 
@@ -371,7 +371,9 @@ func (h *Host) placements() map[placement.Placement]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.plugins {
-		used[e.placement] = true
+		if e.placement != nil {
+			used[e.placement] = true
+		}
 	}
 	return used
 }

@@ -80,10 +80,10 @@ func loadCompleted(dir string) (map[string]completedRecord, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Fields it does not know are ignored: a host of an older version
+	// still reads what a newer one wrote.
 	var doc completedDoc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	for name, r := range doc.Plugins {

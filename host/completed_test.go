@@ -218,3 +218,35 @@ func TestCompletedForgotten(t *testing.T) {
 	require.NoError(t, h.Down(context.Background(), hostapi.ApplyRequest{Holder: "test"}, nil))
 	assert.NoFileExists(t, filepath.Join(state, completedFile), "graft down forgets everything")
 }
+
+// TestCompletedOtherEntry: a record whose entry is not the last applied
+// one (its hash, or its digest key, differs) is not brought back: the
+// one-shot runs again, as a changed entry does.
+func TestCompletedOtherEntry(t *testing.T) {
+	for _, field := range []string{"hash", "keyID"} {
+		t.Run(field, func(t *testing.T) {
+			dir := t.TempDir()
+			state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
+			h := open(t, state)
+			_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, nil)
+			require.NoError(t, err)
+			require.NoError(t, h.Shutdown(context.Background()))
+			recs := readCompleted(t, state)
+			r := recs["migrate"]
+			if field == "hash" {
+				r.Hash = "sha256:0000"
+			} else {
+				r.KeyID = "another"
+			}
+			recs["migrate"] = r
+			require.NoError(t, os.WriteFile(filepath.Join(state, completedFile), encodeCompleted(recs), 0o600))
+
+			h = open(t, state)
+			defer func() { h.Shutdown(context.Background()) }()
+			assert.Empty(t, statuses(h))
+			require.NoError(t, h.Reapply(context.Background()))
+			assert.Equal(t, 2, runs(t, ran), "run again")
+			assert.Equal(t, pluginStatus(h, "migrate").Hash, readCompleted(t, state)["migrate"].Hash)
+		})
+	}
+}
