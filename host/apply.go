@@ -69,6 +69,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 		},
 	})
 	h.closeUnusedLogs()
+	h.syncCompleted() // one-shots updated in place keep their record, under the new hash
 	h.runners.Prune(h.placements())
 	h.pruneLastStops()
 	return p, err
@@ -223,6 +224,10 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 		return apply.Result{Outcome: placement.Exited}, nil
 	}
 	outcome, err := x.h.stop(ctx, name, e)
+	// A completed one-shot that leaves the spec, is replaced or runs
+	// again (graft run: a replace) is forgotten as it stops, before
+	// anything starts again: a host killed meanwhile runs it again.
+	x.h.syncCompleted()
 	return apply.Result{Outcome: outcome}, err
 }
 
@@ -293,7 +298,11 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	}
 	switch {
 	case p.Once:
-		err = e.unit.Await(ctx, spec.UntilCompleted)
+		// The step's ctx is not cancelled with its apply's: it waits for
+		// the end, so that the one-shot is recorded once it completes.
+		if err = e.unit.Await(ctx, spec.UntilCompleted); err == nil {
+			x.h.syncCompleted()
+		}
 	case until == spec.UntilHealthy:
 		if err = e.unit.Await(ctx, spec.UntilHealthy); err == nil {
 			reached(spec.UntilHealthy)
@@ -352,7 +361,7 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placemen
 type entry struct {
 	record    plan.Record // what its spec decides (plan.Applied)
 	unit      *placement.Supervisor
-	placement placement.Placement // where it runs
+	placement placement.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
 	env       map[string]string   // what the host added to its environment
 }
 
@@ -362,7 +371,9 @@ func (h *Host) placements() map[placement.Placement]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.plugins {
-		used[e.placement] = true
+		if e.placement != nil {
+			used[e.placement] = true
+		}
 	}
 	return used
 }

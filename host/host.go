@@ -87,6 +87,10 @@ type Host struct {
 
 	metrics *metrics
 
+	// completed keeps completed.json: the one-shots that completed, which
+	// a host started again does not run again (completed.go).
+	completed completions
+
 	applying chan struct{} // a token: held by the apply under way
 	holder   holder        // who holds it, while one does
 
@@ -167,6 +171,7 @@ func (h *Host) open() error {
 	if h.spec != nil {
 		h.spec.parsed = h.spec.parsed.WithKey(h.key)
 	}
+	h.restoreCompleted()
 	if h.hostID = h.opt.HostID; h.hostID == "" {
 		if h.hostID, err = defaultHostID(h.dir); err != nil {
 			return err
@@ -279,6 +284,7 @@ const startupHolder = "the host's start-up"
 // StopAll stops every plugin in order, consumers first, as an apply of an
 // empty spec, and keeps the last applied spec: the host's own shutdown.
 func (h *Host) StopAll(ctx context.Context) error {
+	h.freezeCompleted() // they stop with the host; they have not left the spec
 	_, err := h.apply(ctx, hostapi.ApplyRequest{Holder: "the host's shutdown"}, nil, false)
 	return err
 }
@@ -311,11 +317,16 @@ func (h *Host) Restart(ctx context.Context, req hostapi.ApplyRequest, events fun
 }
 
 // Down stops every plugin, consumers first, whatever becomes of ctx, then
-// forgets the applied spec and ends the host (Serve returns).
+// forgets the applied spec and the completed one-shots, and ends the host
+// (Serve returns). The next apply is a fresh deploy.
 func (h *Host) Down(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
+	h.freezeCompleted()
 	_, err := h.apply(context.WithoutCancel(ctx), hostapi.ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
 	if err == nil {
 		err = h.forgetApplied()
+	}
+	if err == nil {
+		err = h.forgetCompleted()
 	}
 	h.downOnce.Do(func() { close(h.down) })
 	return err
