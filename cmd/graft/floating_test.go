@@ -582,9 +582,9 @@ func TestFloatingSoak(t *testing.T) {
 		rounds, err = strconv.Atoi(s)
 		require.NoError(t, err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	source := uint64(time.Now().UnixNano())
+	t.Logf("random source %d", source)
+	rng := rand.New(rand.NewPCG(source, source))
 	f := newFleet(t, 5)
 	f.startAll()
 	l, _ := f.leaderAfter(0, 10*time.Second)
