@@ -71,39 +71,45 @@ func (s *Spec) applyDefaults() {
 		if (p.Run == Remote || p.Run == Floating) && p.Instance == "" {
 			p.Instance = s.Name + "." + p.Name
 		}
-		if p.Ready != nil {
-			orDefault(&p.Ready.Timeout, DefaultReadyTimeout)
+		p.applyDefaults()
+	}
+}
+
+// applyDefaults fills the unset fields of p's blocks: ready, health,
+// retry and elect.
+func (p *Plugin) applyDefaults() {
+	if p.Ready != nil {
+		orDefault(&p.Ready.Timeout, DefaultReadyTimeout)
+	}
+	if hc := p.Health; hc != nil {
+		orDefault(&hc.Interval, DefaultHealthInterval)
+		orDefault(&hc.Timeout, DefaultHealthTimeout)
+		if hc.Failures == 0 {
+			hc.Failures = DefaultHealthFailures
 		}
-		if hc := p.Health; hc != nil {
-			orDefault(&hc.Interval, DefaultHealthInterval)
-			orDefault(&hc.Timeout, DefaultHealthTimeout)
-			if hc.Failures == 0 {
-				hc.Failures = DefaultHealthFailures
-			}
+	}
+	if r := p.Retry; r != nil {
+		orDefault(&r.Delay, DefaultRetryDelay)
+		orDefault(&r.Max, max(DefaultRetryMax, r.Delay.Std()))
+		if r.Factor == 0 {
+			r.Factor = DefaultRetryFactor
 		}
-		if r := p.Retry; r != nil {
-			orDefault(&r.Delay, DefaultRetryDelay)
-			orDefault(&r.Max, max(DefaultRetryMax, r.Delay.Std()))
-			if r.Factor == 0 {
-				r.Factor = DefaultRetryFactor
-			}
+	}
+	if e := p.Elect; e != nil {
+		orDefault(&e.TTL, DefaultElectTTL)
+		orDefault(&e.Renew, DefaultElectRenew)
+		orDefault(&e.Poll, DefaultElectPoll)
+		orDefault(&e.LockStale, DefaultLockStale)
+		if e.ProbeFailures == 0 {
+			e.ProbeFailures = DefaultProbeFailures
 		}
-		if e := p.Elect; e != nil {
-			orDefault(&e.TTL, DefaultElectTTL)
-			orDefault(&e.Renew, DefaultElectRenew)
-			orDefault(&e.Poll, DefaultElectPoll)
-			orDefault(&e.LockStale, DefaultLockStale)
-			if e.ProbeFailures == 0 {
-				e.ProbeFailures = DefaultProbeFailures
-			}
-			if e.StartFailures == 0 {
-				e.StartFailures = DefaultStartFailures
-			}
-			if c := e.Etcd; c != nil {
-				orDefault(&c.SessionTTL, DefaultSessionTTL)
-				if c.Prefix == "" {
-					c.Prefix = DefaultEtcdPrefix
-				}
+		if e.StartFailures == 0 {
+			e.StartFailures = DefaultStartFailures
+		}
+		if c := e.Etcd; c != nil {
+			orDefault(&c.SessionTTL, DefaultSessionTTL)
+			if c.Prefix == "" {
+				c.Prefix = DefaultEtcdPrefix
 			}
 		}
 	}
