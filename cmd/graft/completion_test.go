@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -78,12 +79,15 @@ func TestCompletionScripts(t *testing.T) {
 
 	script, err := exec.Command("graft", "completion", "bash").Output()
 	require.NoError(t, err)
-	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", string(script)+`
+	for _, command := range []string{"logs", "restart", "leader", "run"} {
+		line := "graft " + command + " "
+		cmd := exec.Command("bash", "--norc", "--noprofile", "-c", string(script)+`
 spec=$(complete -p graft)
 eval "set -- ${spec#complete -o default -C }"
-COMP_LINE="graft logs " COMP_POINT=11 "$1"`)
-	cmd.Dir = dir
-	out, err = cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	assert.Equal(t, "web\n", string(out))
+COMP_LINE="`+line+`" COMP_POINT=`+strconv.Itoa(len(line))+` "$1"`)
+		cmd.Dir = dir
+		out, err = cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Equal(t, "web\n", string(out), "graft %s completes the plugin names", command)
+	}
 }

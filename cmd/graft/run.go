@@ -7,7 +7,7 @@ import (
 
 // RunCmd is `graft run PLUGIN`.
 type RunCmd struct {
-	Plugin      string `arg:"" help:"The one-shot plugin (once: true) to run again."`
+	Plugin      string `arg:"" predictor:"plugin" help:"The one-shot plugin (once: true) to run again."`
 	Parallelism int    `default:"10" help:"Steps run at once at most."`
 }
 
