@@ -16,16 +16,20 @@
 # ~/.cache/graft-bench/pm2), never globally. Everything it starts runs
 # from a temporary directory (pm2's PM2_HOME included) and is stopped on exit.
 #
-#   bench/peers.sh [ROUNDS] [N...]        defaults 3, and N = 100 1000
+#   bench/peers.sh [ROUNDS] [N...]        defaults 1, and N = 100 1000
 #   PEERS_TIMEOUT=SECONDS                  a step still unfinished after it is
-#                                          reported as ">SECONDS s" (default 60)
+#                                          reported as ">SECONDS s" (default 30)
+#
+# The defaults finish in about three minutes for N = 1000: supervisorctl
+# update removes about one program a second, and pm2 restarts all N on a
+# change, so without the timeout one round of 1000 would take over 15.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
+rounds=${1:-1}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(100 1000)
-timeout=${PEERS_TIMEOUT:-60}
+timeout=${PEERS_TIMEOUT:-30}
 
 if ! command -v supervisord >/dev/null; then
   echo "installing supervisor..." >&2
@@ -109,7 +113,7 @@ pm2_pid=$(cat "$PM2_HOME/pm2.pid")
 
 pid_of() { case $1 in graft) echo "$graft_pid" ;; supervisord) echo "$sup_pid" ;; pm2) echo "$pm2_pid" ;; esac; }
 # fresh TOOL: a daemon whose removal timed out still has processes (a killed
-# supervisorctl leaves the groups it had not reached): it is stopped, which
+# supervisorctl or pm2 leaves the programs it had not reached): it is stopped, which
 # stops them, and started again with nothing, so the next round starts clean.
 fresh() {
   case $1 in
@@ -120,6 +124,11 @@ fresh() {
       supervisord -c "$work/supervisord.conf"
       for _ in $(seq 50); do supervisorctl -c "$work/supervisord.conf" pid >/dev/null 2>&1 && break; sleep 0.1; done
       sup_pid=$(cat "$work/supervisord.pid")
+      ;;
+    pm2)
+      "$pm2" kill >/dev/null 2>&1
+      "$pm2" ping >/dev/null 2>&1
+      pm2_pid=$(cat "$PM2_HOME/pm2.pid")
       ;;
     *) echo "$1 still runs processes after its removal" >&2; exit 1 ;;
   esac
@@ -134,7 +143,7 @@ step() {
   shift 2
   local cmd wd
   t0=$(now)
-  "$@" &
+  "$@" 2>>"$work/steps.log" & # a command stopped at the timeout complains there
   cmd=$!
   # A watchdog, so that a command still busy after the timeout is stopped.
   sleep "$timeout" &
