@@ -44,11 +44,24 @@ if [ ! -x "$pm2" ]; then
 fi
 
 work=$(mktemp -d)
-export PM2_HOME=$work/pm2home
+pm2home=$work/pm2home
+# p2: pm2 with this run's PM2_HOME, given to pm2 alone, so that only pm2's
+# daemon and its apps carry it (pm2_kill finds what is left by it).
+p2() { PM2_HOME=$pm2home "$pm2" "$@"; }
+# pm2_kill: pm2 kill, and then the apps it left running: a pm2 killed in
+# the middle of restarting or deleting many leaves some behind. They are
+# known by the PM2_HOME pm2 gave them, this run's own.
+pm2_kill() {
+  p2 kill >/dev/null 2>&1 || true
+  local left
+  left=$(grep -lzx "PM2_HOME=$pm2home" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true)
+  # shellcheck disable=SC2086 # one pid a word
+  [ -z "$left" ] || kill $left 2>/dev/null || true
+}
 cleanup() {
   [ -f "$work/p/empty.yaml" ] && "$work/graft" --file "$work/p/empty.yaml" down >/dev/null 2>&1 || true
   [ -f "$work/supervisord.pid" ] && kill "$(cat "$work/supervisord.pid")" 2>/dev/null || true
-  [ -d "$PM2_HOME" ] && "$pm2" kill >/dev/null 2>&1 || true
+  [ -d "$pm2home" ] && pm2_kill
   sleep 0.5
   rm -rf "$work"
 }
@@ -96,8 +109,8 @@ pm2_conf() {
 # Commands, as users run them.
 graft_apply() { "$work/graft" --file "$work/p/plugins.yaml" apply >/dev/null; }
 sup_update() { supervisorctl -c "$work/supervisord.conf" update >/dev/null; }
-pm2_start() { "$pm2" start "$work/ecosystem.config.js" >/dev/null; }
-pm2_delete() { "$pm2" delete "$work/ecosystem.config.js" >/dev/null; }
+pm2_start() { p2 start "$work/ecosystem.config.js" >/dev/null; }
+pm2_delete() { p2 delete "$work/ecosystem.config.js" >/dev/null; }
 
 # Start the three daemons, warm, before anything is timed.
 graft_conf 0 0
@@ -108,8 +121,8 @@ sup_conf 0 0
 supervisord -c "$work/supervisord.conf"
 for _ in $(seq 50); do supervisorctl -c "$work/supervisord.conf" pid >/dev/null 2>&1 && break; sleep 0.1; done
 sup_pid=$(cat "$work/supervisord.pid")
-"$pm2" ping >/dev/null
-pm2_pid=$(cat "$PM2_HOME/pm2.pid")
+p2 ping >/dev/null
+pm2_pid=$(cat "$pm2home/pm2.pid")
 
 pid_of() { case $1 in graft) echo "$graft_pid" ;; supervisord) echo "$sup_pid" ;; pm2) echo "$pm2_pid" ;; esac; }
 # fresh TOOL: a daemon whose removal timed out still has processes (a killed
@@ -126,9 +139,9 @@ fresh() {
       sup_pid=$(cat "$work/supervisord.pid")
       ;;
     pm2)
-      "$pm2" kill >/dev/null 2>&1
-      "$pm2" ping >/dev/null 2>&1
-      pm2_pid=$(cat "$PM2_HOME/pm2.pid")
+      pm2_kill
+      p2 ping >/dev/null 2>&1
+      pm2_pid=$(cat "$pm2home/pm2.pid")
       ;;
     *) echo "$1 still runs processes after its removal" >&2; exit 1 ;;
   esac
@@ -201,7 +214,7 @@ round() {
 
 tools=(graft supervisord pm2)
 printf 'supervisord %s, pm2 %s, node %s; medians of %d rounds, in ms\n' \
-  "$(supervisord --version)" "$("$pm2" --version)" "$(node --version)" "$rounds"
+  "$(supervisord --version)" "$(p2 --version)" "$(node --version)" "$rounds"
 for n in "${sizes[@]}"; do
   declare -A res=()
   for r in $(seq "$rounds"); do
