@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/graftland/graft/internal/group"
 )
 
 // The election's defaults: ttl, renew, poll and lockStale
@@ -122,9 +124,9 @@ type Election struct {
 	// cannot make the directory unwritable, so they make the rename fail.
 	rename func(oldpath, newpath string) error
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+	goroutines group.Group // renewals, observers: ended by Close
 
 	following atomic.Bool // a campaign follows a healthy leader
 
@@ -133,7 +135,6 @@ type Election struct {
 	readMu sync.Mutex
 
 	mu        sync.Mutex
-	closed    bool
 	seen      bool      // a lease was read at least once
 	last      fileState // the last lease read
 	changedAt time.Time // when this host saw last change, on its clock
@@ -216,28 +217,12 @@ func (c *Config) fill() error {
 // abandoned, and followers take over after TTL (Resign first to hand over
 // within one poll). Campaigns in flight return ErrClosed.
 func (e *Election) Close() {
-	e.mu.Lock()
-	e.closed = true
-	e.mu.Unlock()
-	e.cancel()
-	e.wg.Wait()
+	e.goroutines.Close(e.cancel)
 }
 
 // goroutine runs f on a goroutine the election owns, or returns false if
 // the election is closed.
-func (e *Election) goroutine(f func()) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		f()
-	}()
-	return true
-}
+func (e *Election) goroutine(f func()) bool { return e.goroutines.Go(f) }
 
 // join returns a context that ends with ctx or with the election; its
 // cause is ErrClosed in the second case.

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/internal/group"
 	"github.com/graftland/graft/internal/tlsconf"
 )
 
@@ -41,14 +41,11 @@ type Election struct {
 	key    string // the candidates' key prefix
 	client *clientv3.Client
 
-	ctx    context.Context // ends with Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx        context.Context // ends with Close
+	cancel     context.CancelFunc
+	goroutines group.Group // renewals, observers: ended by Close
 
 	following atomic.Bool
-
-	mu     sync.Mutex
-	closed bool
 }
 
 var _ elect.Backend = (*Election)(nil)
@@ -97,31 +94,17 @@ func Open(cfg elect.EtcdConfig) (*Election, error) {
 // term still held is abandoned, as by a crash: its lease expires after the
 // session TTL.
 func (e *Election) Close() {
-	e.mu.Lock()
-	e.closed = true
-	e.mu.Unlock()
-	e.cancel()
-	// The client's close ends what waits on etcd (a campaign's watch, a
-	// resign that does not answer).
-	e.client.Close()
-	e.wg.Wait()
+	e.goroutines.Close(func() {
+		e.cancel()
+		// The client's close ends what waits on etcd (a campaign's watch,
+		// a resign that does not answer).
+		e.client.Close()
+	})
 }
 
 // goroutine runs f on a goroutine the election owns, or returns false if
 // the election is closed.
-func (e *Election) goroutine(f func()) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		f()
-	}()
-	return true
-}
+func (e *Election) goroutine(f func()) bool { return e.goroutines.Go(f) }
 
 // Following reports whether a campaign waits behind a leader.
 func (e *Election) Following() bool { return e.following.Load() }
