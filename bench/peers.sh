@@ -188,6 +188,14 @@ step() {
 # median is one of them).
 median() { printf '%s\n' "$@" | sed 's/^>\(.*\)/\1 >/' | sort -n | sed -n "$((($# + 1) / 2))p" | sed 's/^\(.*\) >$/>\1/'; }
 
+# ratio A B: A / B as "N.NNx", where A or B may be ">TIMEOUT" (a bound).
+ratio() {
+  local a=${1#>} b=${2#>} bound=
+  [ "$a" != "$1" ] && bound='>'
+  [ "$b" != "$2" ] && { echo '?'; return; }
+  printf '%s%.2fx' "$bound" "$(echo "$a / $b" | bc -l)"
+}
+
 # round TOOL N: one round of TOOL with N processes; prints start, change,
 # replaced, remove.
 round() {
@@ -231,6 +239,14 @@ for n in "${sizes[@]}"; do
     printf '%-12s %9s ms %9s ms %10s %9s ms\n' "$tool" \
       "$(median ${res[$tool.start]})" "$(median ${res[$tool.change]})" \
       "$(median ${res[$tool.replaced]})" "$(median ${res[$tool.remove]})"
+  done
+  # Each peer's time over graft's, measured in the same run.
+  for tool in "${tools[@]:1}"; do
+    # shellcheck disable=SC2086 # word splitting of the collected figures is wanted
+    printf '%-12s %12s %12s %10s %12s\n' "$tool/graft" \
+      "$(ratio "$(median ${res[$tool.start]})" "$(median ${res[graft.start]})")" \
+      "$(ratio "$(median ${res[$tool.change]})" "$(median ${res[graft.change]})")" "" \
+      "$(ratio "$(median ${res[$tool.remove]})" "$(median ${res[graft.remove]})")"
   done
   unset res
 done

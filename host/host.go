@@ -45,8 +45,8 @@ type Options struct {
 	HostID string
 	// Clock is the elections' clock; nil is real time.
 	Clock elect.Clock
-	// NoNamespace runs local plugins without PID namespaces of their own,
-	// even where they can have them (see docs/stopping.md).
+	// NoNamespace runs local plugins outside a PID namespace, even where
+	// they can have one (see docs/stopping.md).
 	NoNamespace bool
 	// MetricsListen, tcp://HOST:PORT, when set, is a listener that serves
 	// GET /metrics alone, without a token, for Prometheus.

@@ -49,8 +49,8 @@ type Options struct {
 	// Limits bound the time to read a request's body (and, for a server
 	// made with guard.Server, its connections); zero: the defaults.
 	Limits guard.Limits
-	// NoNamespace runs processes without PID namespaces of their own, even
-	// where they can have them (see docs/stopping.md).
+	// NoNamespace runs processes outside a PID namespace, even where they
+	// can have one (see docs/stopping.md).
 	NoNamespace bool
 }
 

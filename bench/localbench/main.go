@@ -15,10 +15,13 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
@@ -28,6 +31,7 @@ import (
 func main() {
 	n := flag.Int("n", 200, "processes")
 	rounds := flag.Int("rounds", 5, "rounds; the median is reported")
+	profile := flag.String("cpuprofile", "", "write graft's rounds' CPU profile to this file")
 	flag.Parse()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -35,7 +39,10 @@ func main() {
 	}
 	var graft, bare [4][]time.Duration
 	for range *rounds {
-		for i, ds := range graftRound(sleep, *n) {
+		stop := startProfile(*profile)
+		g := graftRound(sleep, *n)
+		stop()
+		for i, ds := range g {
 			graft[i] = append(graft[i], ds...)
 		}
 		for i, ds := range bareRound(sleep, *n) {
@@ -116,33 +123,37 @@ func graftRound(sleep string, n int) [4][]time.Duration {
 	return d
 }
 
-// bareRound is the floor: exec.Cmd.Start n times, restarts as graftRound
-// does them, then SIGTERM to all and Wait.
+// bareRound is the floor: a bare loop of fork/exec with a pidfd (as
+// graft watches its processes), one after another; restarts as
+// graftRound does them; then SIGTERM to all through their pidfds and a
+// wait for each.
 func bareRound(sleep string, n int) [4][]time.Duration {
 	var d [4][]time.Duration
-	start := func() *exec.Cmd {
-		cmd := exec.Command(sleep, "3600")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+	argv := []string{sleep, "3600"}
+	env := os.Environ()
+	start := func() bare {
+		b := bare{pidfd: -1}
+		pid, err := syscall.ForkExec(sleep, argv, &syscall.ProcAttr{
+			Env: env,
+			Sys: &syscall.SysProcAttr{Setpgid: true, PidFD: &b.pidfd},
+		})
+		if err != nil {
 			log.Fatal(err)
 		}
-		return cmd
-	}
-	stop := func(cmd *exec.Cmd) {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		b.pid = pid
+		return b
 	}
 	began := time.Now()
-	cmds := make([]*exec.Cmd, n)
-	for i := range cmds {
-		cmds[i] = start()
+	procs := make([]bare, n)
+	for i := range procs {
+		procs[i] = start()
 	}
 	d[0] = append(d[0], time.Since(began))
 
 	restart := func(i int) time.Duration {
 		began := time.Now()
-		stop(cmds[i])
-		cmds[i] = start()
+		procs[i].stop()
+		procs[i] = start()
 		return time.Since(began)
 	}
 	for i := range restarts {
@@ -155,13 +166,46 @@ func bareRound(sleep string, n int) [4][]time.Duration {
 
 	began = time.Now()
 	var wg sync.WaitGroup
-	for _, cmd := range cmds {
+	for _, p := range procs {
 		wg.Add(1)
-		go func() { defer wg.Done(); stop(cmd) }()
+		go func() { defer wg.Done(); p.stop() }()
 	}
 	wg.Wait()
 	d[1] = append(d[1], time.Since(began))
 	return d
+}
+
+// bare is a process of the floor: its pid and a pidfd of it.
+type bare struct{ pid, pidfd int }
+
+// stop sends SIGTERM through the pidfd and reaps the process.
+func (b bare) stop() {
+	if err := unix.PidfdSendSignal(b.pidfd, syscall.SIGTERM, nil, 0); err != nil {
+		log.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	for {
+		if _, err := syscall.Wait4(b.pid, &ws, 0, nil); err != syscall.EINTR {
+			break
+		}
+	}
+	unix.Close(b.pidfd)
+}
+
+// startProfile adds what runs until the returned func to the CPU profile
+// in path, if any.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func median(ds []time.Duration) time.Duration {

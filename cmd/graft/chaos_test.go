@@ -31,7 +31,7 @@ import (
 //   - generations never repeat: a runner plugin's new process always has
 //     a larger generation than any before it.
 //
-// It runs with plugins in PID namespaces of their own (the kernel ends
+// It runs with plugins in the host's PID namespace (the kernel ends
 // a dead host's families) and without (the next host cleans up after the
 // last). GRAFT_CHAOS_ROUNDS sets the number of rounds of each (default
 // 3); each run logs the start of its random source, and GRAFT_CHAOS_RANDOM

@@ -26,7 +26,7 @@ type HostCmd struct {
 	HostID       string `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
 	ReadyFD      int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
 	HostLog      bool   `hidden:"" name:"host-log" help:"Write the log, stdout and stderr to host.log in the state dir, rotated (a host started in the background)."`
-	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each local plugin in a PID namespace of its own where the system allows it, so that nothing it starts outlives the host; off: never."`
+	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run local plugins in a PID namespace of the host's own where the system allows it, so that nothing it starts outlives the host; off: never."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,

@@ -25,7 +25,7 @@ type RunnerCmd struct {
 	TLSKey       string `name:"tls-key" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
 	ClientCA     string `name:"client-ca" placeholder:"FILE" help:"Require client certificates signed by these CAs (PEM); needs --tls-cert."`
 	LogFormat    string `enum:"text,json" default:"text" help:"Format of the runner's log on stderr: text or json."`
-	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run each process in a PID namespace of its own where the system allows it, so that nothing it starts outlives the runner; off: never."`
+	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run processes in a PID namespace of the runner's own where the system allows it, so that nothing it starts outlives the runner; off: never."`
 }
 
 // Run serves until SIGTERM or SIGINT, then stops every process (interrupt,

@@ -22,9 +22,9 @@ type Member struct {
 
 // Family lists the live processes that belong with p, without p itself:
 // its descendants, the members of its process group, and the orphans this
-// process adopted (as a child subreaper) whose environment carries p's
-// marker, with their descendants; for a process in a PID namespace of its
-// own, every process of the namespace but its init. Zombies are dead and
+// process adopted (as a child subreaper), or for a process in a PID
+// namespace its init adopted, whose environment carries p's marker, with
+// their descendants. Zombies are dead and
 // left out. A process once found stays a member while it lives, wherever
 // it moves.
 func (p *Process) Family() ([]Member, error) {
@@ -52,14 +52,8 @@ func (p *Process) Family() ([]Member, error) {
 	for _, pid := range t.groups[p.Pid] {
 		add(pid)
 	}
-	if p.ns != nil {
-		// Its orphans are the init's children.
-		for _, c := range t.children[p.ns.pid] {
-			add(c)
-		}
-	}
 	if p.marker != "" {
-		for _, c := range adopted(t) {
+		for _, c := range adopted(t, p.ns) {
 			if !in[c] && hasEnv(c, p.marker) {
 				add(c)
 			}
@@ -83,13 +77,19 @@ func (p *Process) Family() ([]Member, error) {
 	return out, nil
 }
 
-// adopted lists the children of this process in t that may be orphans it
-// adopted: neither started by a Spawner and alive, nor reaped since.
-func adopted(t *procs) []int {
+// adopted lists the processes in t that may be orphans adopted by this
+// process or, for a process in a namespace, by its init: children of
+// either, neither started by a Spawner (or an init) and alive, nor reaped
+// since.
+func adopted(t *procs, ns *nsInit) []int {
+	parent := os.Getpid()
+	if ns != nil {
+		parent = ns.pid
+	}
 	registry.Lock()
 	defer registry.Unlock()
 	var out []int
-	for _, c := range t.children[os.Getpid()] {
+	for _, c := range t.children[parent] {
 		if registry.pids[c] {
 			continue
 		}

@@ -3,7 +3,7 @@ package proc
 import "fmt"
 
 // Isolation is whether a Spawner starts the Cmds that ask for it (Isolate)
-// in PID namespaces of their own.
+// in a PID namespace of its own.
 type Isolation struct {
 	// Namespace is true when it does: when this process dies, however it
 	// dies, the kernel kills every process of such a Cmd's family.

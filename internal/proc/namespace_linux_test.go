@@ -45,9 +45,13 @@ func needIsolation(t *testing.T, s *Spawner) {
 // exits; it says "up" once both run.
 const family = `sleep 60 & (setsid sleep 60 & ) ; echo up pid=$$; wait`
 
+// startIsolated starts script in s's namespace, marked as a plugin's
+// family is, and stops its family at the end of the test.
 func startIsolated(t *testing.T, s *Spawner, script string, out *os.File) *Process {
 	t.Helper()
-	p, err := s.Start(Cmd{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), Env: os.Environ(), Output: out, Isolate: true})
+	marker := fmt.Sprintf("GRAFT_INSTANCE_ID=%s-%d", t.Name(), time.Now().UnixNano())
+	p, err := s.Start(Cmd{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), Env: append(os.Environ(), marker), Output: out,
+		Marker: marker, Isolate: true})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		p.SignalGroup(syscall.SIGKILL)
@@ -59,10 +63,11 @@ func startIsolated(t *testing.T, s *Spawner, script string, out *os.File) *Proce
 	return p
 }
 
-// TestIsolated: an isolated process runs in a namespace of its own, under
+// TestIsolated: an isolated process runs in its Spawner's namespace, under
 // its init, and is known here by its real pid; its family, the daemon its
-// init adopted included, is found without a marker; its exit status comes
-// through, and it stays a zombie, holding its pid, until Reap.
+// init adopted included, is found (the daemon by its marker); its exit
+// status comes through, and it stays a zombie, holding its pid, until
+// Reap; the init stays, for the next.
 func TestIsolated(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
@@ -108,7 +113,78 @@ func TestIsolated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Status{Code: 7}, st)
 	assert.True(t, gonePid(p.Pid))
-	waitGone(t, 2*time.Second, p.ns.pid) // the init ends then
+	assert.False(t, gonePid(p.ns.pid), "the init stays for the next plugin")
+}
+
+// TestIsolatedShareANamespace: the isolated processes of a Spawner share
+// one PID namespace, not this process's, under one init; a daemon left by
+// one of them is not in another's family; Close ends the init, and the
+// kernel kills what is left of the namespace.
+func TestIsolatedShareANamespace(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	needIsolation(t, s)
+	a := startIsolated(t, s, family, nil)
+	b := startIsolated(t, s, "exec sleep 60", nil)
+	assert.Same(t, a.ns, b.ns, "one init")
+	assert.Equal(t, nsOf(t, a.Pid, "pid"), nsOf(t, b.Pid, "pid"), "one namespace")
+	assert.NotEqual(t, nsOf(t, os.Getpid(), "pid"), nsOf(t, a.Pid, "pid"), "not this process's")
+	ms := waitFamilyOf(t, a, 2, 1)
+	assert.Empty(t, mustFamily(t, b), "another plugin's daemon is not b's")
+	init := a.ns.pid
+	s.Close()
+	pids := []int{init, a.Pid, b.Pid}
+	for _, m := range ms {
+		pids = append(pids, m.Pid)
+	}
+	waitGone(t, 2*time.Second, pids...)
+	st, err := b.Reap()
+	require.NoError(t, err)
+	assert.Equal(t, Status{Code: -1, Signal: syscall.SIGKILL}, st, "killed with its namespace")
+}
+
+// TestIsolatedInitDies: when the init dies, the kernel kills its plugins
+// (whose status says SIGKILL), and the next start makes a new namespace.
+func TestIsolatedInitDies(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	needIsolation(t, s)
+	a := startIsolated(t, s, "exec sleep 60", nil)
+	old := nsOf(t, a.Pid, "pid")
+	require.NoError(t, syscall.Kill(a.ns.pid, syscall.SIGKILL))
+	select {
+	case <-a.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the plugin outlived its init")
+	}
+	st, err := a.Reap()
+	require.NoError(t, err)
+	assert.Equal(t, Status{Code: -1, Signal: syscall.SIGKILL}, st)
+	b := startIsolated(t, s, "exec sleep 60", nil)
+	assert.NotSame(t, a.ns, b.ns, "a new init")
+	assert.NotEqual(t, old, nsOf(t, b.Pid, "pid"), "a new namespace")
+}
+
+// TestIsolatedLargeSpec: a start whose environment is larger than one
+// message of the init's socket arrives whole.
+func TestIsolatedLargeSpec(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	needIsolation(t, s)
+	big := "BIG=" + strings.Repeat("x", 3*chunk+17)
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	p, err := s.Start(Cmd{Argv: []string{"sh", "-c", `printf '%s\n' "${#BIG}"`}, Dir: t.TempDir(),
+		Env: append(os.Environ(), big), Output: w, Isolate: true})
+	w.Close()
+	require.NoError(t, err)
+	line, err := bufio.NewReader(r).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(len(big)-len("BIG="))+"\n", line)
+	st, err := p.Reap()
+	require.NoError(t, err)
+	assert.Equal(t, Status{}, st)
 }
 
 // TestIsolatedSignal: the status of an isolated process killed by a
@@ -134,21 +210,24 @@ func TestIsolatedSignal(t *testing.T) {
 }
 
 // TestIsolatedStartErrors: a program that cannot run is an error as it is
-// without a namespace, and leaves no init behind.
+// without a namespace, and leaves nothing behind in the namespace.
 func TestIsolatedStartErrors(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
 	needIsolation(t, s)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(dir+"/noexec", []byte("\x7fELF garbage"), 0o755))
+	in, err := s.namespace()
+	require.NoError(t, err)
 	before := childrenOf(os.Getpid())
-	_, err := s.Start(Cmd{Argv: []string{"./noexec"}, Dir: dir, Isolate: true})
+	_, err = s.Start(Cmd{Argv: []string{"./noexec"}, Dir: dir, Isolate: true})
 	assert.ErrorIs(t, err, syscall.ENOEXEC)
 	var pe *os.PathError
 	assert.True(t, errors.As(err, &pe), "%v", err)
 	_, err = s.Start(Cmd{Argv: []string{"/bin/sh"}, Dir: dir + "/missing", Isolate: true})
 	assert.ErrorIs(t, err, os.ErrNotExist)
-	assert.ElementsMatch(t, before, childrenOf(os.Getpid()), "no init left")
+	assert.ElementsMatch(t, before, childrenOf(os.Getpid()), "no new init")
+	assert.Empty(t, childrenOf(in.pid), "no child of the init")
 }
 
 // TestKilledHostTakesTheFamily: a host killed with SIGKILL takes its

@@ -1,14 +1,13 @@
 package proc
 
 import (
-	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
+	"strconv"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,11 +19,9 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "1"
-	// The init's end of the control pipe (spec, then "reap") and of the
-	// report pipe ("pid N" or "err ERRNO", then "status WAITSTATUS").
-	initCtlFD    = 3
-	initReportFD = 4
+	initVersion = "2"
+	// The init's end of the socket pair (see nswire_linux.go).
+	initCtlFD = 3
 )
 
 // initSpec is what the init starts: the plugin's program, resolved by
@@ -42,111 +39,164 @@ func init() {
 	}
 }
 
-// runInit is the init of a plugin's PID namespace, pid 1 there. It starts
-// the plugin (pid 2), reports its pid once the plugin's program runs,
-// reaps the orphans the namespace's processes leave, and keeps the
-// plugin, once it has exited, a zombie until the spawning process says
-// "reap", so that its pid and process group id name nothing else while
-// its family is stopped. When it exits, the kernel kills whatever is left
-// in the namespace; it exits when told to reap, and when its control pipe
-// ends without that: the spawning process died. It also has that
+// request is a message of the spawning process, read whole.
+type request struct {
+	word string
+	nums []int
+	spec []byte // start: the spec
+	out  int    // start: the plugin's output
+}
+
+// runInit is the init of a Spawner's PID namespace, pid 1 there. It starts
+// the plugins it is asked to (each in a process group of its own), reports
+// each one's pid once its program runs, reaps the orphans the namespace's
+// processes leave, and keeps each plugin, once it has exited, a zombie
+// until the spawning process says "reap", so that its pid and process
+// group id name nothing else while its family is stopped. When it exits,
+// the kernel kills whatever is left in the namespace; it exits when its
+// socket ends: the spawning process closed it, or died. It also has that
 // process's parent-death signal, SIGKILL.
 func runInit() int {
 	syscall.CloseOnExec(initCtlFD)
-	syscall.CloseOnExec(initReportFD)
-	ctl := bufio.NewReader(os.NewFile(initCtlFD, "ctl"))
-	report := os.NewFile(initReportFD, "report")
+	w, err := newWire(os.NewFile(initCtlFD, "ctl"))
+	if err != nil {
+		return 1
+	}
 	// As a namespace's init it gets only the signals it handles: none
-	// from the plugin's family shall end it. They are caught and dropped,
-	// not ignored, which the plugin would inherit.
+	// from the plugins' families shall end it. They are caught and
+	// dropped, not ignored, which the plugins would inherit.
 	drop := make(chan os.Signal, 1)
 	signal.Notify(drop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	line, err := ctl.ReadBytes('\n')
-	if err != nil {
-		return 0 // no spec: the spawner's probe, or it died
-	}
-	var spec initSpec
-	if err := json.Unmarshal(line, &spec); err != nil {
-		fmt.Fprintf(report, "err %d\n", syscall.EINVAL)
-		return 1
-	}
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
-	pid, ok := startPlugin(spec, report)
-	if !ok {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
 		return 1
 	}
-	return supervise(pid, chld, drop, commands(ctl), report)
-}
-
-// startPlugin starts the plugin of spec in a process group of its own and
-// reports "pid N" once its program runs, or "err ERRNO" and false.
-func startPlugin(spec initSpec, report *os.File) (pid int, ok bool) {
-	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	})
-	if err != nil {
-		errno, ok := err.(syscall.Errno)
-		if !ok {
-			errno = syscall.EINVAL
-		}
-		fmt.Fprintf(report, "err %d\n", errno)
-		return 0, false
+	in := &initState{w: w, held: map[int]int{}}
+	in.self, _ = strconv.Atoi(self)
+	if w.sendf(-1, "ready") != nil {
+		return 0
 	}
-	// The plugin's output is its own: the init lets go of it (stdin is
-	// /dev/null), so the reader sees its end when the plugin's family is
-	// gone.
-	unix.Dup2(0, 1)
-	unix.Dup2(0, 2)
-	fmt.Fprintf(report, "pid %d\n", pid)
-	return pid, true
-}
-
-// commands delivers the lines of the control pipe after the spec, and is
-// closed when the pipe ends.
-func commands(ctl *bufio.Reader) <-chan string {
-	cmds := make(chan string)
-	go func() {
-		defer close(cmds)
-		for {
-			line, err := ctl.ReadString('\n')
-			if err != nil {
-				return
-			}
-			cmds <- strings.TrimSpace(line)
-		}
-	}()
-	return cmds
-}
-
-// supervise reaps the orphans of the namespace, on every SIGCHLD and every
-// signal dropped, until the spawning process says "reap": then it reaps
-// the plugin, reports "status WAITSTATUS" and returns the init's exit
-// code. It returns as well when the control pipe ends: the spawning
-// process is gone.
-func supervise(pid int, chld, drop <-chan os.Signal, cmds <-chan string, report *os.File) int {
-	exited := false
+	reqs := requests(w)
 	for {
-		if !exited {
-			exited = reapOthers(pid)
-		}
 		select {
-		case <-chld:
-		case <-drop:
-		case cmd, ok := <-cmds:
+		case r, ok := <-reqs:
 			if !ok {
 				return 0 // the spawning process is gone
 			}
-			if cmd == "reap" {
-				fmt.Fprintf(report, "status %d\n", uint32(reap(pid)))
-				return 0
-			}
+			in.serve(r)
+		case <-chld:
+			in.reapOrphans()
+		case <-drop:
 		}
 	}
+}
+
+// initState is what the init keeps: its socket, its pid on the machine,
+// and its plugins not yet reaped, by their pid in the namespace.
+type initState struct {
+	w    *wire
+	self int
+	held map[int]int // pid here → pid on the machine
+}
+
+// requests delivers the spawning process's requests, each read whole, and
+// is closed when the socket ends or says something it cannot read.
+func requests(w *wire) <-chan request {
+	reqs := make(chan request)
+	go func() {
+		defer close(reqs)
+		for {
+			r, err := readRequest(w)
+			if err != nil {
+				return
+			}
+			reqs <- r
+		}
+	}()
+	return reqs
+}
+
+// readRequest reads a request: "start ID LEN" with the plugin's output,
+// and the LEN bytes of its spec after it; or "reap NSPID".
+func readRequest(w *wire) (request, error) {
+	msg, fd, err := w.receive()
+	if err != nil {
+		return request{}, err
+	}
+	word, nums, err := words(msg)
+	switch {
+	case err == nil && word == "reap" && len(nums) == 1 && fd < 0:
+		return request{word: word, nums: nums, out: -1}, nil
+	case err == nil && word == "start" && len(nums) == 2 && fd >= 0:
+		r := request{word: word, nums: nums[:1], out: fd, spec: make([]byte, 0, nums[1])}
+		for len(r.spec) < nums[1] {
+			part, extra, err := w.receive()
+			if extra >= 0 {
+				unix.Close(extra)
+			}
+			if err != nil {
+				unix.Close(fd)
+				return request{}, err
+			}
+			r.spec = append(r.spec, part...)
+		}
+		return r, nil
+	}
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	return request{}, fmt.Errorf("a request %q", msg)
+}
+
+// serve carries out a request.
+func (in *initState) serve(r request) {
+	switch r.word {
+	case "start":
+		in.start(r.nums[0], r.spec, r.out)
+	case "reap":
+		nspid := r.nums[0]
+		if _, ok := in.held[nspid]; !ok {
+			in.w.sendf(-1, "status %d %d", nspid, uint32(syscall.SIGKILL))
+			return
+		}
+		ws := reap(nspid)
+		delete(in.held, nspid)
+		in.w.sendf(-1, "status %d %d", nspid, uint32(ws))
+	}
+}
+
+// start starts the plugin of spec in a process group of its own, with
+// stdin the init's own (/dev/null) and out as stdout and stderr, and
+// reports "pid ID NSPID" with a pidfd of it once its program runs, or
+// "err ID ERRNO".
+func (in *initState) start(id int, b []byte, out int) {
+	defer unix.Close(out) // the plugin's now, not the init's
+	var spec initSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		in.w.sendf(-1, "err %d %d", id, syscall.EINVAL)
+		return
+	}
+	pidfd := -1
+	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env,
+		Files: []uintptr{0, uintptr(out), uintptr(out)},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
+	})
+	if err != nil {
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			errno = syscall.EINVAL
+		}
+		in.w.sendf(-1, "err %d %d", id, errno)
+		return
+	}
+	defer unix.Close(pidfd)
+	in.held[pid], _ = pidfdPid(pidfd)
+	in.w.sendf(pidfd, "pid %d %d", id, pid)
 }
 
 // reap waits for pid, through any EINTR, and returns its status.
@@ -160,37 +210,22 @@ func reap(pid int) syscall.WaitStatus {
 	}
 }
 
-// reapOthers reaps the terminated children of the init but plugin, and
-// reports whether plugin has terminated. Once it has, it is left
-// unreaped, and so are the children that terminate after it (waitid
-// finds plugin first): until the init exits, which the spawning process
-// has it do once it has stopped the plugin's family.
-func reapOthers(plugin int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if err == unix.EINTR {
+// reapOrphans reaps the terminated children of the init that are not its
+// plugins: the orphans of the namespace. Its children are listed by their
+// pids on the machine (its /proc is the machine's), and waited for by
+// their pids here.
+func (in *initState) reapOrphans() {
+	plugins := make(map[int]bool, len(in.held))
+	for _, pid := range in.held {
+		plugins[pid] = true
+	}
+	for _, c := range childrenOf(in.self) {
+		if plugins[c] {
 			continue
 		}
-		if err != nil {
-			return false
+		if nspid := innermostPid(c); nspid > 0 {
+			var ws syscall.WaitStatus
+			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
 		}
-		pid := siginfoPid(&info)
-		switch pid {
-		case 0:
-			return false // none has terminated
-		case plugin:
-			return true
-		}
-		var ws syscall.WaitStatus
-		syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 	}
-}
-
-// siginfoPid reads si_pid, the first field of siginfo_t's union, which
-// follows three ints aligned to a pointer: at byte 16 on 64-bit systems,
-// 12 on 32-bit ones. x/sys/unix leaves the union opaque.
-func siginfoPid(info *unix.Siginfo) int {
-	const off = 3*4 + (unsafe.Sizeof(uintptr(0)) - 4)
-	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
 }

@@ -25,11 +25,11 @@ type Cmd struct {
 	// a descendant that left the process group, and was adopted by this
 	// process, is recognised by it in its environment.
 	Marker string
-	// Isolate starts the process in a PID namespace of its own, under a
-	// small init, when the Spawner can make one (see Spawner.Isolation):
-	// then nothing of its family outlives this process, the daemons it
-	// double-forks included. Where the Spawner cannot, it starts as
-	// without Isolate.
+	// Isolate starts the process in the Spawner's PID namespace, as a
+	// child of its small init, when the Spawner can make one (see
+	// Spawner.Isolation): then nothing of its family outlives this
+	// process, the daemons it double-forks included. Where the Spawner
+	// cannot, it starts as without Isolate.
 	Isolate bool
 }
 

@@ -10,8 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// registry holds the pids of the children started here and not yet
-// reaped, which the reaper leaves to their owners; and the children reaped
+// registry holds the pids of the children started here (and of those an
+// init started for a Spawner here) and not yet reaped, which the reaper
+// leaves to their owners; and the children reaped
 // since the process table was last read whole, by pid with their start
 // time, which the table may still list.
 var registry = struct {
@@ -40,8 +41,10 @@ type Process struct {
 	known []Member
 
 	// ns is the init of the process's PID namespace, when it has one; the
-	// init, not this process, is then the process's parent.
-	ns *nsInit
+	// init, not this process, is then the process's parent, and nspid the
+	// process's pid there.
+	ns    *nsInit
+	nspid int
 }
 
 func newProcess(pid, pidfd int, marker string) (*Process, error) {
@@ -129,8 +132,9 @@ func (p *Process) Reap() (Status, error) {
 		return p.status, nil
 	}
 	if p.ns != nil {
-		p.status = statusOf(p.ns.reap())
+		p.status = statusOf(p.ns.reap(p.nspid))
 		p.reaped = true
+		forget(p.Pid)
 		p.pidfd.Close()
 		return p.status, nil
 	}
@@ -149,18 +153,24 @@ func (p *Process) Reap() (Status, error) {
 	}
 	p.status = statusOf(ws)
 	p.reaped = true
-	e, seen := snapshotEntry(p.Pid) // never under the registry's lock: see snapshot
-	registry.Lock()
-	delete(registry.pids, p.Pid)
-	if seen {
-		registry.reaped[p.Pid] = e.start
-	}
-	registry.Unlock()
+	forget(p.Pid)
 	p.pidfd.Close()
 	return p.status, nil
 }
 
-// Isolated reports whether the process runs in a PID namespace of its own
+// forget takes pid, just reaped, out of the registry's children, and
+// notes it as reaped while the process table may still list it.
+func forget(pid int) {
+	e, seen := snapshotEntry(pid) // never under the registry's lock: see snapshot
+	registry.Lock()
+	delete(registry.pids, pid)
+	if seen {
+		registry.reaped[pid] = e.start
+	}
+	registry.Unlock()
+}
+
+// Isolated reports whether the process runs in its Spawner's PID namespace
 // (see Cmd.Isolate).
 func (p *Process) Isolated() bool { return p.ns != nil }
 

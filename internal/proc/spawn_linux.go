@@ -26,7 +26,9 @@ type Spawner struct {
 
 	isoOnce sync.Once
 	iso     Isolation
-	inits   sync.WaitGroup // inits being reaped in the background
+	nsMu    sync.Mutex
+	ns      *nsInit        // the init of its namespace, once made
+	inits   sync.WaitGroup // its inits' readers, which reap them when they end
 }
 
 // NewSpawner starts a Spawner's thread.
@@ -56,8 +58,9 @@ func (s *Spawner) loop(started chan<- struct{}) {
 }
 
 // Close ends the Spawner's thread. Children it started that still run get
-// their parent-death signal (SIGKILL): callers stop them first. It returns
-// once the inits of the isolated ones reaped so far are gone too.
+// their parent-death signal (SIGKILL), and so does the init of its
+// namespace, and with it every process there: callers stop them first.
+// It returns once the init is gone.
 func (s *Spawner) Close() {
 	s.once.Do(func() {
 		close(s.quit)
@@ -65,6 +68,11 @@ func (s *Spawner) Close() {
 		if s.devnull != nil {
 			s.devnull.Close()
 		}
+		s.nsMu.Lock()
+		if s.ns != nil {
+			s.ns.close()
+		}
+		s.nsMu.Unlock()
 		s.inits.Wait()
 	})
 	<-s.done
@@ -74,8 +82,8 @@ func (s *Spawner) Close() {
 // SIGKILL, and returns once the program has been executed (or failed to
 // be): a signal sent to it after Start returns reaches the program, never
 // a half-made child. With c.Isolate, where the Spawner can (see
-// Isolation), c runs in a PID namespace of its own instead, under an init
-// that has the parent-death signal.
+// Isolation), c runs in the Spawner's PID namespace instead, as a child of
+// its init, which has the parent-death signal.
 func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("start: empty command")
@@ -90,7 +98,7 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	}
 	if c.Isolate {
 		if iso := s.Isolation(); iso.Namespace {
-			return s.startIsolated(c, path, iso.User)
+			return s.startIsolated(c, path)
 		}
 	}
 	out := devnull

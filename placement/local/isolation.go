@@ -11,7 +11,7 @@ import (
 func (l *Local) LogIsolation(log *slog.Logger, owner string) {
 	iso := l.Isolation()
 	if iso.Namespace {
-		log.Info("plugins run in PID namespaces of their own: nothing they start outlives "+owner, "user-namespace", iso.User)
+		log.Info("plugins run in a PID namespace of "+owner+"'s own: nothing they start outlives "+owner, "user-namespace", iso.User)
 		return
 	}
 	args := []any{"reason", iso.Err}

@@ -32,8 +32,8 @@ type Options struct {
 	// Records, when set, is a directory where each start is recorded
 	// before it begins, until its process is gone (see Start).
 	Records string
-	// NoNamespace starts plugins as the host's children, without a PID
-	// namespace of their own even where one can be made: what a plugin
+	// NoNamespace starts plugins as the host's children, outside a PID
+	// namespace even where one can be made: what a plugin
 	// forks then outlives a host killed outright (see docs/stopping.md).
 	NoNamespace bool
 }

@@ -19,7 +19,7 @@ import (
 
 // Local is the placement of plugins that run as child processes of the
 // host. It forks them all from one thread it keeps (see proc.Spawner),
-// each in a PID namespace of its own where the system allows it (see
+// in a PID namespace of the host's own where the system allows it (see
 // Isolation), so that nothing of a plugin outlives the host.
 type Local struct {
 	opt     Options
@@ -37,8 +37,8 @@ func New(opt Options) *Local {
 	return &Local{opt: opt.withDefaults(), spawner: proc.NewSpawner(), live: map[*process]bool{}}
 }
 
-// Isolation says whether plugins run in PID namespaces of their own, so
-// that nothing of theirs outlives the host, and why not.
+// Isolation says whether plugins run in a PID namespace of the host's
+// own, so that nothing of theirs outlives the host, and why not.
 func (l *Local) Isolation() proc.Isolation {
 	if l.opt.NoNamespace {
 		return proc.Isolation{Err: ErrNoNamespace}

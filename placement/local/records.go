@@ -34,8 +34,8 @@ const EnvInvocation = "GRAFT_INVOCATION_ID"
 // id that the process carries in its environment (EnvInvocation); the
 // record is removed once the process is gone. A daemon killed outright,
 // even during a ready check, leaves its records behind, and the next one
-// finds by them what is left (StopLeftovers). Where plugins run in PID
-// namespaces of their own nothing is left (the kernel killed each
+// finds by them what is left (StopLeftovers). Where plugins run in the
+// daemon's PID namespace nothing is left (the kernel killed the
 // namespace with the daemon); elsewhere, what left the plugin's process
 // group, or was its child, outlived it.
 func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {

@@ -1,0 +1,152 @@
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The host (any process with a Spawner) and the init of its PID namespace
+// talk over a SOCK_SEQPACKET socket pair: one message is one line of
+// words, and a message may carry one file descriptor.
+//
+//	host → init   start ID LEN    + the plugin's output; then LEN bytes of its initSpec (JSON), in chunks
+//	              reap NSPID      the plugin has terminated: reap it
+//	init → host   ready           once, when the init runs
+//	              pid ID NSPID    + a pidfd of the plugin, once its program runs
+//	              err ID ERRNO    the plugin could not be started
+//	              status NSPID WS the plugin's wait status, once reaped
+const (
+	// chunk is the most bytes of a spec one message carries: well below
+	// the socket's limit on a message (its send buffer, about 200 KiB).
+	chunk = 32 << 10
+	// maxMsg is the size of a receive buffer, a chunk and some.
+	maxMsg = chunk + 64
+)
+
+// wire is one end of the socket pair.
+type wire struct {
+	conn *net.UnixConn
+	buf  []byte
+	oob  []byte
+}
+
+// newWire wraps f, one end of a socket pair, which it takes over.
+func newWire(f *os.File) (*wire, error) {
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("%s is not a unix socket", f.Name())
+	}
+	return &wire{conn: uc, buf: make([]byte, maxMsg), oob: make([]byte, unix.CmsgSpace(4))}, nil
+}
+
+// send sends one message, with fd (if not negative) attached.
+func (w *wire) send(msg []byte, fd int) error {
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	_, _, err := w.conn.WriteMsgUnix(msg, oob, nil)
+	return err
+}
+
+// sendf sends a message of words, with fd (if not negative) attached.
+func (w *wire) sendf(fd int, format string, args ...any) error {
+	return w.send(fmt.Appendf(nil, format, args...), fd)
+}
+
+// receive reads the next message: its bytes (valid until the next call)
+// and the descriptor it carried, or -1.
+func (w *wire) receive() ([]byte, int, error) {
+	n, oobn, flags, _, err := w.conn.ReadMsgUnix(w.buf, w.oob)
+	if err != nil {
+		return nil, -1, err
+	}
+	if n == 0 && oobn == 0 {
+		return nil, -1, errors.New("the other end closed")
+	}
+	fd := -1
+	if oobn > 0 {
+		if fd, err = rights(w.oob[:oobn]); err != nil {
+			return nil, -1, err
+		}
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, -1, errors.New("a message was cut short")
+	}
+	return w.buf[:n], fd, nil
+}
+
+// rights is the one descriptor that oob carries.
+func rights(oob []byte) (int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, f := range fds {
+			if fd < 0 {
+				fd = f
+			} else {
+				unix.Close(f)
+			}
+		}
+	}
+	return fd, nil
+}
+
+// words splits a message into its word and its numbers.
+func words(msg []byte) (string, []int, error) {
+	f := strings.Fields(string(msg))
+	if len(f) == 0 {
+		return "", nil, errors.New("an empty message")
+	}
+	nums := make([]int, 0, len(f)-1)
+	for _, s := range f[1:] {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return "", nil, fmt.Errorf("a message %q", msg)
+		}
+		nums = append(nums, n)
+	}
+	return f[0], nums, nil
+}
+
+// pidfdPid is the pid, in this process's /proc (the machine's), of the
+// process that pidfd fd refers to: the Pid line of its fdinfo.
+func pidfdPid(fd int) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
+			pid, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("pidfd %d: its process has ended", fd)
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("pidfd %d: no Pid in its fdinfo (Linux 5.4 or later needed)", fd)
+}
