@@ -21,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/spec"
@@ -42,6 +43,9 @@ type Options struct {
 type Worker struct {
 	timing placement.Timing
 	cache  wazero.CompilationCache
+	// digests spares a start the read and hash of a module file that has
+	// not changed (see digestOf).
+	digests *contentdigest.Cache
 
 	mu     sync.Mutex
 	live   map[*module]bool
@@ -73,7 +77,7 @@ func New(opt Options) (*Worker, error) {
 			return nil, fmt.Errorf("open the module cache: %w", err)
 		}
 	}
-	return &Worker{timing: t, cache: cache, live: map[*module]bool{},
+	return &Worker{timing: t, cache: cache, digests: contentdigest.New(""), live: map[*module]bool{},
 		runtimes: map[uint32]wazero.Runtime{}, compiled: map[compiledKey]*compiled{}}, nil
 }
 
@@ -92,14 +96,9 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bin, err := os.ReadFile(req.Path(p.Module))
+	rt, code, err := w.load(req.Path(p.Module), p.Module, memoryPages(p.Memory))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
-	}
-	pages := memoryPages(p.Memory)
-	rt, code, err := w.compile(pages, bin)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: compile %s: %w", p.Name, p.Module, err)
 	}
 	// The instance's own context: cancelled, it closes the instance
 	// wherever it is, a busy loop included.
