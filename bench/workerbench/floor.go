@@ -5,10 +5,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"log"
 	"os"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/graftland/graft/placement/worker"
@@ -26,6 +28,8 @@ type floor struct {
 	args []string
 	runs sync.WaitGroup
 	eofs []*os.File
+	mu   sync.Mutex
+	mems []api.Memory
 	stop context.CancelFunc
 }
 
@@ -65,13 +69,33 @@ func (f *floor) start(n int, out func(int) *firstLine) error {
 		f.runs.Add(1)
 		go func() {
 			defer f.runs.Done()
-			if mod, _ := f.rt.InstantiateModule(ctx, f.code, cfg); mod != nil {
-				mod.Close(context.Background())
+			defer stdin.Close()
+			// Its _start called here as InstantiateModule would call it,
+			// so that its memory can be read.
+			mod, err := f.rt.InstantiateModule(ctx, f.code, cfg.WithStartFunctions())
+			if err != nil {
+				log.Fatal(err)
 			}
-			stdin.Close()
+			f.mu.Lock()
+			f.mems = append(f.mems, mod.Memory())
+			f.mu.Unlock()
+			mod.ExportedFunction("_start").Call(ctx)
+			mod.Close(context.Background())
 		}()
 	}
 	return nil
+}
+
+// linear is the size of the instances' linear memories: the heap of the
+// Go runtime each carries. Read while they idle.
+func (f *floor) linear() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for _, m := range f.mems {
+		n += int64(m.Size())
+	}
+	return n
 }
 
 // close ends every instance as graft's stop does, stdin first, then the

@@ -70,8 +70,14 @@ func main() {
 	}
 	var fl, gr []result
 	for r := range *rounds {
-		fl = append(fl, roundFloor(cacheDir, bin, *n))
-		gr = append(gr, roundGraft(cacheDir, abs, *n))
+		// Which goes first alternates, so neither always runs after the other.
+		if r%2 == 0 {
+			fl = append(fl, roundFloor(cacheDir, bin, *n))
+			gr = append(gr, roundGraft(cacheDir, abs, *n))
+		} else {
+			gr = append(gr, roundGraft(cacheDir, abs, *n))
+			fl = append(fl, roundFloor(cacheDir, bin, *n))
+		}
 		fmt.Printf("round %d: floor %s | graft %s\n", r+1, fl[r], gr[r])
 	}
 	pprof.StopCPUProfile()
@@ -124,14 +130,17 @@ func roundFloor(cacheDir string, bin []byte, n int) result {
 	}
 	defer cache.Close(context.Background())
 	var f *floor
-	return run(n, func(lines *lines) {
+	var linear int64
+	r := run(n, func(lines *lines) {
 		if f, err = newFloor(cache, bin, append([]string{"floor"}, args...)); err != nil {
 			log.Fatal(err)
 		}
 		if err := f.start(n, func(int) *firstLine { return newFirstLine(lines) }); err != nil {
 			log.Fatal(err)
 		}
-	}, func() { f.close() })
+	}, func() { linear = f.linear(); f.close() })
+	r.linear = linear
+	return r
 }
 
 // report prints the medians of the rounds and graft's ratios to the floor.
@@ -144,13 +153,26 @@ func report(n int, fl, gr []result) {
 		slices.Sort(v)
 		return v[len(v)/2]
 	}
-	start := func(r result) float64 { return float64(r.start) / float64(time.Millisecond) }
-	stop := func(r result) float64 { return float64(r.stop) / float64(time.Millisecond) }
-	mem := func(r result) float64 { return float64(r.mem) / (1 << 20) / float64(n) }
-	gc := func(r result) float64 { return float64(r.gc) / (1 << 20) / float64(n) }
-	fmt.Printf("\nmedians of %d rounds     %12s %12s %14s %20s\n", len(fl), "start all", "stop all", "MiB/instance", "after a GC alone")
-	fmt.Printf("floor (bare wazero)      %9.0f ms %9.0f ms %14.2f %20.2f\n", med(fl, start), med(fl, stop), med(fl, mem), med(fl, gc))
-	fmt.Printf("graft (worker placement) %9.0f ms %9.0f ms %14.2f %20.2f\n", med(gr, start), med(gr, stop), med(gr, mem), med(gr, gc))
-	fmt.Printf("graft / floor            %11.2fx %11.2fx %13.2fx %19.2fx\n", med(gr, start)/med(fl, start),
-		med(gr, stop)/med(fl, stop), med(gr, mem)/med(fl, mem), med(gr, gc)/med(fl, gc))
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	cols := []func(result) float64{
+		func(r result) float64 { return ms(r.start) },
+		func(r result) float64 { return ms(r.cpu) },
+		func(r result) float64 { return ms(r.stop) },
+		func(r result) float64 { return float64(r.mem) / (1 << 20) / float64(n) },
+		func(r result) float64 { return float64(r.gc) / (1 << 20) / float64(n) },
+	}
+	row := func(name, format string, v func(func(result) float64) float64) {
+		fmt.Printf("%-24s", name)
+		for _, c := range cols {
+			fmt.Printf(format, v(c))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\nmedians of %-2d rounds    %15s %15s %15s %15s %15s\n", len(fl),
+		"start all, ms", "its CPU, ms", "stop all, ms", "MiB/instance", "after GC alone")
+	row("floor (bare wazero)", " %15.2f", func(c func(result) float64) float64 { return med(fl, c) })
+	row("graft (worker placement)", " %15.2f", func(c func(result) float64) float64 { return med(gr, c) })
+	row("graft / floor", " %14.2fx", func(c func(result) float64) float64 { return med(gr, c) / med(fl, c) })
+	fmt.Printf("of the floor's memory, its instances' linear memory (the Go runtime's heap in each): %.2f MiB/instance\n",
+		med(fl, func(r result) float64 { return float64(r.linear) / (1 << 20) / float64(n) }))
 }

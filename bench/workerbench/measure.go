@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/graftland/graft/placement"
@@ -21,13 +22,15 @@ import (
 // result is one round of one kind.
 type result struct {
 	start, stop time.Duration
-	mem, gc     int64 // the host's VmRSS growth, after FreeOSMemory and after a GC alone
-	own         int64 // the plugins' own processes' VmRSS
+	cpu         time.Duration // the process's CPU time (user and system) over start
+	mem, gc     int64         // the host's VmRSS growth, after FreeOSMemory and after a GC alone
+	own         int64         // the plugins' own processes' VmRSS
+	linear      int64         // the floor's instances' linear memory
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("start %s, stop %s, host memory %.0f MiB (%.0f after a GC alone)", r.start.Round(time.Millisecond),
-		r.stop.Round(time.Millisecond), float64(r.mem)/(1<<20), float64(r.gc)/(1<<20))
+	return fmt.Sprintf("start %s (CPU %s), stop %s, host memory %.0f MiB (%.0f after a GC alone)", r.start.Round(time.Millisecond),
+		r.cpu.Round(time.Millisecond), r.stop.Round(time.Millisecond), float64(r.mem)/(1<<20), float64(r.gc)/(1<<20))
 }
 
 // settle is how long instances are left after their first line before
@@ -41,11 +44,11 @@ func run(n int, start func(*lines), stop func()) result {
 	before := rss()
 	lines := &lines{}
 	lines.Add(n)
-	began := time.Now()
+	began, cpu := time.Now(), cpuTime()
 	start(lines)
 	lines.Wait()
 	var r result
-	r.start = time.Since(began)
+	r.start, r.cpu = time.Since(began), cpuTime()-cpu
 	time.Sleep(settle)
 	runtime.GC()
 	r.gc = rss() - before
@@ -112,6 +115,16 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Tail() []string              { return nil }
+
+// cpuTime is the CPU time this process has used, its threads' user and
+// system time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		log.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // rss is this process's resident set.
 func rss() int64 { return rssOf("/proc/self/status") }
