@@ -68,30 +68,40 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 	}
-	var fl, gr []result
-	for r := range *rounds {
-		// Which goes first alternates, so neither always runs after the other.
-		if r%2 == 0 {
-			fl = append(fl, roundFloor(cacheDir, bin, *n))
-			gr = append(gr, roundGraft(cacheDir, abs, *n))
-		} else {
-			gr = append(gr, roundGraft(cacheDir, abs, *n))
-			fl = append(fl, roundFloor(cacheDir, bin, *n))
-		}
-		fmt.Printf("round %d: floor %s | graft %s\n", r+1, fl[r], gr[r])
-	}
+	fl, gr := interleave(*rounds, cacheDir, abs, bin, *n)
 	pprof.StopCPUProfile()
 	report(*n, fl, gr)
 	if *withLocal {
-		sleep, err := exec.LookPath("sleep")
-		if err != nil {
-			log.Fatal(err)
-		}
-		res := measure(*n, local.New(local.Options{}), func(i int) *spec.Plugin {
-			return &spec.Plugin{Name: fmt.Sprintf("l%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"}
-		})
-		fmt.Printf("\nlocal processes (sleep), once: %s, and their own processes' VmRSS %.1f MiB\n", res, float64(res.own)/(1<<20))
+		localRound(*n)
 	}
+}
+
+// interleave runs rounds of the floor and of graft, one after the other.
+func interleave(rounds int, cacheDir, module string, bin []byte, n int) (fl, gr []result) {
+	for r := range rounds {
+		// Which goes first alternates, so neither always runs after the other.
+		if r%2 == 0 {
+			fl = append(fl, roundFloor(cacheDir, bin, n))
+			gr = append(gr, roundGraft(cacheDir, module, n))
+		} else {
+			gr = append(gr, roundGraft(cacheDir, module, n))
+			fl = append(fl, roundFloor(cacheDir, bin, n))
+		}
+		fmt.Printf("round %d: floor %s | graft %s\n", r+1, fl[r], gr[r])
+	}
+	return fl, gr
+}
+
+// localRound starts n sleeps on the local placement, for comparison.
+func localRound(n int) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res := measure(n, local.New(local.Options{}), func(i int) *spec.Plugin {
+		return &spec.Plugin{Name: fmt.Sprintf("l%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"}
+	})
+	fmt.Printf("\nlocal processes (sleep), once: %s, and their own processes' VmRSS %.1f MiB\n", res, float64(res.own)/(1<<20))
 }
 
 // warm fills the compilation cache in cacheDir with the module.
