@@ -64,6 +64,7 @@ func run(n int, start func(*lines), stop func()) result {
 // apply's steps do, closed (stopped all at once) as a host's end does.
 func measure(n int, p placement.Placement, plugin func(int) *spec.Plugin) result {
 	var hs []placement.Handle
+	var own int64
 	r := run(n, func(lines *lines) {
 		for i := range n {
 			req := placement.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: newFirstLine(lines)}
@@ -78,15 +79,16 @@ func measure(n int, p placement.Placement, plugin func(int) *spec.Plugin) result
 			hs = append(hs, h)
 		}
 	}, func() {
+		for _, h := range hs { // read while they run, before the stop
+			if h.PID() != 0 {
+				own += rssOf(fmt.Sprintf("/proc/%d/status", h.PID()))
+			}
+		}
 		if err := p.Close(); err != nil {
 			log.Fatal(err)
 		}
 	})
-	for _, h := range hs {
-		if h.PID() != 0 {
-			r.own += rssOf(fmt.Sprintf("/proc/%d/status", h.PID()))
-		}
-	}
+	r.own = own
 	return r
 }
 
