@@ -19,9 +19,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-multierror"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/internal/contentdigest"
+	"github.com/graftland/graft/internal/linearmem"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/spec"
@@ -103,6 +105,10 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	// The instance's own context: cancelled, it closes the instance
 	// wherever it is, a busy loop included.
 	run, kill := context.WithCancel(context.Background())
+	// Its linear memory outside the Go heap, grown in place (see
+	// linearmem); wazero frees it only on the instance's goroutine, or
+	// when Close closes a runtime no instance is in.
+	run = experimental.WithMemoryAllocator(run, linearmem.Allocator())
 	fail := func(what string, err error) (placement.Handle, error) {
 		kill()
 		w.release(code)
