@@ -11,14 +11,17 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/graftland/graft/internal/linearmem"
 	"github.com/graftland/graft/placement/worker"
 )
 
 // floor is bare wazero with the settings the worker placement uses: one
 // runtime of the default memory limit, closed on its context's end, on the
-// same compilation cache, with WASI; the module compiled once; each
+// same compilation cache, with WASI, and linear memory from linearmem
+// (unless wazeroMemory); the module compiled once; each
 // instance on a goroutine of its own with a pipe for stdin, kept alive and
 // idle as a worker is. It has none of graft's work: no identity, no
 // environment, no ready or health checks, no stop ladder, no logs.
@@ -32,6 +35,10 @@ type floor struct {
 	mems []api.Memory
 	stop context.CancelFunc
 }
+
+// wazeroMemory gives the floor wazero's own linear memory, Go slices, as
+// the placement had before it used linearmem.
+var wazeroMemory bool
 
 // newFloor compiles bin (from cache, which the placement filled) in a
 // runtime configured as the placement configures its own.
@@ -56,6 +63,9 @@ func newFloor(cache wazero.CompilationCache, bin []byte, args []string) (*floor,
 func (f *floor) start(n int, out func(int) *firstLine) error {
 	ctx, stop := context.WithCancel(context.Background())
 	f.stop = stop
+	if !wazeroMemory {
+		ctx = experimental.WithMemoryAllocator(ctx, linearmem.Allocator())
+	}
 	for i := range n {
 		stdin, eof, err := os.Pipe()
 		if err != nil {

@@ -39,6 +39,7 @@ func main() {
 	n := flag.Int("n", 100, "instances of each kind")
 	rounds := flag.Int("rounds", 5, "rounds of floor and graft, interleaved")
 	withLocal := flag.Bool("local", true, "also start N local processes (sleep), once")
+	flag.BoolVar(&wazeroMemory, "wazero-memory", false, "give the floor wazero's own linear memory (Go slices), not graft's")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds to this file")
 	flag.Parse()
 	if *module == "" {
