@@ -5,8 +5,8 @@
 // a Go slice grown by append, which copies the whole memory at each growth
 // and keeps capacity beyond it, zeroed and so resident; with a Go program
 // in the instance, whose runtime grows its memory many times as it starts,
-// that is about a quarter more memory per instance and a quarter of the
-// CPU time of its start (bench/README.md, "Workers").
+// that is about 1 MiB more per instance (4.4 MiB rather than 3.4) and 15%
+// more CPU time to start it (bench/README.md, "Workers").
 package linearmem
 
 import (
