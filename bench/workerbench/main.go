@@ -1,14 +1,17 @@
 //go:build linux
 
-// Command workerbench starts N WebAssembly workers and N local processes,
-// and reports how long starting and stopping them took and what they cost
-// the host in memory. bench/worker.sh builds the module and runs it.
+// Command workerbench starts N WebAssembly workers on graft's worker
+// placement and, in the same run, N instances of the same module on bare
+// wazero with the same settings (the floor, see floor), round after round,
+// and reports the medians of how long starting and stopping them took and
+// what they cost the host in memory, and graft's ratio to the floor; then
+// N local processes for comparison. bench/worker.sh builds the module and
+// runs it.
 //
-//	go run ./bench/workerbench -module worker.wasm -n 100
+//	go run ./bench/workerbench -module worker.wasm -n 100 -rounds 5
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -16,9 +19,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
-	"strings"
+	"runtime/pprof"
+	"slices"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
@@ -26,9 +31,16 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
+// args are the worker's: it works once an hour, so it idles.
+var args = []string{"-every", "1h"}
+
 func main() {
 	module := flag.String("module", "", "the worker module (examples/worker built for wasip1)")
-	n := flag.Int("n", 100, "plugins of each kind")
+	n := flag.Int("n", 100, "instances of each kind")
+	rounds := flag.Int("rounds", 5, "rounds of floor and graft, interleaved")
+	withLocal := flag.Bool("local", true, "also start N local processes (sleep), once")
+	flag.BoolVar(&wazeroMemory, "wazero-memory", false, "give the floor wazero's own linear memory (Go slices), not graft's")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the rounds to this file")
 	flag.Parse()
 	if *module == "" {
 		log.Fatal("-module is required")
@@ -37,101 +49,141 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	bin, err := os.ReadFile(abs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cacheDir, err := os.MkdirTemp("", "workerbench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(cacheDir)
+	warm(cacheDir, abs) // the figures are of starts with a warm cache, as a host's are after the first
+
+	fmt.Printf("%d instances a round; start: until each has written its first line; memory: the host's\n", *n)
+	fmt.Printf("VmRSS once all run less before, each read after debug.FreeOSMemory (a GC that returns freed pages)\n")
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+	}
+	fl, gr := interleave(*rounds, cacheDir, abs, bin, *n)
+	pprof.StopCPUProfile()
+	report(*n, fl, gr)
+	if *withLocal {
+		localRound(*n)
+	}
+}
+
+// interleave runs rounds of the floor and of graft, one after the other.
+func interleave(rounds int, cacheDir, module string, bin []byte, n int) (fl, gr []result) {
+	for r := range rounds {
+		// Which goes first alternates, so neither always runs after the other.
+		if r%2 == 0 {
+			fl = append(fl, roundFloor(cacheDir, bin, n))
+			gr = append(gr, roundGraft(cacheDir, module, n))
+		} else {
+			gr = append(gr, roundGraft(cacheDir, module, n))
+			fl = append(fl, roundFloor(cacheDir, bin, n))
+		}
+		fmt.Printf("round %d: floor %s | graft %s\n", r+1, fl[r], gr[r])
+	}
+	return fl, gr
+}
+
+// localRound starts n sleeps on the local placement, for comparison.
+func localRound(n int) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		log.Fatal(err)
 	}
-	cache, err := os.MkdirTemp("", "workerbench")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(cache)
-
-	// Compile once, so the figures are of starts with a warm cache, as a
-	// host's are after the first.
-	w, err := worker.New(worker.Options{CacheDir: cache})
-	if err != nil {
-		log.Fatal(err)
-	}
-	warm(w, abs)
-	w.Close()
-
-	fmt.Printf("%d plugins of each kind. Memory: the host's resident set (VmRSS) once all run, less before;\n", *n)
-	fmt.Printf("and the plugins' own processes' resident sets, for local ones.\n")
-	fmt.Printf("%-28s %10s %10s %12s %14s %14s\n", "", "start all", "stop all", "host memory", "per plugin", "own processes")
-	w, err = worker.New(worker.Options{CacheDir: cache})
-	if err != nil {
-		log.Fatal(err)
-	}
-	measure("worker (WebAssembly, wazero)", w, *n, func(i int) *spec.Plugin {
-		return &spec.Plugin{Name: fmt.Sprintf("w%d", i), Run: spec.Worker, Module: abs, Args: []string{"-every", "1h"}}
-	})
-	measure("local process (sleep)", local.New(local.Options{}), *n, func(i int) *spec.Plugin {
+	res := measure(n, local.New(local.Options{}), func(i int) *spec.Plugin {
 		return &spec.Plugin{Name: fmt.Sprintf("l%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"}
 	})
+	fmt.Printf("\nlocal processes (sleep), once: %s, and their own processes' VmRSS %.1f MiB\n", res, float64(res.own)/(1<<20))
 }
 
-func warm(w *worker.Worker, module string) {
-	h, err := w.Start(context.Background(), placement.Request{Plugin: &spec.Plugin{Name: "warm", Run: spec.Worker, Module: module, Args: []string{"-every", "1h"}}, Output: discard{}})
+// warm fills the compilation cache in cacheDir with the module.
+func warm(cacheDir, module string) {
+	w, err := worker.New(worker.Options{CacheDir: cacheDir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	h, err := w.Start(context.Background(), placement.Request{Plugin: plugin("warm", module), Output: newFirstLine(nil)})
 	if err != nil {
 		log.Fatal(err)
 	}
 	h.Stop(context.Background())
 }
 
-func measure(name string, p placement.Placement, n int, plugin func(int) *spec.Plugin) {
-	goruntime.GC()
-	before := rss()
-	began := time.Now()
-	hs := make([]placement.Handle, n)
-	for i := range hs {
-		h, err := p.Start(context.Background(), placement.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: discard{}})
-		if err != nil {
-			log.Fatal(err)
-		}
-		hs[i] = h
-	}
-	started := time.Since(began)
-	time.Sleep(500 * time.Millisecond) // let them settle: a worker's runtime allocates as it starts
-	goruntime.GC()
-	used := rss() - before
-	var own int64
-	for _, h := range hs {
-		if h.PID() != 0 {
-			own += rssOf(fmt.Sprintf("/proc/%d/status", h.PID()))
-		}
-	}
-	began = time.Now()
-	if err := p.Close(); err != nil {
+func plugin(name, module string) *spec.Plugin {
+	return &spec.Plugin{Name: name, Run: spec.Worker, Module: module, Args: args}
+}
+
+// roundGraft starts n workers on a new placement (as a host does,
+// loading the module from the cache at its first start) and closes it.
+func roundGraft(cacheDir, module string, n int) result {
+	w, err := worker.New(worker.Options{CacheDir: cacheDir})
+	if err != nil {
 		log.Fatal(err)
 	}
-	stopped := time.Since(began)
-	fmt.Printf("%-28s %10s %10s %8.1f MiB %10.2f MiB %10.1f MiB\n", name, started.Round(time.Millisecond), stopped.Round(time.Millisecond),
-		float64(used)/(1<<20), float64(used)/(1<<20)/float64(n), float64(own)/(1<<20))
+	return measure(n, w, func(i int) *spec.Plugin { return plugin(fmt.Sprintf("w%d", i), module) })
 }
 
-// rss is this process's resident set.
-func rss() int64 { return rssOf("/proc/self/status") }
-
-// rssOf reads VmRSS from a /proc/PID/status file.
-func rssOf(path string) int64 {
-	f, err := os.Open(path)
+// roundFloor does what roundGraft does on bare wazero.
+func roundFloor(cacheDir string, bin []byte, n int) result {
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 	if err != nil {
-		return 0
+		log.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
-			return kb << 10
+	defer cache.Close(context.Background())
+	var f *floor
+	var linear int64
+	r := run(n, func(lines *lines) {
+		if f, err = newFloor(cache, bin, append([]string{"floor"}, args...)); err != nil {
+			log.Fatal(err)
 		}
-	}
-	return 0
+		if err := f.start(n, func(int) *firstLine { return newFirstLine(lines) }); err != nil {
+			log.Fatal(err)
+		}
+	}, func() { linear = f.linear(); f.close() })
+	r.linear = linear
+	return r
 }
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) Tail() []string              { return nil }
+// report prints the medians of the rounds and graft's ratios to the floor.
+func report(n int, fl, gr []result) {
+	med := func(rs []result, f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	cols := []func(result) float64{
+		func(r result) float64 { return ms(r.start) },
+		func(r result) float64 { return ms(r.cpu) },
+		func(r result) float64 { return ms(r.stop) },
+		func(r result) float64 { return float64(r.mem) / (1 << 20) / float64(n) },
+		func(r result) float64 { return float64(r.gc) / (1 << 20) / float64(n) },
+	}
+	row := func(name, format string, v func(func(result) float64) float64) {
+		fmt.Printf("%-24s", name)
+		for _, c := range cols {
+			fmt.Printf(format, v(c))
+		}
+		fmt.Println()
+	}
+	fmt.Printf("\nmedians of %-2d rounds    %15s %15s %15s %15s %15s\n", len(fl),
+		"start all, ms", "its CPU, ms", "stop all, ms", "MiB/instance", "after GC alone")
+	row("floor (bare wazero)", " %15.2f", func(c func(result) float64) float64 { return med(fl, c) })
+	row("graft (worker placement)", " %15.2f", func(c func(result) float64) float64 { return med(gr, c) })
+	row("graft / floor", " %14.2fx", func(c func(result) float64) float64 { return med(gr, c) / med(fl, c) })
+	fmt.Printf("of the floor's memory, its instances' linear memory (the Go runtime's heap in each): %.2f MiB/instance\n",
+		med(fl, func(r result) float64 { return float64(r.linear) / (1 << 20) / float64(n) }))
+}

@@ -30,6 +30,23 @@ type compiledKey struct {
 // idleCompiled is how many compiled modules no instance runs are kept.
 const idleCompiled = 4
 
+// compiledAs returns the runtime of a memory limit and the module of
+// digest compiled in it, if an instance of it runs or it is among the idle
+// ones; nil if it must be compiled. Found, the caller owes a release.
+func (w *Worker) compiledAs(pages uint32, digest [sha256.Size]byte) (wazero.Runtime, *compiled, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, nil, errors.New("placement closed")
+	}
+	c := w.compiled[compiledKey{pages: pages, sum: digest}]
+	if c == nil {
+		return nil, nil, nil
+	}
+	w.use(c)
+	return w.runtimes[pages], c, nil
+}
+
 // compile returns the runtime of a memory limit, made on first use with
 // WASI, and the module compiled in it, compiled unless an instance of it
 // runs (from the compilation cache when it holds it). The caller owes a
@@ -61,11 +78,16 @@ func (w *Worker) compile(pages uint32, bin []byte) (wazero.Runtime, *compiled, e
 		c = &compiled{key: key, mod: mod}
 		w.compiled[key] = c
 	}
+	w.use(c)
+	return rt, c, nil
+}
+
+// use begins one use of c, which is then no longer idle.
+func (w *Worker) use(c *compiled) {
 	if c.users == 0 {
 		w.idle = slices.DeleteFunc(w.idle, func(i *compiled) bool { return i == c })
 	}
 	c.users++
-	return rt, c, nil
 }
 
 // release ends one use of c; after the last, c is idle, and the oldest

@@ -19,8 +19,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/go-multierror"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/contentdigest"
+	"github.com/graftland/graft/internal/linearmem"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/spec"
@@ -42,6 +45,9 @@ type Options struct {
 type Worker struct {
 	timing placement.Timing
 	cache  wazero.CompilationCache
+	// digests spares a start the read and hash of a module file that has
+	// not changed (see digestOf).
+	digests *contentdigest.Cache
 
 	mu     sync.Mutex
 	live   map[*module]bool
@@ -73,7 +79,7 @@ func New(opt Options) (*Worker, error) {
 			return nil, fmt.Errorf("open the module cache: %w", err)
 		}
 	}
-	return &Worker{timing: t, cache: cache, live: map[*module]bool{},
+	return &Worker{timing: t, cache: cache, digests: contentdigest.New(""), live: map[*module]bool{},
 		runtimes: map[uint32]wazero.Runtime{}, compiled: map[compiledKey]*compiled{}}, nil
 }
 
@@ -92,18 +98,17 @@ func (w *Worker) Start(ctx context.Context, req placement.Request) (placement.Ha
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bin, err := os.ReadFile(req.Path(p.Module))
+	rt, code, err := w.load(req.Path(p.Module), p.Module, memoryPages(p.Memory))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
-	}
-	pages := memoryPages(p.Memory)
-	rt, code, err := w.compile(pages, bin)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: compile %s: %w", p.Name, p.Module, err)
 	}
 	// The instance's own context: cancelled, it closes the instance
 	// wherever it is, a busy loop included.
 	run, kill := context.WithCancel(context.Background())
+	// Its linear memory outside the Go heap, grown in place (see
+	// linearmem); wazero frees it only on the instance's goroutine, or
+	// when Close closes a runtime no instance is in.
+	run = experimental.WithMemoryAllocator(run, linearmem.Allocator())
 	fail := func(what string, err error) (placement.Handle, error) {
 		kill()
 		w.release(code)
