@@ -143,15 +143,18 @@ func (r *Runner) release(s *session, inst *instance) {
 // newProcess takes the instance's next generation for a process of req
 // and records it, before anything is spawned.
 func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*process, error) {
-	gen, err := r.state.next(name)
+	inv := uuid.NewString()
+	gen, err := r.state.next(name, record{Invocation: inv, BootID: r.bootID})
+	if gen > 0 {
+		r.metrics.generations.Inc()
+	}
 	if err != nil {
 		return nil, r.noGeneration(name, err)
 	}
-	r.metrics.generations.Inc()
 	p := &process{
 		name:       name,
 		gen:        gen,
-		inv:        uuid.NewString(),
+		inv:        inv,
 		session:    s,
 		stopSignal: proc.SignalNamed(req.StopSignal),
 		state:      procStarting,
@@ -162,11 +165,6 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 	p.out = newLineOutput(func(line string) {
 		s.send(runnerapi.Event{Type: runnerapi.EventOutput, Instance: name, Generation: gen, Line: line})
 	})
-	rec := record{Instance: name, Generation: gen, Invocation: p.inv, BootID: r.bootID}
-	if err := r.state.writeRecord(rec); err != nil {
-		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
-		return nil, kindErr(runnerapi.KindState, "start %s: %v: nothing was started", name, err)
-	}
 	return p, nil
 }
 
@@ -277,7 +275,7 @@ func (r *Runner) spawned(h placement.Handle) {
 	start, err := st.StartTime()
 	if err == nil {
 		rec.StartTime = start
-		err = r.state.writeRecord(rec)
+		err = r.state.recordPID(rec)
 	}
 	if err != nil {
 		// The record without pid stays: the invocation id still finds it.
