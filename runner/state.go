@@ -150,11 +150,12 @@ func (s *state) next(name string, rec record) (int64, error) {
 	gw := &fileWrite{path: s.generationPath(name), data: []byte(strconv.FormatInt(gen, 10) + "\n")}
 	rw := &fileWrite{path: s.recordPath(name), data: append(b, '\n')}
 	s.commits.write(gw, rw)
+	if gw.err != nil || rw.err != nil {
+		// Nothing runs of a start refused: its record goes, if its
+		// rename was made (a record of another generation stays).
+		s.removeRecord(name, gen)
+	}
 	if gw.err != nil {
-		if rw.err == nil {
-			// Nothing runs of it: the record of a start refused goes.
-			s.removeRecord(name, gen)
-		}
 		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: gw.err}
 	}
 	if rw.err != nil {
