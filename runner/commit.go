@@ -179,7 +179,12 @@ func create(path string, data []byte) (*os.File, error) {
 	if _, err := tmp.Write(data); err != nil {
 		return tmp, err
 	}
-	return tmp, tmp.Chmod(0o600)
+	// CreateTemp makes it 0600 less the umask: a chmod, which the file
+	// system journals, only when the umask took some of that away.
+	if fi, err := tmp.Stat(); err != nil || fi.Mode().Perm() != 0o600 {
+		return tmp, tmp.Chmod(0o600)
+	}
+	return tmp, nil
 }
 
 // syncDir makes the renames in a directory durable. It is a variable so

@@ -254,9 +254,9 @@ func (s *state) writeRecord(rec record) error {
 // recordPID writes rec, the record of a process that runs now, with its
 // pid and start time, over the record written before its spawn, without
 // syncing it: the pid is looked up only by a runner of the same boot
-// (recover.go), which finds the file whether it was synced or not, and a
-// crash of the machine leaves none of the process, while the record
-// synced before the spawn, or the generation's file, keeps its generation.
+// (recover.go), which finds the file whether it was synced or not; a
+// crash of the machine leaves none of the process, and its generation is
+// in the generation's file, synced before the spawn.
 func (s *state) recordPID(rec record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
