@@ -69,6 +69,11 @@ func pluginMain(role string, args []string) {
 		s := <-sigs
 		say("got %v, bye", s)
 		os.Exit(0)
+	case "quiet": // writes nothing, not even to a pipe no one reads, and exits at once on SIGTERM or SIGINT
+		signal.Ignore(syscall.SIGPIPE)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		<-sigs
+		os.Exit(0)
 	case "stubborn": // says which signals it gets, and only SIGKILL ends it
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 		say("ready generation=%s", os.Getenv("GRAFT_GENERATION"))
@@ -131,6 +136,12 @@ func familyMain(role string, args []string) {
 	case "setsid-spawner": // the middle of a double fork: new session, spawn, print, exit
 		fmt.Println(spawn("deaf", true))
 		os.Exit(0)
+	case "leaver": // double-forks a quiet grandchild into a new session, prints its pid, then acts as cooperative
+		say("daemon %d", spawn("setsid-leaver", false))
+		pluginMain("cooperative", nil)
+	case "setsid-leaver": // the middle of the leaver's double fork
+		fmt.Println(spawn("quiet", true))
+		os.Exit(0)
 	case "deaf": // ignores SIGTERM and SIGINT, writes nothing (its output's reader may be gone)
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 		select {}
@@ -147,7 +158,7 @@ func spawn(role string, setsid bool) int {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), roleEnv+"="+role)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
-	if role == "setsid-spawner" {
+	if role == "setsid-spawner" || role == "setsid-leaver" {
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -513,6 +524,8 @@ func marked(t *testing.T) []markedProc {
 				p.instance = v
 			case "GRAFT_GENERATION":
 				p.gen, _ = strconv.ParseInt(v, 10, 64)
+			case roleEnv:
+				p.role = v
 			}
 		}
 		if p.pid != 0 && alive(pid) {
@@ -526,6 +539,7 @@ type markedProc struct {
 	pid      int
 	instance string
 	gen      int64
+	role     string
 }
 
 // overlapWatch scans the machine's processes until stopped, and fails

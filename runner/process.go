@@ -38,6 +38,9 @@ type process struct {
 	// Set once it runs (Runner.spawned), before its start answers.
 	pid       int
 	startedAt time.Time
+	// recorded is closed once its record with the pid is written; nil
+	// when none is being written.
+	recorded chan struct{}
 
 	// Guarded by the runner's mu.
 	state  procState
@@ -143,15 +146,18 @@ func (r *Runner) release(s *session, inst *instance) {
 // newProcess takes the instance's next generation for a process of req
 // and records it, before anything is spawned.
 func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*process, error) {
-	gen, err := r.state.next(name)
+	inv := uuid.NewString()
+	gen, err := r.state.next(name, record{Invocation: inv, BootID: r.bootID})
+	if gen > 0 {
+		r.metrics.generations.Inc()
+	}
 	if err != nil {
 		return nil, r.noGeneration(name, err)
 	}
-	r.metrics.generations.Inc()
 	p := &process{
 		name:       name,
 		gen:        gen,
-		inv:        uuid.NewString(),
+		inv:        inv,
 		session:    s,
 		stopSignal: proc.SignalNamed(req.StopSignal),
 		state:      procStarting,
@@ -162,11 +168,6 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 	p.out = newLineOutput(func(line string) {
 		s.send(runnerapi.Event{Type: runnerapi.EventOutput, Instance: name, Generation: gen, Line: line})
 	})
-	rec := record{Instance: name, Generation: gen, Invocation: p.inv, BootID: r.bootID}
-	if err := r.state.writeRecord(rec); err != nil {
-		r.log.Error("start refused: the state dir cannot be written", "instance", name, "generation", gen, "err", err)
-		return nil, kindErr(runnerapi.KindState, "start %s: %v: nothing was started", name, err)
-	}
 	return p, nil
 }
 
@@ -204,6 +205,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	}
 	r.mu.Unlock()
 	if err != nil {
+		p.pidRecorded()
 		if rerr := r.state.removeRecord(p.name, p.gen); rerr != nil {
 			r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", rerr)
 		}
@@ -275,13 +277,31 @@ func (r *Runner) spawned(h placement.Handle) {
 		return // never with local
 	}
 	start, err := st.StartTime()
-	if err == nil {
-		rec.StartTime = start
-		err = r.state.writeRecord(rec)
-	}
 	if err != nil {
 		// The record without pid stays: the invocation id still finds it.
 		r.log.Warn("record the pid of a process", "instance", p.name, "generation", p.gen, "pid", p.pid, "err", err)
+		return
+	}
+	rec.StartTime = start
+	// Written as the start goes on (its ready check, its answer): no
+	// sync holds it up (state.recordPID), and the record's removal waits
+	// for it (pidRecorded), so it never brings back a record removed.
+	p.recorded = make(chan struct{})
+	r.wg.Add(1) // a start under way holds r.wg: Close waits for it
+	go func() {
+		defer r.wg.Done()
+		defer close(p.recorded)
+		if err := r.state.recordPID(rec); err != nil {
+			r.log.Warn("record the pid of a process", "instance", p.name, "generation", p.gen, "pid", p.pid, "err", err)
+		}
+	}()
+}
+
+// pidRecorded waits until the record of p with its pid, if spawned began
+// writing one, is written: before the record is removed.
+func (p *process) pidRecorded() {
+	if p.recorded != nil {
+		<-p.recorded
 	}
 }
 

@@ -82,6 +82,8 @@ type state struct {
 	// ever attempted. A number is taken before its write, so a write that
 	// failed part way never gets its number handed out later.
 	last map[string]int64
+
+	commits committer // the writes of generations and records
 }
 
 func openState(dir string) (*state, error) {
@@ -121,11 +123,14 @@ func (s *state) recordPath(name string) string {
 	return filepath.Join(s.dir, recordsDir, escape(name)+".json")
 }
 
-// next takes the next generation of instance name and writes it, synced
-// with its directory, before returning it; an *ExhaustedError after
-// math.MaxInt64. Callers never ask for one instance from two goroutines
-// at once.
-func (s *state) next(name string) (int64, error) {
+// next takes the next generation of instance name for the process rec
+// describes, and writes it, and rec with it, in one group
+// (committer.write): both are on disk, synced with their directories,
+// before it returns the generation; an *ExhaustedError after
+// math.MaxInt64. When the generation was written but the record was not,
+// it returns the generation with the *StateError. Callers never ask for
+// one instance from two goroutines at once.
+func (s *state) next(name string, rec record) (int64, error) {
 	last, err := s.lastOf(name)
 	if err != nil {
 		return 0, err
@@ -137,8 +142,24 @@ func (s *state) next(name string) (int64, error) {
 	s.mu.Lock()
 	s.last[name] = max(s.last[name], gen) // taken now, whatever the write does
 	s.mu.Unlock()
-	if err := writeGeneration(s.generationPath(name), gen); err != nil {
-		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: err}
+	rec.Instance, rec.Generation = name, gen
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	gw := &fileWrite{path: s.generationPath(name), data: []byte(strconv.FormatInt(gen, 10) + "\n")}
+	rw := &fileWrite{path: s.recordPath(name), data: append(b, '\n')}
+	s.commits.write(gw, rw)
+	if gw.err != nil || rw.err != nil {
+		// Nothing runs of a start refused: its record goes, if its
+		// rename was made (a record of another generation stays).
+		s.removeRecord(name, gen)
+	}
+	if gw.err != nil {
+		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: gw.err}
+	}
+	if rw.err != nil {
+		return gen, &StateError{Op: fmt.Sprintf("record generation %d of %s", gen, name), Err: rw.err}
 	}
 	return gen, nil
 }
@@ -167,13 +188,6 @@ func (s *state) canAdvance(name string) error {
 		return &ExhaustedError{Instance: name}
 	}
 	return err
-}
-
-// writeGeneration writes a generation durably. It is a variable so a test
-// can fail it after the file was replaced (an error of the directory's
-// sync), which a real disk does not do on demand.
-var writeGeneration = func(path string, gen int64) error {
-	return atomicfile.Write(path, []byte(strconv.FormatInt(gen, 10)+"\n"), 0o600)
 }
 
 // atLeast makes the next generation of name larger than gen: a record may
@@ -222,13 +236,34 @@ func (s *state) readGeneration(name string) (int64, error) {
 	return n, nil
 }
 
+// writeRecord writes rec over the record of its instance, durably, in a
+// group with the other writes under way.
 func (s *state) writeRecord(rec record) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(s.recordPath(rec.Instance), append(b, '\n'), 0o600); err != nil {
-		return &StateError{Op: fmt.Sprintf("record generation %d of %s", rec.Generation, rec.Instance), Err: err}
+	w := &fileWrite{path: s.recordPath(rec.Instance), data: append(b, '\n')}
+	s.commits.write(w)
+	if w.err != nil {
+		return &StateError{Op: fmt.Sprintf("record generation %d of %s", rec.Generation, rec.Instance), Err: w.err}
+	}
+	return nil
+}
+
+// recordPID writes rec, the record of a process that runs now, with its
+// pid and start time, over the record written before its spawn, without
+// syncing it: the pid is looked up only by a runner of the same boot
+// (recover.go), which finds the file whether it was synced or not; a
+// crash of the machine leaves none of the process, and its generation is
+// in the generation's file, synced before the spawn.
+func (s *state) recordPID(rec record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := replace(s.recordPath(rec.Instance), append(b, '\n')); err != nil {
+		return &StateError{Op: fmt.Sprintf("record the pid of generation %d of %s", rec.Generation, rec.Instance), Err: err}
 	}
 	return nil
 }

@@ -70,29 +70,33 @@ func TestWriteFailsPartWay(t *testing.T) {
 	sess := h.open(0)
 	require.Equal(t, int64(1), h.start("part", plugin(t, sess, "cooperative")).Generation)
 
-	real := writeGeneration
-	t.Cleanup(func() { writeGeneration = real })
-	writeGeneration = func(path string, gen int64) error {
-		real(path, gen)
-		return &os.PathError{Op: "sync", Path: filepath.Dir(path), Err: syscall.EIO}
+	// The generations' directory fails its sync, after the renames.
+	real := syncDir
+	t.Cleanup(func() { syncDir = real })
+	failWith := func(fail error) func(string) error {
+		return func(dir string) error {
+			real(dir)
+			if filepath.Base(dir) == generationsDir {
+				return fail
+			}
+			return nil
+		}
 	}
+	syncDir = failWith(&os.PathError{Op: "sync", Path: filepath.Join(h.dir, generationsDir), Err: syscall.EIO})
 	_, status, e := h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status)
 	assert.Equal(t, runnerapi.KindState, e.Kind)
 	assert.Contains(t, e.Error, "write generation 2 of part")
 	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status, "generation 3 fails too")
-	writeGeneration = real
+	syncDir = real
 
 	assert.Equal(t, int64(4), h.start("part", plugin(t, sess, "cooperative")).Generation)
 	// After a failure and a restart, the number on disk is the one tried.
-	writeGeneration = func(path string, gen int64) error {
-		real(path, gen)
-		return errors.New("sync: input/output error")
-	}
+	syncDir = failWith(errors.New("sync: input/output error"))
 	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status)
-	writeGeneration = real
+	syncDir = real
 	dir := h.dir
 	h.close(t)
 	h = newHarness(t, short, dir)
@@ -318,7 +322,7 @@ func TestGenerationExhausted(t *testing.T) {
 	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
 
 	var exhausted *ExhaustedError
-	_, err = h.r.state.next("big")
+	_, err = h.r.state.next("big", record{Invocation: "inv"})
 	require.ErrorAs(t, err, &exhausted)
 	assert.Contains(t, exhausted.Hint(), "another instance name")
 }

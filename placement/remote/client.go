@@ -61,8 +61,11 @@ const maxAnswer = 8 << 20
 func newClient(name, addr, token string, tlsConf *tls.Config) (*client, error) {
 	tr := &http.Transport{
 		// A runner serves a bounded number of connections at once
-		// (guard.DefaultMaxConns), each host's idle ones included.
-		MaxIdleConnsPerHost: 8,
+		// (guard.DefaultMaxConns), each host's idle ones included; 12
+		// keeps one for each of an apply's starts or stops at once (10 by
+		// default), and a renewal besides: with fewer, the starts of an
+		// apply close connections and dial new ones all along.
+		MaxIdleConnsPerHost: 12,
 		// Less than the runner's guard.DefaultIdleTimeout, so that the
 		// client, not the runner, closes an idle connection.
 		IdleConnTimeout:   time.Minute,
