@@ -3,12 +3,9 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"strings"
 )
 
 // Fields is the canonical flat form of everything that makes up a plugin's
@@ -65,18 +62,42 @@ func (s *Spec) Hash(name string) string {
 }
 
 // index fills the caches of Fields, Hash and Digest, under a fresh random
-// key when s has none yet.
-func (s *Spec) index() {
+// key when s has none yet. A plugin's Fields under another key differ only
+// in its env digests, so those of a plugin without env are taken from
+// prev, the caches of s under another key, when given.
+func (s *Spec) index(prev *Spec) {
 	if s.key == (DigestKey{}) {
 		s.key = NewDigestKey()
 	}
 	s.fields = make(map[string]map[string]string, len(s.Plugins))
 	s.hashes = make(map[string]string, len(s.Plugins))
-	for name := range s.Plugins {
-		f := s.computeFields(name)
-		s.fields[name], s.hashes[name] = f, digestFields(f)
+	names := make([]string, 0, len(s.Plugins))
+	for name, p := range s.Plugins {
+		if f, ok := prev.cachedFields(name); ok && len(p.Env) == 0 {
+			s.fields[name], s.hashes[name] = f, prev.hashes[name]
+			continue
+		}
+		names = append(names, name)
+	}
+	fields, hashes := make([]map[string]string, len(names)), make([]string, len(names))
+	parallel(len(names), func(i int) {
+		fields[i] = s.computeFields(names[i])
+		hashes[i] = digestFields(fields[i])
+	})
+	for i, name := range names {
+		s.fields[name], s.hashes[name] = fields[i], hashes[i]
 	}
 	s.digest = s.Digest()
+}
+
+// cachedFields returns the Fields that index cached for plugin name: nil
+// s or a spec built by hand has none.
+func (s *Spec) cachedFields(name string) (map[string]string, bool) {
+	if s == nil || s.fields == nil {
+		return nil, false
+	}
+	f, ok := s.fields[name]
+	return f, ok
 }
 
 // FieldDigests maps each of a plugin's Fields to a short digest of its
@@ -110,51 +131,32 @@ func (s *Spec) Digest() string {
 	return digestFields(all)
 }
 
-func digestFields(fields map[string]string) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		fmt.Fprintf(h, "%s\x00%s\n", k, fields[k])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
-
 // flatten writes each set field of v under its yaml name, maps one entry
 // per key and nested structs with a dotted prefix. Unset (zero) fields are
 // left out, so adding a new optional field to graft does not change the
 // hash of plugins that do not use it.
 func flatten(v reflect.Value, prefix string, out map[string]string) {
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		f := v.Field(i)
-		if name == "" || name == "-" || f.IsZero() {
+	for _, fi := range fieldsOf(v.Type()) {
+		f := v.Field(fi.index)
+		if f.IsZero() {
 			continue
 		}
-		key := name
+		key := fi.name
 		if prefix != "" {
-			key = prefix + "." + name
+			key = prefix + "." + fi.name
 		}
-		switch {
-		case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:
+		switch fi.shape {
+		case shapeStructPtr:
 			flatten(f.Elem(), key, out)
 			out[key] = "{}" // present, even when every field is defaulted away
-		case f.Kind() == reflect.Struct && !f.Type().Implements(textMarshaler):
+		case shapeStruct:
 			flatten(f, key, out)
-		case f.Kind() == reflect.Map:
-			for _, k := range f.MapKeys() {
-				out[key+"."+k.String()] = canonicalJSON(f.MapIndex(k).Interface())
+		case shapeMap:
+			for it := f.MapRange(); it.Next(); {
+				out[key+"."+it.Key().String()] = jsonValue(it.Value())
 			}
 		default:
-			out[key] = canonicalJSON(f.Interface())
+			out[key] = jsonValue(f)
 		}
 	}
-}
-
-var textMarshaler = reflect.TypeFor[interface{ MarshalText() ([]byte, error) }]()
-
-func canonicalJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("spec: marshal %T: %v", v, err)) // only plain data reaches here
-	}
-	return string(b)
 }

@@ -70,6 +70,6 @@ func (s *Spec) WithKey(k DigestKey) *Spec {
 	c := *s
 	c.key = k
 	c.fields, c.hashes, c.digest = nil, nil, ""
-	c.index()
+	c.index(s)
 	return &c
 }
