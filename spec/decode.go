@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -252,15 +253,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	fields := map[string]int{}
-	var names []string
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
-			fields[name] = i
-			names = append(names, name)
-		}
-	}
+	fields, names := yamlFields(v.Type())
 	for _, e := range entries {
 		p := join(path, e.key)
 		i, known := fields[e.key]
@@ -277,6 +270,34 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			d.errorf(nodePos(e.keyNode), p, "unknown field%s", suggestion(e.key, names))
 		}
 	}
+}
+
+// structFields is a struct type's fields by yaml name, and the names in
+// order, for suggestions.
+type structFields struct {
+	index map[string]int
+	names []string
+}
+
+// structFieldsOf caches yamlFields by type: a large file has thousands of
+// plugins, and reading struct tags through reflection for each is costly.
+var structFieldsOf sync.Map // reflect.Type → structFields
+
+// yamlFields returns the fields of struct type t by yaml name.
+func yamlFields(t reflect.Type) (map[string]int, []string) {
+	if f, ok := structFieldsOf.Load(t); ok {
+		return f.(structFields).index, f.(structFields).names
+	}
+	f := structFields{index: map[string]int{}}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			f.index[name] = i
+			f.names = append(f.names, name)
+		}
+	}
+	structFieldsOf.Store(t, f)
+	return f.index, f.names
 }
 
 // fixedShutdownTimeout reports a shutdownTimeout key, wherever it is
