@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
@@ -100,6 +101,20 @@ func BenchmarkPlanCommand(b *testing.B) {
 		cmd := exec.Command(bin, "plan", "--state", stateFile, file)
 		if out, err := cmd.Output(); err != nil {
 			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkYAML is the floor of BenchmarkLoad: a bare yaml.v3 parse of the
+// same file into a yaml.Node, in one piece, as any program reading the
+// file with yaml.v3 would.
+func BenchmarkYAML(b *testing.B) {
+	data := Spec(bigPlugins, bigEdges, 2, 100)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var n yaml.Node
+		if err := yaml.Unmarshal(data, &n); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
