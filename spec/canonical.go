@@ -155,10 +155,18 @@ func digestFields(fields map[string]string) string {
 // parallel calls f(i) for each i below n, on as many goroutines as Go
 // runs at once, and returns when all have returned.
 func parallel(n int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/64+1) // small jobs stay on one
+	parallelRange(min(parallelism(), n/64+1), n, func(_, i int) { f(i) }) // small jobs stay on one
+}
+
+// parallelism is how many goroutines run at once.
+func parallelism() int { return runtime.GOMAXPROCS(0) }
+
+// parallelRange calls f(w, i) for each i below n on workers goroutines,
+// w being the goroutine's number, and returns when all have returned.
+func parallelRange(workers, n int, f func(w, i int)) {
 	if workers <= 1 {
 		for i := range n {
-			f(i)
+			f(0, i)
 		}
 		return
 	}
@@ -166,7 +174,7 @@ func parallel(n int, f func(i int)) {
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < n; i += workers {
-				f(i)
+				f(w, i)
 			}
 		})
 	}

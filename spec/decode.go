@@ -34,6 +34,11 @@ type decoder struct {
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
 	// loop: each level of decoding is a level of graft's Go types.
 	open map[*yaml.Node]bool
+	// parallel lets the plugins of a large file be decoded and checked on
+	// every core (parallel.go); parent is the decoder of which this one
+	// is a worker.
+	parallel bool
+	parent   *decoder
 }
 
 func newDecoder(file string) *decoder {
@@ -231,19 +236,32 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	m := reflect.MakeMapWithSize(v.Type(), len(entries))
 	entriesOf := v.Type().Elem().Kind() == reflect.Pointer // plugins and runners, not env
-	for _, e := range entries {
+	elems := make([]reflect.Value, len(entries))
+	entry := func(d *decoder, i int) {
+		e := entries[i]
 		p := join(path, e.key)
 		if entriesOf && e.key == "shutdownTimeout" {
 			d.fixedShutdownTimeout(e.keyNode, p)
-			continue
+			return
 		}
 		d.record(p, e.node(e.val))
 		d.keys[p] = nodePos(e.keyNode)
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.element(e.val, elem, p)
-		m.SetMapIndex(reflect.ValueOf(e.key).Convert(v.Type().Key()), elem)
+		elems[i] = reflect.New(v.Type().Elem()).Elem()
+		d.element(e.val, elems[i], p)
+	}
+	if path == "plugins" && d.parallel && len(entries) >= minParallel {
+		d.each(len(entries), false, entry)
+	} else {
+		for i := range entries {
+			entry(d, i)
+		}
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(entries))
+	for i, e := range entries {
+		if elems[i].IsValid() {
+			m.SetMapIndex(reflect.ValueOf(e.key).Convert(v.Type().Key()), elems[i])
+		}
 	}
 	v.Set(m)
 }

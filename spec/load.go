@@ -62,6 +62,7 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	if bytes.IndexByte(data, '$') >= 0 || bytes.IndexByte(data, '\\') >= 0 {
 		d.substitute(root, "", opt.lookupOr(), s.Vars, map[*yaml.Node]bool{})
 	}
+	d.parallel = !opt.whole && concurrent(root)
 	d.decode(root, reflect.ValueOf(s).Elem(), "")
 	if _, ok := d.pos["plugins"]; !ok && root.Kind == yaml.MappingNode {
 		d.errorf(nodePos(root), "plugins", "missing; write plugins: {} to declare none")

@@ -115,12 +115,13 @@ func mutate(rng *rand.Rand, data []byte) []byte {
 }
 
 // TestSplitParseIsWholeParse: parsed in pieces, cut before every plugin
-// entry, each file of the corpus and hundreds of mutations of each give
-// the tree of the whole parse, and the same errors, byte for byte, or the
-// same spec.
+// entry, and decoded and checked on every core, each file of the corpus
+// and dozens of mutations of each give the tree of the whole parse, and
+// the same errors, byte for byte, or the same spec, as when parsed whole
+// and decoded on one goroutine.
 func TestSplitParseIsWholeParse(t *testing.T) {
-	defer func(old struct{ min, pieces int }) { splitting = old }(splitting)
-	splitting.min, splitting.pieces = 0, 1<<20
+	defer func(old struct{ min, pieces int }, par int) { splitting, minParallel = old, par }(splitting, minParallel)
+	splitting.min, splitting.pieces, minParallel = 0, 1<<20, 2
 	rng := rand.New(rand.NewPCG(3, 4))
 	dir := t.TempDir()
 	opt := Options{Lookup: VarsLookup(map[string]string{"HOME": "/home/x"}), Digests: confined{dir}}

@@ -54,14 +54,14 @@ func (d *decoder) checkValues(s *Spec) {
 		d.positive(path+".connect.lease", r.Connect.Lease)
 		d.positive(path+".connect.margin", r.Connect.Margin)
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+	plugins := slices.Sorted(maps.Keys(s.Plugins))
+	d.eachPlugin(plugins, func(d *decoder, name string) {
 		p, path := s.Plugins[name], join("plugins", name)
 		d.name(path, name, "plugin")
-		if p == nil {
-			continue // reported by the decoder
+		if p != nil { // else reported by the decoder
+			d.pluginValues(p, path)
 		}
-		d.pluginValues(p, path)
-	}
+	})
 }
 
 const nameRule = "want lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 63 characters"
@@ -181,7 +181,7 @@ func (d *decoder) electValues(e *Elect, ep string) {
 // seconds (etcd's leases count seconds), TLS's cert and key together, and
 // a username with its password file.
 func (d *decoder) etcdValues(c *Etcd, path string) {
-	if len(c.Endpoints) == 0 && !d.bad[path+".endpoints"] {
+	if len(c.Endpoints) == 0 && !d.isBad(path+".endpoints") {
 		d.errorf(d.at(path), path, "missing endpoints: the etcd servers' client URLs, such as [http://10.0.0.5:2379]")
 	}
 	for i, ep := range c.Endpoints {
@@ -292,7 +292,7 @@ func (d *decoder) positive(path string, v Duration) {
 // decoded, so one bad value is reported once.
 func (d *decoder) written(path string) bool {
 	_, ok := d.pos[path]
-	return ok && !d.bad[path]
+	return ok && !d.isBad(path)
 }
 
 func placementNames() []string {

@@ -18,8 +18,9 @@ type Options struct {
 	// Digests digests the files a spec names (its executables, files:);
 	// nil digests them without a cache kept across parses.
 	Digests Digester
-	// whole parses the file in one piece, never in pieces (split.go): the
-	// tests compare the two.
+	// whole parses the file in one piece (never in pieces, split.go)
+	// and decodes and checks it on one goroutine (never on every core,
+	// parallel.go): the tests compare the two.
 	whole bool
 }
 
