@@ -28,11 +28,13 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	file := g.fileArg(c.File)
+	state := c.readState()
 	desired, err := g.loadSpec(file)
 	if err != nil {
+		<-state // a problem of the file comes first, as it always has
 		return err
 	}
-	p, oneTime, err := c.plan(ctx, g, file, desired)
+	p, oneTime, err := c.plan(ctx, g, file, desired, <-state)
 	if err != nil {
 		return err
 	}
@@ -83,16 +85,39 @@ func (c *PlanCmd) write(g *Globals, p *plan.Plan, format string) error {
 	return p.WriteText(g.stdout, plan.TextOptions{Color: g.colorful(g.stdout)})
 }
 
+// stateRead is the --state file, read.
+type stateRead struct {
+	state *plan.State
+	err   error
+}
+
+// readState reads the --state file, when there is one, while the caller
+// loads the plugins file: on a large project each takes a while, and the
+// machine has more than one core to do them on. The channel gives the
+// result once.
+func (c *PlanCmd) readState() <-chan stateRead {
+	out := make(chan stateRead, 1)
+	if c.State == "" {
+		out <- stateRead{}
+		return out
+	}
+	go func() {
+		st, err := plan.ReadState(c.State)
+		out <- stateRead{st, err}
+	}()
+	return out
+}
+
 // plan makes the plan: against the saved state file when one is given,
 // else by the project's host, which holds the key of its digests of env
 // values. Without a host nothing runs, and the plan is made here against
 // an empty state; graft plan never starts a host. oneTime is the key of a
 // plan made here under a fresh key, which a saved plan carries so that a
 // host can check it (docs/plan-format.md).
-func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *spec.Spec) (p *plan.Plan, oneTime *spec.DigestKey, err error) {
+func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *spec.Spec, state stateRead) (p *plan.Plan, oneTime *spec.DigestKey, err error) {
 	dir := g.stateDir(file)
 	if c.State != "" {
-		running, err := plan.ReadState(c.State)
+		running, err := state.state, state.err
 		if err != nil {
 			return nil, nil, err
 		}
