@@ -40,14 +40,18 @@ func concurrent(root *yaml.Node) bool {
 	return ok && 2*nodes < maxNodes
 }
 
-// child returns a decoder for one worker. With shared, it reads what d
-// recorded (and must not record anything itself); without, it records
-// into maps of its own. Either way its errors are its own until merged.
-func (d *decoder) child(shared bool) *decoder {
+// child returns a decoder for one worker of about items plugins. With
+// shared, it reads what d recorded (and must not record anything itself);
+// without, it records into maps of its own, made large enough for a
+// plugin of a few fields each. Either way its errors are its own until
+// adopted.
+func (d *decoder) child(shared bool, items int) *decoder {
 	c := newDecoder(d.file)
 	c.parent = d
 	if shared {
 		c.pos, c.keys, c.text, c.seqs, c.until = d.pos, d.keys, d.text, d.seqs, d.until
+	} else {
+		c.pos, c.keys, c.seqs = make(map[string]Pos, 4*items), make(map[string]Pos, items), make(map[string]*yaml.Node, 2*items)
 	}
 	return c
 }
@@ -96,7 +100,7 @@ func (d *decoder) each(n int, shared bool, f func(c *decoder, i int)) {
 	workers := max(1, min(parallelism(), n))
 	children := make([]*decoder, workers)
 	for w := range children {
-		children[w] = d.child(shared)
+		children[w] = d.child(shared, n/workers+1)
 	}
 	parallelRange(workers, n, func(w, i int) { f(children[w], i) })
 	d.adopt(children)
