@@ -75,26 +75,68 @@ var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 )
 
-// jsonValue is canonicalJSON of v's value.
-func jsonValue(v reflect.Value) string {
-	t := v.Type()
+// form is how jsonValue writes a type's values.
+type form uint8
+
+const (
+	formJSON    form = iota // through encoding/json
+	formText                // the JSON string of its MarshalText
+	formString              // a JSON string
+	formBool                // true or false
+	formInt                 // a JSON integer
+	formStrings             // a JSON array of strings, when not nil
+)
+
+// forms caches formOf by type.
+var forms sync.Map // reflect.Type → form
+
+// formOf returns how jsonValue writes values of t: by hand where
+// encoding/json would write them as a plain string, boolean, integer or
+// list of strings, else through encoding/json.
+func formOf(t reflect.Type) form {
+	if e, ok := forms.Load(t); ok {
+		return e.(form)
+	}
+	plain := func(t reflect.Type) bool {
+		return !t.Implements(jsonMarshaler) && !reflect.PointerTo(t).Implements(jsonMarshaler) &&
+			!t.Implements(textMarshaler) && !reflect.PointerTo(t).Implements(textMarshaler)
+	}
+	e := formJSON
 	switch {
 	case t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler):
 	case t.Implements(textMarshaler):
-		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
-		if err == nil {
+		e = formText
+	case !plain(t):
+	case t.Kind() == reflect.String:
+		e = formString
+	case t.Kind() == reflect.Bool:
+		e = formBool
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		e = formInt
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && plain(t.Elem()):
+		e = formStrings
+	}
+	forms.Store(t, e)
+	return e
+}
+
+// jsonValue is canonicalJSON of v's value.
+func jsonValue(v reflect.Value) string {
+	switch formOf(v.Type()) {
+	case formText:
+		if text, err := v.Interface().(encoding.TextMarshaler).MarshalText(); err == nil {
 			return jsonString(string(text))
 		}
-	case reflect.PointerTo(t).Implements(textMarshaler):
-	case t.Kind() == reflect.String:
+	case formString:
 		return jsonString(v.String())
-	case t.Kind() == reflect.Bool:
+	case formBool:
 		return strconv.FormatBool(v.Bool())
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+	case formInt:
 		return strconv.FormatInt(v.Int(), 10)
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && !v.IsNil() &&
-		!t.Elem().Implements(jsonMarshaler) && !t.Elem().Implements(textMarshaler):
-		return jsonStrings(v)
+	case formStrings:
+		if !v.IsNil() {
+			return jsonStrings(v)
+		}
 	}
 	return canonicalJSON(v.Interface())
 }
