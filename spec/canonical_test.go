@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -219,4 +220,32 @@ func bigSpec(n int) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// TestIndexConcurrent: the caches of a loaded spec are filled once, on
+// first use, whichever goroutines ask at once (run under -race).
+func TestIndexConcurrent(t *testing.T) {
+	s, err := Parse("plugins.yaml", bigSpec(300))
+	require.NoError(t, err)
+	s = s.WithKey(testKey)
+	want := map[string]string{}
+	for name := range s.Plugins {
+		want[name] = refDigest(refFields(s, name))
+	}
+	var wg sync.WaitGroup
+	hashes := make([]map[string]string, 4)
+	for g := range hashes {
+		wg.Go(func() {
+			hashes[g] = map[string]string{}
+			for name := range s.Plugins {
+				hashes[g][name] = s.Hash(name)
+				_ = s.Fields(name)
+			}
+			_ = s.Digest()
+		})
+	}
+	wg.Wait()
+	for _, h := range hashes {
+		require.Equal(t, want, h)
+	}
 }

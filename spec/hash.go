@@ -6,6 +6,8 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // Fields is the canonical flat form of everything that makes up a plugin's
@@ -18,8 +20,10 @@ import (
 // matters to the process changes at least one entry, and the changed keys
 // are what a plan names as the reason for a replacement.
 func (s *Spec) Fields(name string) map[string]string {
-	if f, ok := s.fields[name]; ok {
-		return maps.Clone(f)
+	if ix := s.indexed(); ix != nil {
+		if f, ok := ix.fields[name]; ok {
+			return maps.Clone(f)
+		}
 	}
 	return s.computeFields(name)
 }
@@ -55,27 +59,61 @@ func (s *Spec) computeFields(name string) map[string]string {
 // env values only through their keyed HMACs: under another key, a plugin
 // with env has another Hash.
 func (s *Spec) Hash(name string) string {
-	if h, ok := s.hashes[name]; ok {
-		return h
+	if ix := s.indexed(); ix != nil {
+		if h, ok := ix.hashes[name]; ok {
+			return h
+		}
 	}
 	return digestFields(s.computeFields(name))
 }
 
-// index fills the caches of Fields, Hash and Digest, under a fresh random
-// key when s has none yet. A plugin's Fields under another key differ only
-// in its env digests, so those of a plugin without env are taken from
-// prev, the caches of s under another key, when given.
-func (s *Spec) index(prev *Spec) {
-	if s.key == (DigestKey{}) {
-		s.key = NewDigestKey()
+// specIndex caches Fields, Hash and Digest of a loaded Spec, which is not
+// changed after loading. It is filled on first use, once, so that a spec
+// whose hashes are only wanted under another key (WithKey), or not at all
+// (graft validate), is not hashed for nothing.
+type specIndex struct {
+	once   sync.Once
+	filled atomic.Bool
+	fields map[string]map[string]string
+	hashes map[string]string
+	digest string
+	// prev is the index of the spec this one's was copied from under
+	// another key: a plugin's Fields under another key differ only in
+	// its env digests, so those of a plugin without env are taken from
+	// prev when it is filled.
+	prev *specIndex
+}
+
+// indexed returns s's caches, filled, or nil for a spec built by hand,
+// which computes Fields, Hash and Digest on each call.
+func (s *Spec) indexed() *specIndex {
+	ix := s.idx
+	if ix == nil {
+		return nil
 	}
-	s.fields = make(map[string]map[string]string, len(s.Plugins))
-	s.hashes = make(map[string]string, len(s.Plugins))
+	ix.once.Do(func() {
+		s.fill(ix)
+		ix.filled.Store(true)
+	})
+	return ix
+}
+
+// fill computes the Fields and Hash of every plugin, on every core, and
+// the Digest.
+func (s *Spec) fill(ix *specIndex) {
+	ix.fields = make(map[string]map[string]string, len(s.Plugins))
+	ix.hashes = make(map[string]string, len(s.Plugins))
+	prev := ix.prev
+	if prev != nil && !prev.filled.Load() {
+		prev = nil
+	}
 	names := make([]string, 0, len(s.Plugins))
 	for name, p := range s.Plugins {
-		if f, ok := prev.cachedFields(name); ok && len(p.Env) == 0 {
-			s.fields[name], s.hashes[name] = f, prev.hashes[name]
-			continue
+		if prev != nil && len(p.Env) == 0 {
+			if f, ok := prev.fields[name]; ok {
+				ix.fields[name], ix.hashes[name] = f, prev.hashes[name]
+				continue
+			}
 		}
 		names = append(names, name)
 	}
@@ -85,19 +123,18 @@ func (s *Spec) index(prev *Spec) {
 		hashes[i] = digestFields(fields[i])
 	})
 	for i, name := range names {
-		s.fields[name], s.hashes[name] = fields[i], hashes[i]
+		ix.fields[name], ix.hashes[name] = fields[i], hashes[i]
 	}
-	s.digest = s.Digest()
+	ix.digest = s.digestOf(func(name string) string { return ix.hashes[name] })
 }
 
-// cachedFields returns the Fields that index cached for plugin name: nil
-// s or a spec built by hand has none.
-func (s *Spec) cachedFields(name string) (map[string]string, bool) {
-	if s == nil || s.fields == nil {
-		return nil, false
+// index gives a loaded s its caches, to fill on first use, and a fresh
+// random key when it has none yet.
+func (s *Spec) index() {
+	if s.key == (DigestKey{}) {
+		s.key = NewDigestKey()
 	}
-	f, ok := s.fields[name]
-	return f, ok
+	s.idx = &specIndex{}
 }
 
 // FieldDigests maps each of a plugin's Fields to a short digest of its
@@ -117,16 +154,21 @@ func FieldDigests(fields map[string]string) map[string]string {
 // Digest identifies the whole desired spec: project, runners and each
 // plugin's hash (keyed as Hash is).
 func (s *Spec) Digest() string {
-	if s.digest != "" {
-		return s.digest
+	if ix := s.indexed(); ix != nil {
+		return ix.digest
 	}
+	return s.digestOf(s.Hash)
+}
+
+// digestOf is Digest with each plugin's Hash given by hash.
+func (s *Spec) digestOf(hash func(name string) string) string {
 	all := map[string]string{"name": canonicalJSON(s.Name)}
 	for name, r := range s.Runners {
 		flatten(reflect.ValueOf(r).Elem(), "runners."+name, all)
 		all["runners."+name] = "{}"
 	}
 	for name := range s.Plugins {
-		all["plugins."+name] = s.Hash(name)
+		all["plugins."+name] = hash(name)
 	}
 	return digestFields(all)
 }
