@@ -27,8 +27,10 @@ func (d *decoder) checkStructure(s *Spec) {
 			d.placement(p, path, runners)
 		}
 		for i, u := range p.Uses {
-			up := fmt.Sprintf("%s.uses[%d]", path, i)
-			if _, ok := s.Plugins[u]; !ok && !d.isBad(up) {
+			if _, ok := s.Plugins[u]; ok {
+				continue
+			}
+			if up := fmt.Sprintf("%s.uses[%d]", path, i); !d.isBad(up) {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}

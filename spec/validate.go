@@ -86,10 +86,10 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	d.envValues(p.Env, path+".env")
 	d.inheritEnv(p, path)
 	d.usesConditions(p, path)
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(p.Uses))
 	for i, u := range p.Uses {
-		up := fmt.Sprintf("%s.uses[%d]", path, i)
 		if seen[u] {
+			up := fmt.Sprintf("%s.uses[%d]", path, i)
 			d.errorf(d.at(up), up, "%q is listed twice", u)
 		}
 		seen[u] = true
@@ -207,12 +207,12 @@ func (d *decoder) etcdValues(c *Etcd, path string) {
 // no exec call can pass.
 func (d *decoder) argv(path string, args []string) {
 	for i, arg := range args {
-		ap := fmt.Sprintf("%s[%d]", path, i)
+		ap := func() string { return fmt.Sprintf("%s[%d]", path, i) } // only for an error: a large file has many
 		if i == 0 && arg == "" {
-			d.errorf(d.at(ap), ap, "empty program name")
+			d.errorf(d.at(ap()), ap(), "empty program name")
 		}
-		if strings.ContainsRune(arg, 0) {
-			d.errorf(d.at(ap), ap, "contains a NUL byte")
+		if strings.IndexByte(arg, 0) >= 0 {
+			d.errorf(d.at(ap()), ap(), "contains a NUL byte")
 		}
 	}
 }
