@@ -118,3 +118,17 @@ func BenchmarkYAML(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadHash is BenchmarkLoad and the hash of every plugin and of
+// the whole spec, which a loaded spec computes on first use.
+func BenchmarkLoadHash(b *testing.B) {
+	data := Spec(bigPlugins, bigEdges, 2, 100)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		s, err := spec.Parse("plugins.yaml", data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = s.Digest()
+	}
+}
