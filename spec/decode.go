@@ -94,7 +94,10 @@ func (d *decoder) atKey(path string) Pos {
 	return d.at(path)
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	stringsType     = reflect.TypeFor[[]string]()
+)
 
 // decode fills v from n. A null leaves v unset; the caller decides whether
 // that is allowed.
@@ -220,7 +223,15 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
 	}
 	d.seqs[path] = n
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	strs := v.Type() == usesType || v.Type() == stringsType
 	for i, item := range n.Content {
+		if strs && item.Kind == yaml.ScalarNode && d.nodes < maxNodes && !isNull(item) {
+			// What element, or useItem, does with a string written as
+			// one, without the item's path, which only an error needs.
+			d.nodes++
+			s.Index(i).SetString(item.Value)
+			continue
+		}
 		ip := path + "[" + strconv.Itoa(i) + "]"
 		if v.Type() == usesType {
 			d.useItem(item, s.Index(i).Addr().Interface().(*string), ip)

@@ -51,7 +51,8 @@ func (d *decoder) child(shared bool, items int) *decoder {
 	if shared {
 		c.pos, c.keys, c.text, c.seqs, c.until = d.pos, d.keys, d.text, d.seqs, d.until
 	} else {
-		c.pos, c.keys, c.seqs = make(map[string]Pos, 4*items), make(map[string]Pos, items), make(map[string]*yaml.Node, 2*items)
+		c.pos, c.text = make(map[string]Pos, 4*items), make(map[string]string, 4*items)
+		c.keys, c.seqs = make(map[string]Pos, items), make(map[string]*yaml.Node, 2*items)
 	}
 	return c
 }
