@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"reflect"
 	"runtime"
 	"slices"
@@ -143,13 +142,29 @@ func jsonValue(v reflect.Value) string {
 
 // jsonStrings is the JSON array of a non-nil slice of strings.
 func jsonStrings(v reflect.Value) string {
+	ss := make([]string, v.Len())
+	for i := range ss {
+		ss[i] = v.Index(i).String()
+	}
+	return jsonList(ss)
+}
+
+// jsonSorted is the JSON array of ss, sorted.
+func jsonSorted(ss []string) string {
+	ss = slices.Clone(ss)
+	slices.Sort(ss)
+	return jsonList(ss)
+}
+
+// jsonList is the JSON array of ss, which is not nil.
+func jsonList(ss []string) string {
 	var b strings.Builder
 	b.WriteByte('[')
-	for i := range v.Len() {
+	for i, s := range ss {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(jsonString(v.Index(i).String()))
+		b.WriteString(jsonString(s))
 	}
 	b.WriteByte(']')
 	return b.String()
@@ -178,11 +193,13 @@ func canonicalJSON(v any) string {
 // digestFields is the digest of a flat set of fields: each key, a NUL, its
 // value and a newline, in the order of the keys.
 func digestFields(fields map[string]string) string {
-	keys := slices.Sorted(maps.Keys(fields))
+	keys := make([]string, 0, len(fields))
 	n := 0
-	for _, k := range keys {
-		n += len(k) + len(fields[k]) + 2
+	for k, v := range fields {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
 	}
+	slices.Sort(keys)
 	b := make([]byte, 0, n)
 	for _, k := range keys {
 		b = append(b, k...)

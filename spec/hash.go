@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"maps"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -33,11 +32,11 @@ func (s *Spec) computeFields(name string) map[string]string {
 	out := map[string]string{}
 	flatten(reflect.ValueOf(p).Elem(), "", out)
 	if len(p.Uses) > 0 {
-		out["uses"] = canonicalJSON(slices.Sorted(slices.Values(p.Uses))) // order of uses does not matter
+		out["uses"] = jsonSorted(p.Uses) // order of uses does not matter
 	}
 	if len(p.InheritEnv) > 0 {
 		// The names only: their values are the host's, not the file's.
-		out["inheritEnv"] = canonicalJSON(slices.Sorted(slices.Values(p.InheritEnv)))
+		out["inheritEnv"] = jsonSorted(p.InheritEnv)
 	}
 	maps.Copy(out, s.content[name]) // digests of the executable and files
 	for k, v := range p.Env {
