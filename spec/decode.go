@@ -39,6 +39,7 @@ type decoder struct {
 	// is a worker.
 	parallel bool
 	parent   *decoder
+	sorted   []string // pluginNames
 }
 
 func newDecoder(file string) *decoder {

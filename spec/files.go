@@ -92,7 +92,7 @@ func (d *decoder) readContent(s *Spec, dg Digester) {
 	dg = &onceEach{dg: dg, sums: map[string]digest{}}
 	s.content = make(map[string]map[string]string, len(s.Plugins))
 	s.sources = map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+	for _, name := range d.pluginNames(s) {
 		p, path := s.Plugins[name], "plugins."+name
 		c := map[string]string{}
 		d.envFiles(s, p, path, dg)

@@ -17,7 +17,7 @@ import (
 // each placement needs, references between entries, and uses cycles.
 func (d *decoder) checkStructure(s *Spec) {
 	runners := slices.Sorted(maps.Keys(s.Runners))
-	plugins := slices.Sorted(maps.Keys(s.Plugins))
+	plugins := d.pluginNames(s)
 	d.eachPlugin(plugins, func(d *decoder, name string) {
 		p, path := s.Plugins[name], join("plugins", name)
 		if p == nil {

@@ -54,7 +54,7 @@ func (d *decoder) checkValues(s *Spec) {
 		d.positive(path+".connect.lease", r.Connect.Lease)
 		d.positive(path+".connect.margin", r.Connect.Margin)
 	}
-	plugins := slices.Sorted(maps.Keys(s.Plugins))
+	plugins := d.pluginNames(s)
 	d.eachPlugin(plugins, func(d *decoder, name string) {
 		p, path := s.Plugins[name], join("plugins", name)
 		d.name(path, name, "plugin")
