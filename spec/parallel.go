@@ -20,8 +20,8 @@ import (
 var minParallel = 512
 
 // concurrent reports whether the plugins of a file whose tree is root can
-// be decoded in parallel: the file is large, and has no aliases, so each
-// node is decoded once and the node budget (maxNodes), which counts
+// be decoded in parallel: the file has no aliases, so each node is decoded
+// once, and is small enough that the node budget (maxNodes), which counts
 // decoded nodes in order, cannot run out.
 func concurrent(root *yaml.Node) bool {
 	nodes, ok := 0, true

@@ -13,17 +13,19 @@ import (
 // yaml.v3 as a document of its own and its lines shifted back to where
 // they are in the file, and the rest of the file is parsed with the block
 // blanked out. Anything unusual about the file (no plain plugins: line, a
-// piece that does not parse, an alias between pieces, a tab at the start
-// of a line, a carriage return) falls back to parsing the file whole, so
-// a file's tree, and every error of a bad file, is what the whole parse
-// gives (split_test.go compares the two).
+// piece that does not parse, such as one with an alias to another, an
+// explicit "? " key, a tab at the start of a line, a carriage return)
+// falls back to parsing the file whole, so a file's tree, and every error
+// of a bad file, is what the whole parse gives (split_test.go compares
+// the two).
 
 // splitting says when and how finely parseDocument cuts a file: its
 // plugins block must be at least min bytes, and is cut in at most pieces
 // pieces (0: twice the cores Go runs on). Tests cut small files finely.
 var splitting = struct{ min, pieces int }{min: 64 << 10}
 
-// entry is a line of a plugins block that starts a top-level plugin entry.
+// blockLine is a line of a plugins block that starts a top-level plugin
+// entry.
 type blockLine struct {
 	at, line int // its first byte in the file, and its number, 1-based
 }
