@@ -159,6 +159,11 @@ func jsonSorted(ss []string) string {
 // jsonList is the JSON array of ss, which is not nil.
 func jsonList(ss []string) string {
 	var b strings.Builder
+	n := 2 + len(ss)
+	for _, s := range ss {
+		n += len(s) + 2 // its quotes, and escapes for none, as in most
+	}
+	b.Grow(n)
 	b.WriteByte('[')
 	for i, s := range ss {
 		if i > 0 {

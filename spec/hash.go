@@ -29,7 +29,7 @@ func (s *Spec) Fields(name string) map[string]string {
 
 func (s *Spec) computeFields(name string) map[string]string {
 	p := s.Plugins[name]
-	out := map[string]string{}
+	out := make(map[string]string, 8)
 	flatten(reflect.ValueOf(p).Elem(), "", out)
 	if len(p.Uses) > 0 {
 		out["uses"] = jsonSorted(p.Uses) // order of uses does not matter
@@ -40,7 +40,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 	}
 	maps.Copy(out, s.content[name]) // digests of the executable and files
 	for k, v := range p.Env {
-		out["env."+k] = canonicalJSON(s.key.envDigest(k, v))
+		out["env."+k] = jsonString(s.key.envDigest(k, v))
 	}
 	if p.Run == Remote {
 		// The runner's address decides which machine runs the process; its
@@ -49,7 +49,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 		if r := s.Runners[p.Runner]; r != nil {
 			addr = r.Address
 		}
-		out["runner.address"] = canonicalJSON(addr)
+		out["runner.address"] = jsonString(addr)
 	}
 	return out
 }
