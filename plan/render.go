@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/graftland/graft/internal/termtext"
 )
@@ -53,6 +54,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 		}
 	}
 	for _, a := range changeOrder {
+		label := paint(a, symbols[a]+" "+padded(string(a), 7))
 		for _, c := range p.Changes {
 			if c.Action != a {
 				continue
@@ -61,7 +63,11 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 			if a == Start && c.Reason == "new" {
 				reason = "new, run: " + string(c.Run)
 			}
-			fmt.Fprintf(b, "  %s %-*s  %s\n", paint(a, fmt.Sprintf("%s %-7s", symbols[a], a)), width, termtext.Line(c.Plugin), termtext.Line(reason))
+			// fmt's "  %s %-*s  %s\n", written out: a large plan has a line
+			// for each of thousands of plugins.
+			b.WriteString("  " + label + " " + padded(termtext.Line(c.Plugin), width) + "  ")
+			b.WriteString(termtext.Line(reason))
+			b.WriteByte('\n')
 		}
 	}
 
@@ -128,6 +134,14 @@ func ReadJSON(r io.Reader) (*Plan, error) {
 		return nil, fmt.Errorf("read plan: format %q, want %q", p.Format, Format)
 	}
 	return &p, nil
+}
+
+// padded is s followed by spaces up to width runes, as fmt's %-*s.
+func padded(s string, width int) string {
+	if n := width - utf8.RuneCountInString(s); n > 0 {
+		return s + strings.Repeat(" ", n)
+	}
+	return s
 }
 
 func plural(n int, one, many string) string {

@@ -22,20 +22,32 @@ func (d *decoder) cycles(s *Spec, plugins []string) {
 }
 
 // components returns the strongly connected components of the uses graph
-// that hold a cycle, each sorted (Tarjan's algorithm).
+// that hold a cycle, each sorted (Tarjan's algorithm). It works on the
+// plugins' numbers in plugins, since a large file has thousands.
 func components(s *Spec, plugins []string) [][]string {
-	index := map[string]int{}
-	low := map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
+	number := make(map[string]int, len(plugins))
+	for i, name := range plugins {
+		number[name] = i
+	}
+	uses := make([][]int, len(plugins))
+	for i, name := range plugins {
+		for _, u := range s.uses(name) {
+			uses[i] = append(uses[i], number[u])
+		}
+	}
+	index, low := make([]int, len(plugins)), make([]int, len(plugins)) // index 0: not visited yet
+	onStack := make([]bool, len(plugins))
+	var stack []int
 	var out [][]string
-	var visit func(v string)
-	visit = func(v string) {
-		index[v], low[v] = len(index), len(index)
+	visited := 0
+	var visit func(v int)
+	visit = func(v int) {
+		visited++
+		index[v], low[v] = visited, visited
 		stack = append(stack, v)
 		onStack[v] = true
-		for _, w := range s.uses(v) {
-			if _, seen := index[w]; !seen {
+		for _, w := range uses[v] {
+			if index[w] == 0 {
 				visit(w)
 				low[v] = min(low[v], low[w])
 			} else if onStack[w] {
@@ -50,18 +62,18 @@ func components(s *Spec, plugins []string) [][]string {
 			w := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			onStack[w] = false
-			comp = append(comp, w)
+			comp = append(comp, plugins[w])
 			if w == v {
 				break
 			}
 		}
-		if len(comp) > 1 || slices.Contains(s.uses(v), v) {
+		if len(comp) > 1 || slices.Contains(uses[v], v) {
 			slices.Sort(comp)
 			out = append(out, comp)
 		}
 	}
-	for _, v := range plugins {
-		if _, seen := index[v]; !seen {
+	for v := range plugins {
+		if index[v] == 0 {
 			visit(v)
 		}
 	}

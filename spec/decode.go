@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,6 +34,12 @@ type decoder struct {
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
 	// loop: each level of decoding is a level of graft's Go types.
 	open map[*yaml.Node]bool
+	// parallel lets the plugins of a large file be decoded and checked on
+	// every core (parallel.go); parent is the decoder of which this one
+	// is a worker.
+	parallel bool
+	parent   *decoder
+	sorted   []string // pluginNames
 }
 
 func newDecoder(file string) *decoder {
@@ -88,7 +95,10 @@ func (d *decoder) atKey(path string) Pos {
 	return d.at(path)
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	stringsType     = reflect.TypeFor[[]string]()
+)
 
 // decode fills v from n. A null leaves v unset; the caller decides whether
 // that is allowed.
@@ -214,7 +224,15 @@ func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
 	}
 	d.seqs[path] = n
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	strs := v.Type() == usesType || v.Type() == stringsType
 	for i, item := range n.Content {
+		if strs && item.Kind == yaml.ScalarNode && d.nodes < maxNodes && !isNull(item) {
+			// What element, or useItem, does with a string written as
+			// one, without the item's path, which only an error needs.
+			d.nodes++
+			s.Index(i).SetString(item.Value)
+			continue
+		}
 		ip := path + "[" + strconv.Itoa(i) + "]"
 		if v.Type() == usesType {
 			d.useItem(item, s.Index(i).Addr().Interface().(*string), ip)
@@ -230,19 +248,32 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	m := reflect.MakeMapWithSize(v.Type(), len(entries))
 	entriesOf := v.Type().Elem().Kind() == reflect.Pointer // plugins and runners, not env
-	for _, e := range entries {
+	elems := make([]reflect.Value, len(entries))
+	entry := func(d *decoder, i int) {
+		e := entries[i]
 		p := join(path, e.key)
 		if entriesOf && e.key == "shutdownTimeout" {
 			d.fixedShutdownTimeout(e.keyNode, p)
-			continue
+			return
 		}
 		d.record(p, e.node(e.val))
 		d.keys[p] = nodePos(e.keyNode)
-		elem := reflect.New(v.Type().Elem()).Elem()
-		d.element(e.val, elem, p)
-		m.SetMapIndex(reflect.ValueOf(e.key).Convert(v.Type().Key()), elem)
+		elems[i] = reflect.New(v.Type().Elem()).Elem()
+		d.element(e.val, elems[i], p)
+	}
+	if path == "plugins" && d.parallel && len(entries) >= minParallel {
+		d.each(len(entries), false, entry)
+	} else {
+		for i := range entries {
+			entry(d, i)
+		}
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(entries))
+	for i, e := range entries {
+		if elems[i].IsValid() {
+			m.SetMapIndex(reflect.ValueOf(e.key).Convert(v.Type().Key()), elems[i])
+		}
 	}
 	v.Set(m)
 }
@@ -252,15 +283,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
-	fields := map[string]int{}
-	var names []string
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
-			fields[name] = i
-			names = append(names, name)
-		}
-	}
+	fields, names := yamlFields(v.Type())
 	for _, e := range entries {
 		p := join(path, e.key)
 		i, known := fields[e.key]
@@ -277,6 +300,34 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			d.errorf(nodePos(e.keyNode), p, "unknown field%s", suggestion(e.key, names))
 		}
 	}
+}
+
+// structFields is a struct type's fields by yaml name, and the names in
+// order, for suggestions.
+type structFields struct {
+	index map[string]int
+	names []string
+}
+
+// structFieldsOf caches yamlFields by type: a large file has thousands of
+// plugins, and reading struct tags through reflection for each is costly.
+var structFieldsOf sync.Map // reflect.Type → structFields
+
+// yamlFields returns the fields of struct type t by yaml name.
+func yamlFields(t reflect.Type) (map[string]int, []string) {
+	if f, ok := structFieldsOf.Load(t); ok {
+		return f.(structFields).index, f.(structFields).names
+	}
+	f := structFields{index: map[string]int{}}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			f.index[name] = i
+			f.names = append(f.names, name)
+		}
+	}
+	structFieldsOf.Store(t, f)
+	return f.index, f.names
 }
 
 // fixedShutdownTimeout reports a shutdownTimeout key, wherever it is

@@ -34,8 +34,9 @@ func (d *decoder) entries(n *yaml.Node, path string) ([]entry, bool) {
 		return nil, false
 	}
 	defer delete(d.open, n)
-	var out, merged []entry
-	seen := map[string]*yaml.Node{}
+	var merged []entry
+	out := make([]entry, 0, len(n.Content)/2)
+	seen := keySet{out: &out}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if !d.spend(n, path) {
 			return nil, false
@@ -49,20 +50,55 @@ func (d *decoder) entries(n *yaml.Node, path string) ([]entry, bool) {
 			merged = append(merged, d.merge(val, path)...)
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
+		if first, dup := seen.find(k.Value); dup {
 			d.errorf(nodePos(k), join(path, k.Value), "repeated key %q (first at line %d)", k.Value, first.Line)
 			continue
 		}
-		seen[k.Value] = k
-		out = append(out, entry{key: k.Value, keyNode: k, val: val})
+		seen.add(entry{key: k.Value, keyNode: k, val: val})
 	}
 	for _, e := range merged {
-		if _, ok := seen[e.key]; !ok {
-			seen[e.key] = e.keyNode
-			out = append(out, e)
+		if _, ok := seen.find(e.key); !ok {
+			seen.add(e)
 		}
 	}
 	return out, true
+}
+
+// keySet is the entries of a mapping listed so far, found by key: by a
+// scan while they are few, as a plugin's fields are, and through a map
+// once they are many, as a large file's plugins are.
+type keySet struct {
+	out   *[]entry
+	index map[string]*yaml.Node
+}
+
+// manyKeys is the number of entries from which a keySet keeps a map.
+const manyKeys = 16
+
+func (s *keySet) find(key string) (*yaml.Node, bool) {
+	if s.index != nil {
+		k, ok := s.index[key]
+		return k, ok
+	}
+	for _, e := range *s.out {
+		if e.key == key {
+			return e.keyNode, true
+		}
+	}
+	return nil, false
+}
+
+func (s *keySet) add(e entry) {
+	*s.out = append(*s.out, e)
+	switch {
+	case s.index != nil:
+		s.index[e.key] = e.keyNode
+	case len(*s.out) > manyKeys:
+		s.index = make(map[string]*yaml.Node, 2*len(*s.out))
+		for _, e := range *s.out {
+			s.index[e.key] = e.keyNode
+		}
+	}
 }
 
 // merge returns the entries that a << key brings in: one mapping, or a list

@@ -89,9 +89,10 @@ func (d *decoder) readContent(s *Spec, dg Digester) {
 	if dg == nil {
 		dg = contentdigest.New("")
 	}
+	dg = &onceEach{dg: dg, sums: map[string]digest{}}
 	s.content = make(map[string]map[string]string, len(s.Plugins))
 	s.sources = map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+	for _, name := range d.pluginNames(s) {
 		p, path := s.Plugins[name], "plugins."+name
 		c := map[string]string{}
 		d.envFiles(s, p, path, dg)
@@ -116,6 +117,28 @@ func (d *decoder) readContent(s *Spec, dg Digester) {
 		}
 		s.content[name] = c
 	}
+}
+
+// onceEach digests each path once per parse: the plugins of a large file
+// often share an executable, which is the same file for all of them.
+type onceEach struct {
+	dg   Digester
+	sums map[string]digest
+}
+
+// digest is the result of Digester.Digest.
+type digest struct {
+	sum string
+	err error
+}
+
+func (o *onceEach) Digest(path string) (string, error) {
+	r, ok := o.sums[path]
+	if !ok {
+		r.sum, r.err = o.dg.Digest(path)
+		o.sums[path] = r
+	}
+	return r.sum, r.err
 }
 
 // envFiles reads plugin p's env files, in order, and sets p.Env to what

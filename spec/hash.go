@@ -3,12 +3,10 @@ package spec
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"maps"
 	"reflect"
-	"slices"
-	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Fields is the canonical flat form of everything that makes up a plugin's
@@ -21,26 +19,28 @@ import (
 // matters to the process changes at least one entry, and the changed keys
 // are what a plan names as the reason for a replacement.
 func (s *Spec) Fields(name string) map[string]string {
-	if f, ok := s.fields[name]; ok {
-		return maps.Clone(f)
+	if ix := s.indexed(); ix != nil {
+		if f, ok := ix.fields[name]; ok {
+			return maps.Clone(f)
+		}
 	}
 	return s.computeFields(name)
 }
 
 func (s *Spec) computeFields(name string) map[string]string {
 	p := s.Plugins[name]
-	out := map[string]string{}
+	out := make(map[string]string, 8)
 	flatten(reflect.ValueOf(p).Elem(), "", out)
 	if len(p.Uses) > 0 {
-		out["uses"] = canonicalJSON(slices.Sorted(slices.Values(p.Uses))) // order of uses does not matter
+		out["uses"] = jsonSorted(p.Uses) // order of uses does not matter
 	}
 	if len(p.InheritEnv) > 0 {
 		// The names only: their values are the host's, not the file's.
-		out["inheritEnv"] = canonicalJSON(slices.Sorted(slices.Values(p.InheritEnv)))
+		out["inheritEnv"] = jsonSorted(p.InheritEnv)
 	}
 	maps.Copy(out, s.content[name]) // digests of the executable and files
 	for k, v := range p.Env {
-		out["env."+k] = canonicalJSON(s.key.envDigest(k, v))
+		out["env."+k] = jsonString(s.key.envDigest(k, v))
 	}
 	if p.Run == Remote {
 		// The runner's address decides which machine runs the process; its
@@ -49,7 +49,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 		if r := s.Runners[p.Runner]; r != nil {
 			addr = r.Address
 		}
-		out["runner.address"] = canonicalJSON(addr)
+		out["runner.address"] = jsonString(addr)
 	}
 	return out
 }
@@ -58,25 +58,82 @@ func (s *Spec) computeFields(name string) map[string]string {
 // env values only through their keyed HMACs: under another key, a plugin
 // with env has another Hash.
 func (s *Spec) Hash(name string) string {
-	if h, ok := s.hashes[name]; ok {
-		return h
+	if ix := s.indexed(); ix != nil {
+		if h, ok := ix.hashes[name]; ok {
+			return h
+		}
 	}
 	return digestFields(s.computeFields(name))
 }
 
-// index fills the caches of Fields, Hash and Digest, under a fresh random
-// key when s has none yet.
+// specIndex caches Fields, Hash and Digest of a loaded Spec, which is not
+// changed after loading. It is filled on first use, once, so that a spec
+// whose hashes are only wanted under another key (WithKey), or not at all
+// (graft validate), is not hashed for nothing.
+type specIndex struct {
+	once   sync.Once
+	filled atomic.Bool
+	fields map[string]map[string]string
+	hashes map[string]string
+	digest string
+	// prev is the index of the spec this one's was copied from under
+	// another key: a plugin's Fields under another key differ only in
+	// its env digests, so those of a plugin without env are taken from
+	// prev when it is filled.
+	prev *specIndex
+}
+
+// indexed returns s's caches, filled, or nil for a spec built by hand,
+// which computes Fields, Hash and Digest on each call.
+func (s *Spec) indexed() *specIndex {
+	ix := s.idx
+	if ix == nil {
+		return nil
+	}
+	ix.once.Do(func() {
+		s.fill(ix)
+		ix.filled.Store(true)
+	})
+	return ix
+}
+
+// fill computes the Fields and Hash of every plugin, on every core, and
+// the Digest.
+func (s *Spec) fill(ix *specIndex) {
+	ix.fields = make(map[string]map[string]string, len(s.Plugins))
+	ix.hashes = make(map[string]string, len(s.Plugins))
+	prev := ix.prev
+	if prev != nil && !prev.filled.Load() {
+		prev = nil
+	}
+	names := make([]string, 0, len(s.Plugins))
+	for name, p := range s.Plugins {
+		if prev != nil && len(p.Env) == 0 {
+			if f, ok := prev.fields[name]; ok {
+				ix.fields[name], ix.hashes[name] = f, prev.hashes[name]
+				continue
+			}
+		}
+		names = append(names, name)
+	}
+	fields, hashes := make([]map[string]string, len(names)), make([]string, len(names))
+	parallel(len(names), func(i int) {
+		fields[i] = s.computeFields(names[i])
+		hashes[i] = digestFields(fields[i])
+	})
+	for i, name := range names {
+		ix.fields[name], ix.hashes[name] = fields[i], hashes[i]
+	}
+	ix.digest = s.digestOf(func(name string) string { return ix.hashes[name] })
+}
+
+// index gives a loaded s its caches, to fill on first use, and a fresh
+// random key when it has none yet.
 func (s *Spec) index() {
 	if s.key == (DigestKey{}) {
 		s.key = NewDigestKey()
 	}
-	s.fields = make(map[string]map[string]string, len(s.Plugins))
-	s.hashes = make(map[string]string, len(s.Plugins))
-	for name := range s.Plugins {
-		f := s.computeFields(name)
-		s.fields[name], s.hashes[name] = f, digestFields(f)
-	}
-	s.digest = s.Digest()
+	s.idx = &specIndex{}
 }
 
 // FieldDigests maps each of a plugin's Fields to a short digest of its
@@ -96,26 +153,23 @@ func FieldDigests(fields map[string]string) map[string]string {
 // Digest identifies the whole desired spec: project, runners and each
 // plugin's hash (keyed as Hash is).
 func (s *Spec) Digest() string {
-	if s.digest != "" {
-		return s.digest
+	if ix := s.indexed(); ix != nil {
+		return ix.digest
 	}
+	return s.digestOf(s.Hash)
+}
+
+// digestOf is Digest with each plugin's Hash given by hash.
+func (s *Spec) digestOf(hash func(name string) string) string {
 	all := map[string]string{"name": canonicalJSON(s.Name)}
 	for name, r := range s.Runners {
 		flatten(reflect.ValueOf(r).Elem(), "runners."+name, all)
 		all["runners."+name] = "{}"
 	}
 	for name := range s.Plugins {
-		all["plugins."+name] = s.Hash(name)
+		all["plugins."+name] = hash(name)
 	}
 	return digestFields(all)
-}
-
-func digestFields(fields map[string]string) string {
-	h := sha256.New()
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		fmt.Fprintf(h, "%s\x00%s\n", k, fields[k])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // flatten writes each set field of v under its yaml name, maps one entry
@@ -123,38 +177,27 @@ func digestFields(fields map[string]string) string {
 // left out, so adding a new optional field to graft does not change the
 // hash of plugins that do not use it.
 func flatten(v reflect.Value, prefix string, out map[string]string) {
-	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		f := v.Field(i)
-		if name == "" || name == "-" || f.IsZero() {
+	for _, fi := range fieldsOf(v.Type()) {
+		f := v.Field(fi.index)
+		if f.IsZero() {
 			continue
 		}
-		key := name
+		key := fi.name
 		if prefix != "" {
-			key = prefix + "." + name
+			key = prefix + "." + fi.name
 		}
-		switch {
-		case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:
+		switch fi.shape {
+		case shapeStructPtr:
 			flatten(f.Elem(), key, out)
 			out[key] = "{}" // present, even when every field is defaulted away
-		case f.Kind() == reflect.Struct && !f.Type().Implements(textMarshaler):
+		case shapeStruct:
 			flatten(f, key, out)
-		case f.Kind() == reflect.Map:
-			for _, k := range f.MapKeys() {
-				out[key+"."+k.String()] = canonicalJSON(f.MapIndex(k).Interface())
+		case shapeMap:
+			for it := f.MapRange(); it.Next(); {
+				out[key+"."+it.Key().String()] = jsonValue(it.Value())
 			}
 		default:
-			out[key] = canonicalJSON(f.Interface())
+			out[key] = jsonValue(f)
 		}
 	}
-}
-
-var textMarshaler = reflect.TypeFor[interface{ MarshalText() ([]byte, error) }]()
-
-func canonicalJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("spec: marshal %T: %v", v, err)) // only plain data reaches here
-	}
-	return string(b)
 }

@@ -69,7 +69,8 @@ func (s *Spec) KeyID() string { return s.key.ID() }
 func (s *Spec) WithKey(k DigestKey) *Spec {
 	c := *s
 	c.key = k
-	c.fields, c.hashes, c.digest = nil, nil, ""
-	c.index()
+	if s.idx != nil {
+		c.idx = &specIndex{prev: s.idx}
+	}
 	return &c
 }

@@ -52,12 +52,17 @@ func ParseIn(file, dir string, data []byte) (*Spec, error) {
 func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	parses.Add(1)
 	d := newDecoder(file)
-	root, err := parseDocument(file, data)
+	root, err := parseDocument(file, data, opt.whole)
 	if err != nil {
 		return nil, err
 	}
 	s := &Spec{File: file, Dir: dir, Source: data, Vars: map[string]string{}}
-	d.substitute(root, "", opt.lookupOr(), s.Vars, map[*yaml.Node]bool{})
+	// No value names a variable unless the file has a $, or a \ that
+	// may escape one in a double-quoted string ("\x24{HOME}").
+	if bytes.IndexByte(data, '$') >= 0 || bytes.IndexByte(data, '\\') >= 0 {
+		d.substitute(root, "", opt.lookupOr(), s.Vars, map[*yaml.Node]bool{})
+	}
+	d.parallel = !opt.whole && concurrent(root)
 	d.decode(root, reflect.ValueOf(s).Elem(), "")
 	if _, ok := d.pos["plugins"]; !ok && root.Kind == yaml.MappingNode {
 		d.errorf(nodePos(root), "plugins", "missing; write plugins: {} to declare none")
@@ -75,8 +80,19 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	return s, nil
 }
 
-// parseDocument returns the root node of the file's one YAML document.
-func parseDocument(file string, data []byte) (*yaml.Node, error) {
+// parseDocument returns the root node of the file's one YAML document:
+// parsed in pieces on every core when it is large (split.go), else whole.
+func parseDocument(file string, data []byte, whole bool) (*yaml.Node, error) {
+	if !whole {
+		if root, ok := parseSplit(file, data); ok {
+			return root, nil
+		}
+	}
+	return parseWhole(file, data)
+}
+
+// parseWhole is parseDocument in one piece.
+func parseWhole(file string, data []byte) (*yaml.Node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

@@ -40,12 +40,10 @@ type Spec struct {
 	// values (vars.go): a host resolves the spec with them.
 	Vars map[string]string `yaml:"-"`
 
-	// fields, hashes and digest cache Fields, Hash and Digest. Load fills
-	// them, since a loaded Spec is not changed after; a Spec built by hand
-	// computes them on each call.
-	fields map[string]map[string]string
-	hashes map[string]string
-	digest string
+	// idx caches Fields, Hash and Digest of a loaded Spec, which is not
+	// changed after loading; a Spec built by hand has none, and computes
+	// them on each call.
+	idx *specIndex
 	// content holds each plugin's content fields (files.go), merged into
 	// its Fields; sources the digest of every file read, for Stale.
 	content map[string]map[string]string

@@ -17,25 +17,27 @@ import (
 // each placement needs, references between entries, and uses cycles.
 func (d *decoder) checkStructure(s *Spec) {
 	runners := slices.Sorted(maps.Keys(s.Runners))
-	plugins := slices.Sorted(maps.Keys(s.Plugins))
-	for _, name := range plugins {
+	plugins := d.pluginNames(s)
+	d.eachPlugin(plugins, func(d *decoder, name string) {
 		p, path := s.Plugins[name], join("plugins", name)
 		if p == nil {
-			continue
+			return
 		}
 		if slices.Contains(Placements, p.Run) {
 			d.placement(p, path, runners)
 		}
 		for i, u := range p.Uses {
-			up := fmt.Sprintf("%s.uses[%d]", path, i)
-			if _, ok := s.Plugins[u]; !ok && !d.bad[up] {
+			if _, ok := s.Plugins[u]; ok {
+				continue
+			}
+			if up := fmt.Sprintf("%s.uses[%d]", path, i); !d.isBad(up) {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}
 		d.checkConditions(s, p, path)
 		d.once(p, path)
 		d.healthPlacement(p, path)
-	}
+	})
 	d.cycles(s, plugins)
 }
 
@@ -92,7 +94,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 		}
 	} else {
 		switch {
-		case d.bad[path+".command"]: // reported as written
+		case d.isBad(path + ".command"): // reported as written
 		case d.written(path+".command") && len(p.Command) == 0:
 			d.errorf(d.at(path+".command"), path+".command", "empty; want the program and its arguments")
 		case len(p.Command) == 0:
@@ -152,7 +154,7 @@ func (d *decoder) elect(e *Elect, path, plugin string) {
 	case e.Dir == "":
 		d.errorf(d.at(path), path, "missing dir: the shared directory that holds the lease")
 	}
-	if e.Port == 0 && e.Address == "" && !d.bad[path+".port"] {
+	if e.Port == 0 && e.Address == "" && !d.isBad(path+".port") {
 		d.errorf(d.at(path), path, "missing port: the port the plugin serves on, published to its consumers")
 	}
 	if e.Etcd != nil {

@@ -83,6 +83,9 @@ func (d *decoder) useItem(n *yaml.Node, name *string, path string) {
 // usesConditions fills p.Until from the long-form entries of the uses
 // list of the plugin at path.
 func (d *decoder) usesConditions(p *Plugin, path string) {
+	if len(d.until) == 0 {
+		return // no uses entry of the file is in the long form
+	}
 	for i, u := range p.Uses {
 		if c, ok := d.until[fmt.Sprintf("%s.uses[%d]", path, i)]; ok {
 			if p.Until == nil {

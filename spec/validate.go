@@ -54,14 +54,14 @@ func (d *decoder) checkValues(s *Spec) {
 		d.positive(path+".connect.lease", r.Connect.Lease)
 		d.positive(path+".connect.margin", r.Connect.Margin)
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
+	plugins := d.pluginNames(s)
+	d.eachPlugin(plugins, func(d *decoder, name string) {
 		p, path := s.Plugins[name], join("plugins", name)
 		d.name(path, name, "plugin")
-		if p == nil {
-			continue // reported by the decoder
+		if p != nil { // else reported by the decoder
+			d.pluginValues(p, path)
 		}
-		d.pluginValues(p, path)
-	}
+	})
 }
 
 const nameRule = "want lower-case letters, digits, '-' and '_', starting with a letter or digit, at most 63 characters"
@@ -86,10 +86,10 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	d.envValues(p.Env, path+".env")
 	d.inheritEnv(p, path)
 	d.usesConditions(p, path)
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(p.Uses))
 	for i, u := range p.Uses {
-		up := fmt.Sprintf("%s.uses[%d]", path, i)
 		if seen[u] {
+			up := fmt.Sprintf("%s.uses[%d]", path, i)
 			d.errorf(d.at(up), up, "%q is listed twice", u)
 		}
 		seen[u] = true
@@ -181,7 +181,7 @@ func (d *decoder) electValues(e *Elect, ep string) {
 // seconds (etcd's leases count seconds), TLS's cert and key together, and
 // a username with its password file.
 func (d *decoder) etcdValues(c *Etcd, path string) {
-	if len(c.Endpoints) == 0 && !d.bad[path+".endpoints"] {
+	if len(c.Endpoints) == 0 && !d.isBad(path+".endpoints") {
 		d.errorf(d.at(path), path, "missing endpoints: the etcd servers' client URLs, such as [http://10.0.0.5:2379]")
 	}
 	for i, ep := range c.Endpoints {
@@ -207,12 +207,12 @@ func (d *decoder) etcdValues(c *Etcd, path string) {
 // no exec call can pass.
 func (d *decoder) argv(path string, args []string) {
 	for i, arg := range args {
-		ap := fmt.Sprintf("%s[%d]", path, i)
+		ap := func() string { return fmt.Sprintf("%s[%d]", path, i) } // only for an error: a large file has many
 		if i == 0 && arg == "" {
-			d.errorf(d.at(ap), ap, "empty program name")
+			d.errorf(d.at(ap()), ap(), "empty program name")
 		}
-		if strings.ContainsRune(arg, 0) {
-			d.errorf(d.at(ap), ap, "contains a NUL byte")
+		if strings.IndexByte(arg, 0) >= 0 {
+			d.errorf(d.at(ap()), ap(), "contains a NUL byte")
 		}
 	}
 }
@@ -292,7 +292,7 @@ func (d *decoder) positive(path string, v Duration) {
 // decoded, so one bad value is reported once.
 func (d *decoder) written(path string) bool {
 	_, ok := d.pos[path]
-	return ok && !d.bad[path]
+	return ok && !d.isBad(path)
 }
 
 func placementNames() []string {

@@ -18,6 +18,10 @@ type Options struct {
 	// Digests digests the files a spec names (its executables, files:);
 	// nil digests them without a cache kept across parses.
 	Digests Digester
+	// whole parses the file in one piece (never in pieces, split.go)
+	// and decodes and checks it on one goroutine (never on every core,
+	// parallel.go): the tests compare the two.
+	whole bool
 }
 
 // VarsLookup is a Lookup that finds variables in vars only: a host
@@ -171,7 +175,7 @@ const Sensitive = "(sensitive)"
 // masked as (sensitive), since env is where secrets go; the variables
 // of other fields are shown resolved.
 func (s *Spec) Resolved() ([]byte, error) {
-	root, err := parseDocument(s.File, s.Source)
+	root, err := parseWhole(s.File, s.Source) // whole: its comments are printed too
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ type ValidateCmd struct {
 
 // Run checks the file and reports every problem at once.
 func (c *ValidateCmd) Run(g *Globals) error {
+	defer batchGC()()
 	file := g.fileArg(c.File)
 	s, err := g.loadSpec(file)
 	if err != nil {
