@@ -77,10 +77,7 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "init")
 	defer theirs.Close()
-	ours, err := newWire(os.NewFile(uintptr(fds[0]), "init"))
-	if err != nil {
-		return nil, err
-	}
+	ours := newWire(fds[0])
 	sys := &syscall.SysProcAttr{
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
@@ -103,7 +100,7 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 	}
 	registry.Unlock()
 	if err != nil {
-		ours.conn.Close()
+		ours.close()
 		return nil, err
 	}
 	theirs.Close()

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -18,6 +19,9 @@ type nsInit struct {
 	pid int // on the machine
 	w   *wire
 	wmu sync.Mutex // one request, all its messages, at a time
+	// closed is set, under wmu, once its socket is closed: no request
+	// may write to a descriptor that may name another file by then.
+	closed bool
 
 	mu     sync.Mutex
 	nextID int
@@ -59,7 +63,10 @@ func startInit(pid int, w *wire, waiting *sync.WaitGroup) (*nsInit, error) {
 		if err == nil {
 			in.read()
 		}
-		w.conn.Close()
+		in.wmu.Lock()
+		in.closed = true
+		w.close()
+		in.wmu.Unlock()
 		in.wait()
 	}()
 	if err != nil {
@@ -125,7 +132,7 @@ func (in *nsInit) ended() bool {
 }
 
 // close ends the init: the kernel kills what is left of its namespace.
-func (in *nsInit) close() { in.w.conn.Close() }
+func (in *nsInit) close() { in.w.shutdown() }
 
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
@@ -161,6 +168,9 @@ func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
 func (in *nsInit) request(id int, spec []byte, out *os.File) error {
 	in.wmu.Lock()
 	defer in.wmu.Unlock()
+	if in.closed {
+		return errors.New("closed")
+	}
 	err := in.w.sendf(int(out.Fd()), "start %d %d", id, len(spec))
 	runtime.KeepAlive(out)
 	for len(spec) > 0 && err == nil {
@@ -199,7 +209,10 @@ func (in *nsInit) reap(nspid int) syscall.WaitStatus {
 	in.reaps[nspid] = ch
 	in.mu.Unlock()
 	in.wmu.Lock()
-	err := in.w.sendf(-1, "reap %d", nspid)
+	err := errors.New("closed")
+	if !in.closed {
+		err = in.w.sendf(-1, "reap %d", nspid)
+	}
 	in.wmu.Unlock()
 	if err == nil {
 		select {

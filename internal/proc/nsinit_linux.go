@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,10 +59,7 @@ type request struct {
 // process's parent-death signal, SIGKILL.
 func runInit() int {
 	syscall.CloseOnExec(initCtlFD)
-	w, err := newWire(os.NewFile(initCtlFD, "ctl"))
-	if err != nil {
-		return 1
-	}
+	w := newWire(initCtlFD)
 	// As a namespace's init it gets only the signals it handles: none
 	// from the plugins' families shall end it. They are caught and
 	// dropped, not ignored, which the plugins would inherit.
@@ -76,21 +74,31 @@ func runInit() int {
 	}
 	in := &initState{w: w, held: map[int]int{}}
 	in.self, _ = strconv.Atoi(self)
+	go func() {
+		for {
+			select {
+			case <-chld:
+				in.mu.Lock()
+				in.reapOrphans()
+				in.mu.Unlock()
+			case <-drop:
+			}
+		}
+	}()
 	if w.sendf(-1, "ready") != nil {
 		return 0
 	}
-	reqs := requests(w)
+	// The requests are read and served here, one after another: this
+	// goroutine waits in recvmsg, which wakes it sooner than a channel
+	// from another would.
 	for {
-		select {
-		case r, ok := <-reqs:
-			if !ok {
-				return 0 // the spawning process is gone
-			}
-			in.serve(r)
-		case <-chld:
-			in.reapOrphans()
-		case <-drop:
+		r, err := readRequest(w)
+		if err != nil {
+			return 0 // the spawning process is gone, or said nonsense
 		}
+		in.mu.Lock()
+		in.serve(r)
+		in.mu.Unlock()
 	}
 }
 
@@ -99,24 +107,9 @@ func runInit() int {
 type initState struct {
 	w    *wire
 	self int
-	held map[int]int // pid here → pid on the machine
-}
 
-// requests delivers the spawning process's requests, each read whole, and
-// is closed when the socket ends or says something it cannot read.
-func requests(w *wire) <-chan request {
-	reqs := make(chan request)
-	go func() {
-		defer close(reqs)
-		for {
-			r, err := readRequest(w)
-			if err != nil {
-				return
-			}
-			reqs <- r
-		}
-	}()
-	return reqs
+	mu   sync.Mutex  // serving a request, or reaping orphans
+	held map[int]int // pid here → pid on the machine
 }
 
 // readRequest reads a request: "start ID LEN" with the plugin's output,
