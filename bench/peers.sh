@@ -117,6 +117,10 @@ graft_conf 0 0
 cp "$work/p/plugins.yaml" "$work/p/empty.yaml"
 graft_apply 2>/dev/null
 graft_pid=$(cat "$work/p/.graft/host.lock")
+# graft's plugins are the children of the init of its PID namespace, where
+# it has one (graft-init, the host's child); else of the host itself.
+init=$(ps -o pid=,args= --ppid "$graft_pid" | awk '$2 == "graft-init" {print $1}')
+[ -n "$init" ] && graft_pid=$init
 sup_conf 0 0
 supervisord -c "$work/supervisord.conf"
 for _ in $(seq 50); do supervisorctl -c "$work/supervisord.conf" pid >/dev/null 2>&1 && break; sleep 0.1; done
@@ -233,17 +237,17 @@ for n in "${sizes[@]}"; do
       [ -n "$(kids "$(pid_of "$tool")")" ] && fresh "$tool"
     done
   done
-  printf '\nN = %d\n%-12s %12s %12s %10s %12s\n' "$n" "" "start all" "change one" "replaced" "remove all"
+  printf '\nN = %d\n%-18s %12s %12s %10s %12s\n' "$n" "" "start all" "change one" "replaced" "remove all"
   for tool in "${tools[@]}"; do
     # shellcheck disable=SC2086 # word splitting of the collected figures is wanted
-    printf '%-12s %9s ms %9s ms %10s %9s ms\n' "$tool" \
+    printf '%-18s %9s ms %9s ms %10s %9s ms\n' "$tool" \
       "$(median ${res[$tool.start]})" "$(median ${res[$tool.change]})" \
       "$(median ${res[$tool.replaced]})" "$(median ${res[$tool.remove]})"
   done
   # Each peer's time over graft's, measured in the same run.
   for tool in "${tools[@]:1}"; do
     # shellcheck disable=SC2086 # word splitting of the collected figures is wanted
-    printf '%-12s %12s %12s %10s %12s\n' "$tool/graft" \
+    printf '%-18s %12s %12s %10s %12s\n' "$tool/graft" \
       "$(ratio "$(median ${res[$tool.start]})" "$(median ${res[graft.start]})")" \
       "$(ratio "$(median ${res[$tool.change]})" "$(median ${res[graft.change]})")" "" \
       "$(ratio "$(median ${res[$tool.remove]})" "$(median ${res[graft.remove]})")"
