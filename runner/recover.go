@@ -23,13 +23,6 @@ func (r *Runner) recoverRecords() error {
 		r.log.Error("removing a record that cannot be read: whatever it named is not looked for", "path", path)
 		os.Remove(path)
 	}
-	// Every generation is read before anything is stopped: a state dir
-	// that cannot be read fails Open with nothing under way.
-	for _, rec := range recs {
-		if err := r.state.atLeast(rec.Instance, rec.Generation); err != nil {
-			return fmt.Errorf("read the generation of %s: %w", rec.Instance, err)
-		}
-	}
 	for _, rec := range recs {
 		members := r.findRecorded(rec)
 		log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
