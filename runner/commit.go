@@ -97,8 +97,15 @@ func create(path string, data []byte) (*os.File, error) {
 // (fdatasync). It is a variable so that a test can fail it, which a real
 // disk does not do on demand.
 var syncFile = func(f *os.File) error {
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return &os.PathError{Op: "sync", Path: f.Name(), Err: err}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		// Control holds f open until the sync returns.
+		if cerr := rc.Control(func(fd uintptr) { err = unix.Fdatasync(int(fd)) }); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "sync", Path: f.Name(), Err: unwrapPath(err)}
 	}
 	return nil
 }

@@ -118,12 +118,16 @@ func TestOldLayout(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, recordsDir, "old.rec.json"),
 		[]byte(`{"instance":"old.rec","generation":3,"invocation":"`+mark(t)+`","bootID":"x","startedAt":"2026-01-01T00:00:00Z"}`+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, generationsDir, ".old.a.123.tmp"), []byte("99\n"), 0o600))
+	leftover := filepath.Join(dir, "."+journalFile+".123.tmp") // a compaction cut short
+	require.NoError(t, os.WriteFile(leftover, []byte("junk"), 0o600))
 
 	h := newHarness(t, short, dir)
 	for _, d := range []string{generationsDir, recordsDir} {
 		_, err := os.Stat(filepath.Join(dir, d))
 		assert.ErrorIs(t, err, os.ErrNotExist, "%s folded into the journal", d)
 	}
+	_, err := os.Stat(leftover)
+	assert.ErrorIs(t, err, os.ErrNotExist, "removed at open")
 	assert.Contains(t, h.log.String(), "a recorded process is gone")
 	sess := h.open(0)
 	assert.Equal(t, int64(5), h.start("old.a", plugin(t, sess, "cooperative")).Generation)

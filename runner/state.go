@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,7 @@ func openState(dir string) (*state, error) {
 		return nil, &StateError{Op: "compact the journal", Err: err}
 	}
 	if s.dirty {
+		s.close()
 		return nil, &StateError{Op: "compact the journal", Err: errors.New("its directory could not be synced")}
 	}
 	// What the journal holds now, the old layout need not.
@@ -160,12 +162,11 @@ func readJournal(path string, rp *replay) error {
 }
 
 // removeTemporary removes what writeJournal left of a rewrite that a
-// crash cut short: the runner's own files never start with a '.', its
-// temporary files always do.
+// crash cut short: its temporary files, named as create names them.
 func removeTemporary(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if name := e.Name(); len(name) > 1 && name[0] == '.' && name != ".." && e.Type().IsRegular() {
+		if name := e.Name(); strings.HasPrefix(name, "."+journalFile+".") && strings.HasSuffix(name, ".tmp") && e.Type().IsRegular() {
 			os.Remove(filepath.Join(dir, name))
 		}
 	}
