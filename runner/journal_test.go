@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,4 +199,39 @@ func TestCompaction(t *testing.T) {
 	gen, err := st.next("c.1", record{Invocation: "inv"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), gen)
+}
+
+// FuzzJournal: any bytes replay without a panic, as whole entries or
+// skipped ones; a compaction of what they hold replays to the same; and
+// what follows whole entries never takes them away.
+func FuzzJournal(f *testing.F) {
+	start, _ := encodeEntry(entry{Op: opStart, record: record{Instance: "f", Generation: 2, Invocation: "inv", PID: 7}})
+	end, _ := encodeEntry(entry{Op: opEnd, record: record{Instance: "f", Generation: 2}})
+	f.Add(start, []byte("zz"))
+	f.Add(append(start, end...), []byte{0, 0, '\n'})
+	f.Add([]byte("00000000 {}\n"), start[:10])
+	f.Fuzz(func(t *testing.T, data, tail []byte) {
+		rp := newReplay()
+		rp.read(data)
+		b, err := rp.compacted()
+		require.NoError(t, err)
+		again := newReplay()
+		again.read(b)
+		assert.Zero(t, again.torn, "a compaction is whole")
+		assert.Equal(t, marshal(t, rp.last), marshal(t, again.last))
+		assert.Equal(t, marshal(t, rp.live), marshal(t, again.live))
+
+		// Whole entries, then anything.
+		more := newReplay()
+		more.read(append(b, tail...))
+		for name, gen := range rp.last {
+			assert.GreaterOrEqual(t, more.last[name], gen, name)
+		}
+	})
+}
+
+func marshal(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }
