@@ -75,6 +75,9 @@ type replay struct {
 	oldLast map[string]int64 // by escaped name: opOldGen
 	live    map[string]record
 	torn    int // lines skipped: appends that never completed
+	// lines is the length of the data up to its last '\n': an append
+	// after it starts a line of its own.
+	lines int64
 }
 
 func newReplay() *replay {
@@ -86,6 +89,9 @@ func (r *replay) read(data []byte) {
 	for len(data) > 0 {
 		line, rest, whole := bytes.Cut(data, []byte{'\n'})
 		data = rest
+		if whole {
+			r.lines += int64(len(line)) + 1
+		}
 		e, ok := decodeEntry(line)
 		if !whole || !ok {
 			r.torn++

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/fsfault"
 )
 
 // journalOf replays the journal of the state dir dir as a runner opening
@@ -97,6 +99,44 @@ func TestJournalTornTail(t *testing.T) {
 			require.NoError(t, os.WriteFile(journalPath(dir), whole, 0o600))
 		})
 	}
+}
+
+// TestJournalNotCompacted: a state dir where no file can be made (a full
+// disk would do the same) still opens, so that what the last runner left
+// is recovered: appends go on in the journal as it was, after its torn
+// last line, cut off; the next open compacts it.
+func TestJournalNotCompacted(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestState(t, dir)
+	_, err := st.next("nc", record{Invocation: "inv"})
+	require.NoError(t, err)
+	require.NoError(t, st.close())
+	torn, err := encodeEntry(entry{Op: opStart, record: record{Instance: "nc", Generation: 2, Invocation: "inv"}})
+	require.NoError(t, err)
+	f, err := os.OpenFile(journalPath(dir), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(torn[:len(torn)/2])
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	restore := fsfault.ReadOnly(t, dir)
+	st = openTestState(t, dir)
+	require.Error(t, st.notCompacted)
+	assert.Contains(t, st.notCompacted.Error(), "compact the journal")
+	gen, err := st.next("nc", record{Invocation: "inv"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), gen)
+	rp := journalOf(t, dir)
+	assert.Zero(t, rp.torn, "the torn line was cut off before the append")
+	assert.Equal(t, int64(2), rp.live["nc"].Generation)
+	require.NoError(t, st.close())
+
+	restore()
+	st = openTestState(t, dir)
+	require.NoError(t, st.notCompacted)
+	gen, err = st.next("nc", record{Invocation: "inv"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), gen)
 }
 
 // TestOldLayout: a state dir an older runner left, a file a generation

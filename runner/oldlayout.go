@@ -18,29 +18,29 @@ import (
 // records/<escaped instance>.json. A state dir they left is read at open
 // and folded into the journal, then those directories are removed.
 
-// foldOld reads the old layout of dir into rp. A generation file is kept
+// foldOld reads the old layout of dir into rp; old when there is one. A generation file is kept
 // by its escaped name (opOldGen), which a long name, cut and ended by a
 // digest, cannot be turned back from; a record names its instance. A
 // record is folded only when the journal never saw its generation: the
 // journal is newer. A record file that cannot be read as one is returned
 // in bad; a generation that cannot be read fails it, as it failed a start
 // of its instance before.
-func foldOld(dir string, rp *replay) (bad []string, err error) {
+func foldOld(dir string, rp *replay) (old bool, bad []string, err error) {
 	gens, err := oldFiles(filepath.Join(dir, generationsDir))
 	if err != nil {
-		return nil, err
+		return false, nil, err
 	}
 	for _, path := range gens {
 		n, err := readOldGeneration(path)
 		if err != nil {
-			return nil, fmt.Errorf("read the generation of the old layout: %w", err)
+			return false, nil, fmt.Errorf("read the generation of the old layout: %w", err)
 		}
 		key := filepath.Base(path)
 		rp.oldLast[key] = max(rp.oldLast[key], n)
 	}
 	recs, err := oldFiles(filepath.Join(dir, recordsDir))
 	if err != nil {
-		return nil, err
+		return false, nil, err
 	}
 	for _, path := range recs {
 		rec, err := readOldRecord(path)
@@ -52,7 +52,7 @@ func foldOld(dir string, rp *replay) (bad []string, err error) {
 			rp.apply(entry{Op: opStart, record: rec})
 		}
 	}
-	return bad, nil
+	return len(gens)+len(recs) > 0, bad, nil
 }
 
 // oldFiles lists the files of an old layout's directory, if there is one,

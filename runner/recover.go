@@ -19,6 +19,9 @@ func (r *Runner) recoverRecords() error {
 	if err != nil {
 		return fmt.Errorf("read the records: %w", err)
 	}
+	if err := r.state.notCompacted; err != nil {
+		r.log.Warn("the journal could not be rewritten: appends go on in it as it was", "err", err)
+	}
 	for _, path := range bad {
 		r.log.Error("removing a record that cannot be read: whatever it named is not looked for", "path", path)
 		os.Remove(path)

@@ -93,6 +93,9 @@ type state struct {
 	oldLast map[string]int64
 	live    map[string]record // the records without an end
 	bad     []string          // records of the old layout that could not be read
+	// notCompacted is why the journal could not be compacted at open,
+	// when appends go on in it as it was.
+	notCompacted error
 
 	f    *os.File // the journal, for appends
 	size int64    // its bytes, all whole entries
@@ -114,14 +117,17 @@ func openState(dir string) (*state, error) {
 	if err := readJournal(journalPath(dir), rp); err != nil {
 		return nil, fmt.Errorf("read the journal: %w", err)
 	}
-	bad, err := foldOld(dir, rp)
+	old, bad, err := foldOld(dir, rp)
 	if err != nil {
 		return nil, err
 	}
 	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, bad: bad}
 	removeTemporary(dir)
 	if err := s.compact(); err != nil {
-		return nil, &StateError{Op: "compact the journal", Err: err}
+		if err := s.reuse(rp, old, err); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	if s.dirty {
 		s.close()
@@ -139,6 +145,29 @@ func openState(dir string) (*state, error) {
 		return nil, fmt.Errorf("sync the state dir: %w", err)
 	}
 	return s, nil
+}
+
+// reuse appends to the journal as it is, when it could not be compacted
+// at open (a full disk, say: a runner that could not open would not stop
+// what its predecessor left), once its last line, if cut short, is cut
+// off. Not when there is none, or an old layout to fold into it: then
+// the compaction's error, cause, fails the open.
+func (s *state) reuse(rp *replay, old bool, cause error) error {
+	failed := &StateError{Op: "compact the journal", Err: cause}
+	if old {
+		return failed
+	}
+	f, err := openJournal(journalPath(s.dir))
+	if err != nil {
+		return failed
+	}
+	if err := f.Truncate(rp.lines); err != nil {
+		f.Close()
+		return failed
+	}
+	s.f, s.size, s.notCompacted = f, rp.lines, failed
+	s.compactAt = max(minCompact, 2*s.size)
+	return nil
 }
 
 func journalPath(dir string) string { return filepath.Join(dir, journalFile) }
