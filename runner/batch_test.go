@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,9 +18,8 @@ import (
 	"github.com/graftland/graft/runnerapi"
 )
 
-// The group commit of the state dir (commit.go): starts at once share
-// their directories' syncs; a runner killed among them, and a sync that
-// fails under them.
+// The group commit of the journal (commit.go): starts at once share its
+// syncs; a runner killed among them, and a sync that fails under them.
 
 // TestKill9MidBatch: a runner daemon killed with SIGKILL while starts and
 // replacements of several instances run at once, and started again on
@@ -101,10 +99,8 @@ func TestKill9MidBatch(t *testing.T) {
 		byInstance[p.instance] = p
 		require.GreaterOrEqual(t, p.gen, top[p.instance], "%s: a process left of a generation below one told", p.instance)
 		top[p.instance] = p.gen
-		var rec record
-		b, err := os.ReadFile(filepath.Join(dir, recordsDir, escape(p.instance)+".json"))
-		require.NoError(t, err, "the record of %s generation %d, pid %d", p.instance, p.gen, p.pid)
-		require.NoError(t, json.Unmarshal(b, &rec))
+		rec, ok := journalOf(t, dir).live[p.instance]
+		require.True(t, ok, "the record of %s generation %d, pid %d", p.instance, p.gen, p.pid)
 		assert.Equal(t, p.gen, rec.Generation, "%s: its record names the process left", p.instance)
 	}
 	t.Logf("%d starts answered, %d processes left running", answered(), len(left))
@@ -158,34 +154,34 @@ func killMarked(t *testing.T) {
 	}
 }
 
-// TestBatchSyncFails: a directory's sync that fails fails every start of
-// the group it covered, each naming the cause, and starts nothing of
-// them; none of their generations is handed out again. A sync of a
-// directory does not fail on demand on a real disk, so the test fails
-// it, after the real sync, as the disk would answer.
+// TestBatchSyncFails: a sync of the journal that fails fails every start
+// of the group it covered, each naming the cause, and starts nothing of
+// them; none of their generations is handed out again. A sync does not
+// fail on demand on a real disk, so the test fails it, after the real
+// sync, as the disk would answer.
 func TestBatchSyncFails(t *testing.T) {
 	const batch = 4
 	h := newHarness(t, short)
 	sess := h.open(0)
-	real := syncDir
-	t.Cleanup(func() { syncDir = real })
+	real := syncFile
+	t.Cleanup(func() { syncFile = real })
 	var (
 		mu    sync.Mutex
 		calls int
 	)
 	held, gate := make(chan struct{}), make(chan struct{})
-	syncDir = func(dir string) error {
+	syncFile = func(f *os.File) error {
 		mu.Lock()
 		calls++
 		n := calls
 		mu.Unlock()
-		err := real(dir)
-		switch {
-		case n == 1: // the first group: the lone start, which leads
+		err := real(f)
+		switch n {
+		case 1: // the first group: the lone start, which leads
 			close(held)
 			<-gate
-		case n > 2 && filepath.Base(dir) == generationsDir: // the next
-			err = &os.PathError{Op: "sync", Path: dir, Err: syscall.EIO}
+		case 2: // the next
+			err = &os.PathError{Op: "sync", Path: f.Name(), Err: syscall.EIO}
 		}
 		return err
 	}
@@ -221,20 +217,19 @@ func TestBatchSyncFails(t *testing.T) {
 		a := <-answers
 		require.Equal(t, http.StatusInternalServerError, a.status, "%+v", a.e)
 		assert.Equal(t, runnerapi.KindState, a.e.Kind)
-		assert.Regexp(t, `^start b\.\d: write generation 1 of b\.\d: sync .*/generations: input/output error: nothing was started$`, a.e.Error)
+		assert.Regexp(t, `^start b\.\d: write generation 1 of b\.\d: sync .*/journal: input/output error: nothing was started$`, a.e.Error)
 	}
 	mu.Lock()
-	assert.Equal(t, 4, calls, "one sync of each directory for each group")
+	assert.Equal(t, 2, calls, "one sync of the journal for each group")
 	mu.Unlock()
-	syncDir = real
+	syncFile = real
 
 	ps := marked(t)
 	require.Len(t, ps, 1, "nothing of the failed group started")
 	assert.Equal(t, "lone", ps[0].instance)
-	ents, err := os.ReadDir(filepath.Join(h.dir, recordsDir))
-	require.NoError(t, err)
-	require.Len(t, ents, 1, "no record of the failed group is left")
-	assert.Equal(t, "lone.json", ents[0].Name())
+	live := journalOf(t, h.dir).live
+	require.Len(t, live, 1, "no record of the failed group is left")
+	assert.Contains(t, live, "lone")
 	for i := range batch {
 		assert.Equal(t, int64(2), h.start(fmt.Sprintf("b.%d", i), plugin(t, sess, "cooperative")).Generation, "above the one that failed")
 	}

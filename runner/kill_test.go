@@ -4,7 +4,6 @@ package runner
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -214,8 +213,10 @@ func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
 	// the runner has written it.)
 	var rec record
 	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(filepath.Join(k.dir, "records", "k.start.json"))
-		return err == nil && json.Unmarshal(b, &rec) == nil && rec.PID != 0
+		rp := newReplay()
+		err := readJournal(journalPath(k.dir), rp)
+		rec = rp.live["k.start"]
+		return err == nil && rec.PID != 0
 	}, 5*time.Second, 10*time.Millisecond, "the pid is recorded before the ready check")
 	k.handed["k.start"] = rec.Generation
 	return rec

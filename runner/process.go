@@ -38,9 +38,6 @@ type process struct {
 	// Set once it runs (Runner.spawned), before its start answers.
 	pid       int
 	startedAt time.Time
-	// recorded is closed once its record with the pid is written; nil
-	// when none is being written.
-	recorded chan struct{}
 
 	// Guarded by the runner's mu.
 	state  procState
@@ -205,7 +202,6 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	}
 	r.mu.Unlock()
 	if err != nil {
-		p.pidRecorded()
 		if rerr := r.state.removeRecord(p.name, p.gen); rerr != nil {
 			r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", rerr)
 		}
@@ -283,25 +279,11 @@ func (r *Runner) spawned(h placement.Handle) {
 		return
 	}
 	rec.StartTime = start
-	// Written as the start goes on (its ready check, its answer): no
-	// sync holds it up (state.recordPID), and the record's removal waits
-	// for it (pidRecorded), so it never brings back a record removed.
-	p.recorded = make(chan struct{})
-	r.wg.Add(1) // a start under way holds r.wg: Close waits for it
-	go func() {
-		defer r.wg.Done()
-		defer close(p.recorded)
-		if err := r.state.recordPID(rec); err != nil {
-			r.log.Warn("record the pid of a process", "instance", p.name, "generation", p.gen, "pid", p.pid, "err", err)
-		}
-	}()
-}
-
-// pidRecorded waits until the record of p with its pid, if spawned began
-// writing one, is written: before the record is removed.
-func (p *process) pidRecorded() {
-	if p.recorded != nil {
-		<-p.recorded
+	// An append to the journal, unsynced (state.recordPID): it holds up
+	// the start no more than a write does, and is in the journal before
+	// the record's end, which comes after the start.
+	if err := r.state.recordPID(rec); err != nil {
+		r.log.Warn("record the pid of a process", "instance", p.name, "generation", p.gen, "pid", p.pid, "err", err)
 	}
 }
 

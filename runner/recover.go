@@ -19,16 +19,12 @@ func (r *Runner) recoverRecords() error {
 	if err != nil {
 		return fmt.Errorf("read the records: %w", err)
 	}
+	if err := r.state.notCompacted; err != nil {
+		r.log.Warn("the journal could not be rewritten: appends go on in it as it was", "err", err)
+	}
 	for _, path := range bad {
 		r.log.Error("removing a record that cannot be read: whatever it named is not looked for", "path", path)
 		os.Remove(path)
-	}
-	// Every generation is read before anything is stopped: a state dir
-	// that cannot be read fails Open with nothing under way.
-	for _, rec := range recs {
-		if err := r.state.atLeast(rec.Instance, rec.Generation); err != nil {
-			return fmt.Errorf("read the generation of %s: %w", rec.Instance, err)
-		}
 	}
 	for _, rec := range recs {
 		members := r.findRecorded(rec)

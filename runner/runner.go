@@ -181,6 +181,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 	})
 	if err := r.recoverRecords(); err != nil {
 		r.local.Close()
+		st.close()
 		lock.Close()
 		cancel()
 		return nil, err
@@ -288,6 +289,9 @@ func (r *Runner) Close() error {
 		}
 	case <-time.After(killWait):
 		errs = multierror.Append(errs, errors.New("processes still running after SIGKILL were left behind"))
+	}
+	if err := r.state.close(); err != nil {
+		errs = multierror.Append(errs, err)
 	}
 	if err := r.lock.Close(); err != nil {
 		errs = multierror.Append(errs, err)

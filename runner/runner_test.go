@@ -5,7 +5,6 @@ package runner
 import (
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,9 +69,7 @@ func TestGenerations(t *testing.T) {
 	sess = h.open(0)
 	assert.Equal(t, int64(5), h.start("gen.a", plugin(t, sess, "cooperative")).Generation)
 	assert.Equal(t, int64(2), h.start("gen.b", plugin(t, sess, "cooperative")).Generation)
-	b, err := os.ReadFile(filepath.Join(dir, "generations", "gen.a"))
-	require.NoError(t, err)
-	assert.Equal(t, "5\n", string(b))
+	assert.Equal(t, int64(5), journalOf(t, dir).last["gen.a"])
 }
 
 // TestStopCooperative: a process that exits on its stop signal is Exited,
@@ -93,8 +90,7 @@ func TestStopCooperative(t *testing.T) {
 	assert.Equal(t, 0, res.Exit.Code)
 	assert.Contains(t, strings.Join(res.Exit.Tail, "\n"), "got terminated, bye")
 	assert.False(t, alive(st.PID))
-	_, err := os.Stat(filepath.Join(h.dir, "records", "stop.coop.json"))
-	assert.ErrorIs(t, err, os.ErrNotExist, "the record is removed once the exit is confirmed")
+	assert.NotContains(t, journalOf(t, h.dir).live, "stop.coop", "the record ends once the exit is confirmed")
 
 	again, status, _ := h.stop(sess, "stop.coop", st.Generation, 0)
 	assert.Equal(t, http.StatusOK, status)
@@ -234,9 +230,7 @@ func TestStartFailed(t *testing.T) {
 
 	st := h.start("fails", plugin(t, sess, "cooperative"))
 	assert.Equal(t, int64(3), st.Generation)
-	ents, err := os.ReadDir(filepath.Join(h.dir, "records"))
-	require.NoError(t, err)
-	assert.Len(t, ents, 1, "one record: the process that runs")
+	assert.Len(t, journalOf(t, h.dir).live, 1, "one record: the process that runs")
 }
 
 // TestReady: a start answers once its ready check passes, and a second

@@ -158,11 +158,10 @@ func TestBadNames(t *testing.T) {
 		st := h.start(escapePath(name), plugin(t, sess, "cooperative"))
 		assert.Equal(t, int64(1), st.Generation, name)
 	}
-	gens, err := os.ReadDir(filepath.Join(dir, "generations"))
-	require.NoError(t, err)
+	gens := journalOf(t, dir).last
 	assert.Len(t, gens, 7)
-	for _, g := range gens {
-		assert.False(t, strings.HasPrefix(g.Name(), "."), g.Name())
+	for _, name := range []string{".hidden", "a.b", "%41", "A", "with space", "x~y", strings.Repeat("%", 200)} {
+		assert.Equal(t, int64(1), gens[name], name)
 	}
 }
 

@@ -1,14 +1,13 @@
 package runner
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +18,20 @@ import (
 
 // The files of a state dir (docs/runner-api.md, "The state dir").
 const (
-	lockFile       = "runner.lock" // held (flock) by the one runner; holds its pid
+	lockFile    = "runner.lock" // held (flock) by the one runner; holds its pid
+	journalFile = "journal"     // the generations and records, appended
+	// The layout of older runners, folded into the journal at open.
 	generationsDir = "generations" // <escaped instance>: its last generation
 	recordsDir     = "records"     // <escaped instance>.json: its process that may run
 )
 
-// maxStateFile bounds a generation or a record file: the runner writes
-// far less; a larger file is not one of its own.
+// maxStateFile bounds a generation or a record file of the old layout:
+// the runner wrote far less; a larger file is not one of its own.
 const maxStateFile = 64 << 10
+
+// minCompact is the size below which the journal is never compacted
+// while the runner runs: rewriting it costs a sync and a rename.
+const minCompact = 1 << 20
 
 // StateError is a write to the state dir that failed: nothing was started
 // and the generation it was for is never handed out.
@@ -73,7 +78,8 @@ type record struct {
 }
 
 // state is the runner's state dir: the generation of every instance ever
-// started and the records of the processes that may run.
+// started and the records of the processes that may run, in its journal
+// (journal.go), and the same in memory.
 type state struct {
 	dir string
 
@@ -82,239 +88,315 @@ type state struct {
 	// ever attempted. A number is taken before its write, so a write that
 	// failed part way never gets its number handed out later.
 	last map[string]int64
+	// oldLast holds the generations of the old layout by escaped name,
+	// which cannot always be turned back into the instance's.
+	oldLast map[string]int64
+	live    map[string]record // the records without an end
+	bad     []string          // records of the old layout that could not be read
+	// notCompacted is why the journal could not be compacted at open,
+	// when appends go on in it as it was.
+	notCompacted error
 
-	commits committer // the writes of generations and records
+	f    *os.File // the journal, for appends
+	size int64    // its bytes, all whole entries
+	// torn is a failed append that left part of an entry, which could not
+	// be cut off: no append goes after it until it is.
+	torn error
+	// dirty is set while the journal's rename (a compaction) may not
+	// survive a crash: the next sync syncs the directory first.
+	dirty     bool
+	compactAt int64 // the size that makes the next sync compact it
+
+	commits committer // the syncs of the journal
 }
 
+// openState opens the state dir dir: it replays its journal, folds in
+// what a runner of the old layout left, and compacts the journal.
 func openState(dir string) (*state, error) {
-	for _, d := range []string{generationsDir, recordsDir} {
-		if err := safefs.Dir(filepath.Join(dir, d), 0o700); err != nil {
+	rp := newReplay()
+	if err := readJournal(journalPath(dir), rp); err != nil {
+		return nil, fmt.Errorf("read the journal: %w", err)
+	}
+	old, bad, err := foldOld(dir, rp)
+	if err != nil {
+		return nil, err
+	}
+	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, bad: bad}
+	removeTemporary(dir)
+	if err := s.compact(); err != nil {
+		if err := s.reuse(rp, old, err); err != nil {
 			return nil, err
 		}
-		removeTemporary(filepath.Join(dir, d))
+		return s, nil
 	}
-	// The directories just made, if they were, are durable before any
-	// generation is written in them.
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := atomicfile.SyncDir(d); err != nil {
-			return nil, fmt.Errorf("sync the state dir: %w", err)
+	if s.dirty {
+		s.close()
+		return nil, &StateError{Op: "compact the journal", Err: errors.New("its directory could not be synced")}
+	}
+	// What the journal holds now, the old layout need not.
+	for _, d := range []string{generationsDir, recordsDir} {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			s.close()
+			return nil, &StateError{Op: "remove the old layout, folded into the journal", Err: err}
 		}
 	}
-	return &state{dir: dir, last: map[string]int64{}}, nil
+	if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
+		s.close()
+		return nil, fmt.Errorf("sync the state dir: %w", err)
+	}
+	return s, nil
 }
 
-// removeTemporary removes what atomicfile.Write left of writes that a
-// crash cut short: escaped names never start with a '.', its temporary
-// files always do.
+// reuse appends to the journal as it is, when it could not be compacted
+// at open (a full disk, say: a runner that could not open would not stop
+// what its predecessor left), once its last line, if cut short, is cut
+// off. Not when there is none, or an old layout to fold into it: then
+// the compaction's error, cause, fails the open.
+func (s *state) reuse(rp *replay, old bool, cause error) error {
+	failed := &StateError{Op: "compact the journal", Err: cause}
+	if old {
+		return failed
+	}
+	f, err := openJournal(journalPath(s.dir))
+	if err != nil {
+		return failed
+	}
+	if err := f.Truncate(rp.lines); err != nil {
+		f.Close()
+		return failed
+	}
+	s.f, s.size, s.notCompacted = f, rp.lines, failed
+	s.compactAt = max(minCompact, 2*s.size)
+	return nil
+}
+
+func journalPath(dir string) string { return filepath.Join(dir, journalFile) }
+
+// readJournal replays the journal at path into rp; none is empty.
+func readJournal(path string, rp *replay) error {
+	f, err := safefs.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	rp.read(data)
+	return nil
+}
+
+// removeTemporary removes what writeJournal left of a rewrite that a
+// crash cut short: its temporary files, named as create names them.
 func removeTemporary(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
-			os.Remove(filepath.Join(dir, e.Name()))
+		if name := e.Name(); strings.HasPrefix(name, "."+journalFile+".") && strings.HasSuffix(name, ".tmp") && e.Type().IsRegular() {
+			os.Remove(filepath.Join(dir, name))
 		}
 	}
 }
 
-func (s *state) generationPath(name string) string {
-	return filepath.Join(s.dir, generationsDir, escape(name))
+// compact writes a fresh journal holding what s holds, and appends to it
+// from then on. The caller holds s.mu, or has s to itself.
+func (s *state) compact() error {
+	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live}
+	data, err := rp.compacted()
+	if err != nil {
+		return err
+	}
+	f, synced, err := writeJournal(journalPath(s.dir), data)
+	if f == nil {
+		s.compactAt = max(minCompact, 2*s.size) // try again later
+		return err
+	}
+	if s.f != nil {
+		s.f.Close()
+	}
+	s.f, s.size, s.torn, s.dirty = f, int64(len(data)), nil, !synced
+	s.compactAt = max(minCompact, 4*s.size)
+	return err
 }
 
-func (s *state) recordPath(name string) string {
-	return filepath.Join(s.dir, recordsDir, escape(name)+".json")
+// close closes the journal.
+func (s *state) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// appendEntry appends e to the journal with one write, unsynced. A write
+// that fails part way is cut off, so the next entry starts a line of its
+// own. The caller holds s.mu.
+func (s *state) appendEntry(e entry) error {
+	line, err := encodeEntry(e)
+	if err != nil {
+		return err
+	}
+	if s.f == nil {
+		return errors.New("the state dir is closed")
+	}
+	if s.torn != nil {
+		if err := s.f.Truncate(s.size); err != nil {
+			return fmt.Errorf("an entry cut short could not be removed (%v): %w", err, s.torn)
+		}
+		s.torn = nil
+	}
+	n, err := s.f.Write(line)
+	if err != nil {
+		if n > 0 {
+			if terr := s.f.Truncate(s.size); terr != nil {
+				s.torn = err
+			}
+		}
+		return err
+	}
+	s.size += int64(n)
+	return nil
+}
+
+// syncJournal makes every entry appended so far durable; a group's
+// leader calls it (committer.sync). A journal grown large is compacted
+// after its sync; a compaction that fails leaves the journal as it was,
+// to be tried again later.
+func (s *state) syncJournal() error {
+	s.mu.Lock()
+	f, dirty := s.f, s.dirty
+	s.mu.Unlock()
+	if f == nil {
+		return errors.New("the state dir is closed")
+	}
+	if dirty {
+		if err := syncDir(s.dir); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.dirty = false
+		s.mu.Unlock()
+	}
+	if err := syncFile(f); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.size >= s.compactAt {
+		s.compact() // a failure changes nothing: it is tried again later
+	}
+	return nil
+}
+
+// lastLocked is the highest generation of name known: handed out, tried
+// or recorded. The caller holds s.mu.
+func (s *state) lastLocked(name string) int64 {
+	last := s.last[name]
+	if len(s.oldLast) > 0 {
+		last = max(last, s.oldLast[escape(name)])
+	}
+	return last
 }
 
 // next takes the next generation of instance name for the process rec
-// describes, and writes it, and rec with it, in one group
-// (committer.write): both are on disk, synced with their directories,
-// before it returns the generation; an *ExhaustedError after
-// math.MaxInt64. When the generation was written but the record was not,
-// it returns the generation with the *StateError. Callers never ask for
-// one instance from two goroutines at once.
+// describes, and appends it, with rec, to the journal, in a group with
+// the other starts under way (committer.sync): it is on disk, synced,
+// before next returns the generation; an *ExhaustedError after
+// math.MaxInt64, a *StateError when the append or its sync failed. Callers
+// never ask for one instance from two goroutines at once.
 func (s *state) next(name string, rec record) (int64, error) {
-	last, err := s.lastOf(name)
-	if err != nil {
-		return 0, err
-	}
+	s.mu.Lock()
+	last := s.lastLocked(name)
 	if last == math.MaxInt64 {
+		s.mu.Unlock()
 		return 0, &ExhaustedError{Instance: name}
 	}
 	gen := last + 1
-	s.mu.Lock()
-	s.last[name] = max(s.last[name], gen) // taken now, whatever the write does
-	s.mu.Unlock()
+	s.last[name] = gen // taken now, whatever the write does
 	rec.Instance, rec.Generation = name, gen
-	b, err := json.Marshal(rec)
+	err := s.appendEntry(entry{Op: opStart, record: rec})
+	if err == nil {
+		s.live[name] = rec
+	}
+	s.mu.Unlock()
+	if err == nil {
+		err = s.commits.sync(s.syncJournal)
+	}
 	if err != nil {
-		return 0, err
-	}
-	gw := &fileWrite{path: s.generationPath(name), data: []byte(strconv.FormatInt(gen, 10) + "\n")}
-	rw := &fileWrite{path: s.recordPath(name), data: append(b, '\n')}
-	s.commits.write(gw, rw)
-	if gw.err != nil || rw.err != nil {
-		// Nothing runs of a start refused: its record goes, if its
-		// rename was made (a record of another generation stays).
+		// Nothing runs of a start refused: its record ends.
 		s.removeRecord(name, gen)
-	}
-	if gw.err != nil {
-		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: gw.err}
-	}
-	if rw.err != nil {
-		return gen, &StateError{Op: fmt.Sprintf("record generation %d of %s", gen, name), Err: rw.err}
+		return 0, &StateError{Op: fmt.Sprintf("write generation %d of %s", gen, name), Err: err}
 	}
 	return gen, nil
-}
-
-// lastOf is the highest generation of name known: handed out, tried or
-// recorded.
-func (s *state) lastOf(name string) (int64, error) {
-	s.mu.Lock()
-	last, known := s.last[name]
-	s.mu.Unlock()
-	if known {
-		return last, nil
-	}
-	n, err := s.readGeneration(name)
-	if err != nil {
-		return 0, &StateError{Op: "read the generation of " + name, Err: err}
-	}
-	return n, nil
 }
 
 // canAdvance reports an *ExhaustedError when name has no next generation,
 // so that a start that could not take one stops nothing first.
 func (s *state) canAdvance(name string) error {
-	last, err := s.lastOf(name)
-	if err == nil && last == math.MaxInt64 {
+	if last, _ := s.handedOut(name); last == math.MaxInt64 {
 		return &ExhaustedError{Instance: name}
 	}
-	return err
-}
-
-// atLeast makes the next generation of name larger than gen: a record may
-// name a generation the file does not hold, were the file ever lost.
-func (s *state) atLeast(name string, gen int64) error {
-	s.mu.Lock()
-	last, known := s.last[name]
-	s.mu.Unlock()
-	if !known {
-		n, err := s.readGeneration(name)
-		if err != nil {
-			return err
-		}
-		last = n
-	}
-	s.mu.Lock()
-	s.last[name] = max(s.last[name], last, gen)
-	s.mu.Unlock()
 	return nil
 }
 
 // handedOut is the last generation of name taken: none above it ever ran.
 func (s *state) handedOut(name string) (int64, error) {
 	s.mu.Lock()
-	last, known := s.last[name]
-	s.mu.Unlock()
-	if known {
-		return last, nil
-	}
-	return s.readGeneration(name)
+	defer s.mu.Unlock()
+	return s.lastLocked(name), nil
 }
 
-// readGeneration reads the last generation of name; 0 when it never ran.
-func (s *state) readGeneration(name string) (int64, error) {
-	b, err := safefs.ReadFile(s.generationPath(name), maxStateFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s: not a generation: %q", s.generationPath(name), b)
-	}
-	return n, nil
-}
-
-// writeRecord writes rec over the record of its instance, durably, in a
-// group with the other writes under way.
-func (s *state) writeRecord(rec record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	w := &fileWrite{path: s.recordPath(rec.Instance), data: append(b, '\n')}
-	s.commits.write(w)
-	if w.err != nil {
-		return &StateError{Op: fmt.Sprintf("record generation %d of %s", rec.Generation, rec.Instance), Err: w.err}
-	}
-	return nil
-}
-
-// recordPID writes rec, the record of a process that runs now, with its
-// pid and start time, over the record written before its spawn, without
-// syncing it: the pid is looked up only by a runner of the same boot
-// (recover.go), which finds the file whether it was synced or not; a
-// crash of the machine leaves none of the process, and its generation is
-// in the generation's file, synced before the spawn.
+// recordPID appends the pid and start time of rec, a process that runs
+// now, to its record, without syncing it: the pid is looked up only by a
+// runner of the same boot (recover.go), which reads the journal whether
+// it was synced or not, since the file system keeps what was written
+// across the runner's death; a crash of the machine leaves none of the
+// process, and its generation was synced before the spawn.
 func (s *state) recordPID(rec record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, live := s.live[rec.Instance]
+	if !live || cur.Generation != rec.Generation {
+		return nil
 	}
-	if err := replace(s.recordPath(rec.Instance), append(b, '\n')); err != nil {
+	cur.PID, cur.StartTime, cur.StartedAt = rec.PID, rec.StartTime, rec.StartedAt
+	s.live[rec.Instance] = cur
+	if err := s.appendEntry(entry{Op: opPID, record: rec}); err != nil {
 		return &StateError{Op: fmt.Sprintf("record the pid of generation %d of %s", rec.Generation, rec.Instance), Err: err}
 	}
 	return nil
 }
 
-// removeRecord forgets generation gen of name once its exit is confirmed,
-// and leaves a record of another generation alone. The removal is not
-// synced: a record that comes back after a crash names a process the next
-// runner finds gone.
+// removeRecord ends the record of generation gen of name once its exit is
+// confirmed, and leaves a record of another generation alone. The end is
+// not synced: a record that comes back after a crash names a process the
+// next runner finds gone. It is forgotten here even when the append
+// fails, so that a compaction leaves it out.
 func (s *state) removeRecord(name string, gen int64) error {
-	path := s.recordPath(name)
-	b, err := safefs.ReadFile(path, maxStateFile)
-	if errors.Is(err, os.ErrNotExist) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, live := s.live[name]; !live || cur.Generation != gen {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	var rec record
-	if json.Unmarshal(b, &rec) == nil && rec.Generation != gen {
-		return nil
-	}
-	err = os.Remove(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
+	delete(s.live, name)
+	return s.appendEntry(entry{Op: opEnd, record: record{Instance: name, Generation: gen}})
 }
 
-// records reads every record. A file that cannot be read as one is
-// returned by name in bad.
+// records lists the records without an end, by instance. The record
+// files of the old layout that could not be read as one are returned by
+// name in bad.
 func (s *state) records() (recs []record, bad []string, err error) {
-	dir := filepath.Join(s.dir, recordsDir)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, e := range ents {
-		path := filepath.Join(dir, e.Name())
-		b, err := safefs.ReadFile(path, maxStateFile)
-		var rec record
-		if err == nil {
-			err = json.Unmarshal(b, &rec)
-		}
-		if err == nil && (checkName(rec.Instance) != nil || s.recordPath(rec.Instance) != path || rec.Invocation == "") {
-			err = errors.New("not a record of this runner")
-		}
-		if err != nil {
-			bad = append(bad, path)
-			continue
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range s.live {
 		recs = append(recs, rec)
 	}
-	return recs, bad, nil
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Instance < recs[j].Instance })
+	return recs, s.bad, nil
 }

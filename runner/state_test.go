@@ -4,7 +4,6 @@ package runner
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -29,14 +29,15 @@ import (
 // TestReadOnlyStateDir: a generation that cannot be written refuses the
 // start and starts nothing; once the state dir is writable again the
 // next generation is above every one handed out or tried, in this runner
-// and the next.
+// and the next. The journal is open for appends already, which a mode
+// does not stop: it is made immutable.
 func TestReadOnlyStateDir(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
 	first := h.start("ro", plugin(t, sess, "cooperative"))
 	require.Equal(t, int64(1), first.Generation)
 
-	restore := fsfault.ReadOnly(t, filepath.Join(h.dir, "generations"))
+	restore := fsfault.Immutable(t, journalPath(h.dir))
 	for _, name := range []string{"ro", "ro.new"} {
 		_, status, e := h.tryStart(name, plugin(t, sess, "cooperative"))
 		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
@@ -47,9 +48,13 @@ func TestReadOnlyStateDir(t *testing.T) {
 	assert.False(t, alive(first.PID))
 	assert.Empty(t, marked(t))
 	assert.Empty(t, h.status().Instances)
-	ents, err := os.ReadDir(filepath.Join(h.dir, "records"))
+	recs, _, err := h.r.state.records()
 	require.NoError(t, err)
-	assert.Empty(t, ents)
+	assert.Empty(t, recs)
+	for name, rec := range journalOf(t, h.dir).live {
+		assert.Equal(t, "ro", name, "no record of a start refused")
+		assert.Equal(t, int64(1), rec.Generation, "only the replaced one's, whose end could not be written either")
+	}
 	assert.Contains(t, h.log.String(), "start refused: the state dir cannot be written")
 
 	restore()
@@ -62,41 +67,38 @@ func TestReadOnlyStateDir(t *testing.T) {
 	assert.Equal(t, int64(4), h.start("ro", plugin(t, sess, "cooperative")).Generation)
 }
 
-// TestWriteFailsPartWay: a write that fails after the file was replaced
-// (its directory's sync, say) refuses the start; the number it tried is
-// never handed out, in this runner or the next.
+// TestWriteFailsPartWay: a write that fails after its entry was appended
+// (its sync) refuses the start; the number it tried is never handed out,
+// in this runner or the next.
 func TestWriteFailsPartWay(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
 	require.Equal(t, int64(1), h.start("part", plugin(t, sess, "cooperative")).Generation)
 
-	// The generations' directory fails its sync, after the renames.
-	real := syncDir
-	t.Cleanup(func() { syncDir = real })
-	failWith := func(fail error) func(string) error {
-		return func(dir string) error {
-			real(dir)
-			if filepath.Base(dir) == generationsDir {
-				return fail
-			}
-			return nil
+	// The journal fails its sync, after the real one.
+	real := syncFile
+	t.Cleanup(func() { syncFile = real })
+	failWith := func(fail error) func(*os.File) error {
+		return func(f *os.File) error {
+			real(f)
+			return fail
 		}
 	}
-	syncDir = failWith(&os.PathError{Op: "sync", Path: filepath.Join(h.dir, generationsDir), Err: syscall.EIO})
+	syncFile = failWith(&os.PathError{Op: "sync", Path: journalPath(h.dir), Err: syscall.EIO})
 	_, status, e := h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status)
 	assert.Equal(t, runnerapi.KindState, e.Kind)
 	assert.Contains(t, e.Error, "write generation 2 of part")
 	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status, "generation 3 fails too")
-	syncDir = real
+	syncFile = real
 
 	assert.Equal(t, int64(4), h.start("part", plugin(t, sess, "cooperative")).Generation)
 	// After a failure and a restart, the number on disk is the one tried.
-	syncDir = failWith(errors.New("sync: input/output error"))
+	syncFile = failWith(errors.New("sync: input/output error"))
 	_, status, _ = h.tryStart("part", plugin(t, sess, "cooperative"))
 	require.Equal(t, http.StatusInternalServerError, status)
-	syncDir = real
+	syncFile = real
 	dir := h.dir
 	h.close(t)
 	h = newHarness(t, short, dir)
@@ -110,8 +112,7 @@ func TestWriteFailsPartWay(t *testing.T) {
 // record whose pid now names another process never gets it signalled.
 func TestRecovery(t *testing.T) {
 	dir := t.TempDir()
-	st, err := openState(dir)
-	require.NoError(t, err)
+	st := openTestState(t, dir)
 	boot, err := proc.BootID()
 	require.NoError(t, err)
 
@@ -131,9 +132,12 @@ func TestRecovery(t *testing.T) {
 	otherStart, err := proc.StartTime(other.Process.Pid)
 	require.NoError(t, err)
 	require.NoError(t, st.writeRecord(record{Instance: "rec.b", Generation: 2, Invocation: invB, PID: other.Process.Pid, StartTime: otherStart - 1, BootID: boot}))
-	// A start cut short before it spawned; and a file no runner wrote.
+	// A start cut short before it spawned; and a file no runner wrote,
+	// where an older runner kept its records.
 	require.NoError(t, st.writeRecord(record{Instance: "rec.c", Generation: 1, Invocation: invC, BootID: boot}))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "records", "junk.json"), []byte("{"), 0o600))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, recordsDir), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, recordsDir, "junk.json"), []byte("{"), 0o600))
+	require.NoError(t, st.close())
 
 	began := time.Now()
 	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: 500 * time.Millisecond}, dir)
@@ -159,18 +163,13 @@ func TestRecovery(t *testing.T) {
 	assert.True(t, alive(other.Process.Pid), "a pid of another start time is never signalled")
 
 	var names []string
-	ents, err := os.ReadDir(filepath.Join(dir, "records"))
-	require.NoError(t, err)
-	for _, e := range ents {
-		var rec record
-		b, err := os.ReadFile(filepath.Join(dir, "records", e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, json.Unmarshal(b, &rec))
+	for name, rec := range journalOf(t, dir).live {
 		assert.NotZero(t, rec.PID)
 		assert.NotZero(t, rec.StartTime)
-		names = append(names, e.Name())
+		names = append(names, name)
 	}
-	assert.Equal(t, []string{"rec.a.json", "rec.b.json"}, names, "the records of the processes that run, and no other")
+	sort.Strings(names)
+	assert.Equal(t, []string{"rec.a", "rec.b"}, names, "the records of the processes that run, and no other")
 	assert.Contains(t, h.log.String(), "removing a record that cannot be read")
 	m := h.scrape()
 	assert.Equal(t, 1.0, m[`graft_runner_recoveries_total{result="stopped"}`], "rec.a")
@@ -247,35 +246,47 @@ func TestFullStateDir(t *testing.T) {
 	}
 	require.NoError(t, filler.Close())
 
-	// A new instance needs space the file system does not have. (A
-	// replacement may not: the record and generation files it replaces
-	// free as much as it writes.)
-	for range 2 {
-		_, status, e := d.tryStart("full.new", plugin(t, sess, "cooperative"))
+	// The journal's appends fill the page it has; then a start needs
+	// space the file system does not have. Each start of full.new
+	// replaces the one before.
+	var tried int64 // full.new's generations taken
+	var refused []int64
+	for len(refused) < 2 {
+		require.Less(t, tried, int64(200), "appends fail once the journal's last page is full")
+		st, status, e := d.tryStart("full.new", plugin(t, sess, "cooperative"))
+		tried++
+		if status == http.StatusOK {
+			require.Empty(t, refused, "once refused, refused again: %+v", st)
+			require.Equal(t, tried, st.Generation)
+			continue
+		}
 		require.Equal(t, http.StatusInternalServerError, status, "%+v", e)
 		assert.Equal(t, runnerapi.KindState, e.Kind)
 		assert.Contains(t, e.Error, "no space left on device")
 		assert.Contains(t, e.Error, "nothing was started")
+		refused = append(refused, tried)
 	}
 	assert.Contains(t, d.log.String(), "start refused: the state dir cannot be written")
 	ps := marked(t)
-	require.Len(t, ps, 1, "nothing started but the first")
+	require.Len(t, ps, 1, "nothing runs but the first")
 	assert.Equal(t, first.PID, ps[0].pid)
-	ents, err := os.ReadDir(filepath.Join(state, "records"))
-	require.NoError(t, err)
-	require.Len(t, ents, 1)
-	assert.Equal(t, "full.json", ents[0].Name())
+	rp := newReplay()
+	require.NoError(t, readJournal(journalPath(state), rp))
+	assert.Equal(t, int64(1), rp.live["full"].Generation)
+	for _, gen := range refused {
+		assert.NotEqual(t, gen, rp.live["full.new"].Generation, "no record of a start refused")
+	}
 
 	require.NoError(t, os.Remove(filepath.Join(state, "filler")))
-	assert.Equal(t, int64(3), d.start("full.new", plugin(t, sess, "cooperative")).Generation, "above the two it tried")
+	assert.Equal(t, tried+1, d.start("full.new", plugin(t, sess, "cooperative")).Generation, "above the ones it tried")
 	assert.Equal(t, int64(2), d.start("full", plugin(t, sess, "cooperative")).Generation)
 }
 
 // TestRemoveRecordOfItsGeneration: the end of one generation never
 // removes the record of another.
 func TestRemoveRecordOfItsGeneration(t *testing.T) {
-	st, err := openState(t.TempDir())
-	require.NoError(t, err)
+	dir := t.TempDir()
+	st := openTestState(t, dir)
 	require.NoError(t, st.writeRecord(record{Instance: "rm", Generation: 2, Invocation: "inv"}))
 	require.NoError(t, st.removeRecord("rm", 1))
 	recs, _, err := st.records()
@@ -286,12 +297,14 @@ func TestRemoveRecordOfItsGeneration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, recs)
 	require.NoError(t, st.removeRecord("rm", 2), "a record already gone")
+	assert.Empty(t, journalOf(t, dir).live, "its end is in the journal")
 }
 
 // TestGenerationExhausted: an instance that has had generation
 // math.MaxInt64 gets no next one: its start is refused, 409 exhausted,
 // naming the instance, before its running process is replaced, and in
-// the next runner too; generations never wrap to negative.
+// the next runner too; generations never wrap to negative. (The state
+// dir is made in the old layout, a file a generation.)
 func TestGenerationExhausted(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "generations"), 0o700))
@@ -309,9 +322,7 @@ func TestGenerationExhausted(t *testing.T) {
 	assert.True(t, alive(last.PID), "the process of the last generation was not replaced")
 	require.Len(t, h.status().Instances, 1)
 	assert.Contains(t, h.log.String(), "start refused: no generation is left")
-	b, err := os.ReadFile(filepath.Join(dir, "generations", escape("big")))
-	require.NoError(t, err)
-	assert.Equal(t, "9223372036854775807\n", string(b))
+	assert.Equal(t, int64(math.MaxInt64), journalOf(t, dir).last["big"])
 
 	h.close(t)
 	h = newHarness(t, short, dir)
@@ -322,7 +333,7 @@ func TestGenerationExhausted(t *testing.T) {
 	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
 
 	var exhausted *ExhaustedError
-	_, err = h.r.state.next("big", record{Invocation: "inv"})
+	_, err := h.r.state.next("big", record{Invocation: "inv"})
 	require.ErrorAs(t, err, &exhausted)
 	assert.Contains(t, exhausted.Hint(), "another instance name")
 }

@@ -58,19 +58,26 @@ func TestHostileStateDir(t *testing.T) {
 	assert.Equal(t, "root's", string(b))
 }
 
-// TestLinkedGeneration: a generation file that is a link is not read as
-// the instance's generation: a start of the instance fails, naming it.
+// TestLinkedGeneration: a generation file of the old layout that is a
+// link is not read as the instance's generation: the runner refuses the
+// state dir, naming it and the fix, and leaves it as it was; so does a
+// link where the journal goes.
 func TestLinkedGeneration(t *testing.T) {
 	dir := t.TempDir()
 	victim := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("41\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, generationsDir), 0o700))
-	require.NoError(t, os.Symlink(victim, filepath.Join(dir, generationsDir, "linked")))
-	h := newHarness(t, short, dir)
-	sess := h.open(0)
-	_, status, e := h.tryStart("linked", plugin(t, sess, "cooperative"))
-	assert.Equal(t, 500, status)
-	assert.Contains(t, e.Error, "is a symbolic link")
+	linked := filepath.Join(dir, generationsDir, "linked")
+	require.NoError(t, os.Symlink(victim, linked))
+	_, err := Open(dir, Options{Logger: quietLog})
+	requireUnsafe(t, err, linked, "is a symbolic link", "rm "+linked)
+	_, err = os.Lstat(linked)
+	require.NoError(t, err, "the old layout is left as it was")
+
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, generationsDir)))
+	require.NoError(t, os.Symlink(victim, journalPath(dir)))
+	_, err = Open(dir, Options{Logger: quietLog})
+	requireUnsafe(t, err, journalPath(dir), "is a symbolic link", "rm "+journalPath(dir))
 	b, err := os.ReadFile(victim)
 	require.NoError(t, err)
 	assert.Equal(t, "41\n", string(b))

@@ -29,7 +29,6 @@ func (r *Runner) watch(p *process) {
 		}
 	}
 	exit := p.h.Exit()
-	p.pidRecorded()
 	if err := r.state.removeRecord(p.name, p.gen); err != nil {
 		r.log.Warn("remove a record", "instance", p.name, "generation", p.gen, "err", err)
 	}
