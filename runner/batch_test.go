@@ -38,71 +38,15 @@ func TestKill9MidBatch(t *testing.T) {
 	require.Equal(t, "ready\n", line, "log: %s", d.log)
 	sess := d.open(0)
 
-	var mu sync.Mutex
-	told := map[string][]int64{} // by instance, the generations answered
-	var wg sync.WaitGroup
-	for i := range workers {
-		name := fmt.Sprintf("mb.%d", i)
-		wg.Add(1)
-		// Ready once its grandchild runs: what the runner's death leaves.
-		req := plugin(t, sess, "leaver")
-		req.Ready = &runnerapi.Ready{Log: "^daemon ", TimeoutMillis: 10000}
-		go func() {
-			defer wg.Done()
-			for {
-				var st runnerapi.Started
-				status, _, err := d.try("POST", "/v1/instances/"+name+"/start", req, &st)
-				if err != nil || status != http.StatusOK {
-					return // killed
-				}
-				mu.Lock()
-				told[name] = append(told[name], st.Generation)
-				mu.Unlock()
-			}
-		}()
-	}
-	answered := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, gens := range told {
-			n += len(gens)
-		}
-		return n
-	}
+	told, answered := startAtOnce(t, d, sess, workers)
 	require.Eventually(t, func() bool { return answered() >= 4*workers }, 30*time.Second, time.Millisecond)
 	d.kill()
-	wg.Wait()
+	told.wg.Wait()
+	top := uniqueGenerations(t, told.gens)
 
-	// Above every generation told or running, by instance.
-	top := map[string]int64{}
-	for name, gens := range told {
-		seen := map[int64]bool{}
-		for _, g := range gens {
-			require.False(t, seen[g], "%s: generation %d told twice: %v", name, g, gens)
-			seen[g] = true
-			top[name] = max(top[name], g)
-		}
-	}
 	// What is left: the plugins' grandchildren. (The plugins themselves
 	// die with the runner, from their parent-death signal.)
-	var left []markedProc
-	for _, p := range marked(t) {
-		if p.role == "quiet" {
-			left = append(left, p)
-		}
-	}
-	byInstance := map[string]markedProc{}
-	for _, p := range left {
-		other, dup := byInstance[p.instance]
-		require.False(t, dup, "%s: two processes left, generations %d and %d", p.instance, p.gen, other.gen)
-		byInstance[p.instance] = p
-		require.GreaterOrEqual(t, p.gen, top[p.instance], "%s: a process left of a generation below one told", p.instance)
-		top[p.instance] = p.gen
-		rec, ok := journalOf(t, dir).live[p.instance]
-		require.True(t, ok, "the record of %s generation %d, pid %d", p.instance, p.gen, p.pid)
-		assert.Equal(t, p.gen, rec.Generation, "%s: its record names the process left", p.instance)
-	}
+	left := leftRecorded(t, dir, top)
 	t.Logf("%d starts answered, %d processes left running", answered(), len(left))
 
 	d = launchAgain(t, dir, env)
@@ -124,6 +68,87 @@ func TestKill9MidBatch(t *testing.T) {
 		assert.Contains(t, d.log.String(), "a recorded process may still run")
 	}
 	d.stop(t)
+}
+
+// batchTold is what a batch of starts at once was told, by instance.
+type batchTold struct {
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	gens map[string][]int64
+}
+
+// startAtOnce starts instances mb.0 to mb.(workers-1) again and again at
+// once, each a plugin whose grandchild outlives the runner, until the
+// runner is killed; answered counts the starts answered so far.
+func startAtOnce(t *testing.T, d *daemon, sess string, workers int) (tl *batchTold, answered func() int) {
+	tl = &batchTold{gens: map[string][]int64{}}
+	for i := range workers {
+		name := fmt.Sprintf("mb.%d", i)
+		// Ready once its grandchild runs: what the runner's death leaves.
+		req := plugin(t, sess, "leaver")
+		req.Ready = &runnerapi.Ready{Log: "^daemon ", TimeoutMillis: 10000}
+		tl.wg.Go(func() {
+			for {
+				var st runnerapi.Started
+				status, _, err := d.try("POST", "/v1/instances/"+name+"/start", req, &st)
+				if err != nil || status != http.StatusOK {
+					return // killed
+				}
+				tl.mu.Lock()
+				tl.gens[name] = append(tl.gens[name], st.Generation)
+				tl.mu.Unlock()
+			}
+		})
+	}
+	return tl, func() int {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		n := 0
+		for _, gens := range tl.gens {
+			n += len(gens)
+		}
+		return n
+	}
+}
+
+// uniqueGenerations checks that no instance was told a generation twice,
+// and returns the highest each was told.
+func uniqueGenerations(t *testing.T, told map[string][]int64) map[string]int64 {
+	top := map[string]int64{}
+	for name, gens := range told {
+		seen := map[int64]bool{}
+		for _, g := range gens {
+			require.False(t, seen[g], "%s: generation %d told twice: %v", name, g, gens)
+			seen[g] = true
+			top[name] = max(top[name], g)
+		}
+	}
+	return top
+}
+
+// leftRecorded returns the processes a killed runner left (the plugins'
+// grandchildren), checks that each instance left one at most, of a
+// generation at or above every one told (raising top to it), and that the
+// journal in dir records it.
+func leftRecorded(t *testing.T, dir string, top map[string]int64) []markedProc {
+	var left []markedProc
+	for _, p := range marked(t) {
+		if p.role == "quiet" {
+			left = append(left, p)
+		}
+	}
+	byInstance := map[string]markedProc{}
+	for _, p := range left {
+		other, dup := byInstance[p.instance]
+		require.False(t, dup, "%s: two processes left, generations %d and %d", p.instance, p.gen, other.gen)
+		byInstance[p.instance] = p
+		require.GreaterOrEqual(t, p.gen, top[p.instance], "%s: a process left of a generation below one told", p.instance)
+		top[p.instance] = p.gen
+		rec, ok := journalOf(t, dir).live[p.instance]
+		require.True(t, ok, "the record of %s generation %d, pid %d", p.instance, p.gen, p.pid)
+		assert.Equal(t, p.gen, rec.Generation, "%s: its record names the process left", p.instance)
+	}
+	return left
 }
 
 // launchAgain starts a runner daemon on dir again, serving on a socket

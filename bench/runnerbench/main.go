@@ -88,6 +88,12 @@ func main() {
 		rm.Close()
 	}
 	fmt.Printf("%d sleeps, %d at a time, %d rounds (medians); PID namespaces: %v\n", *n, *par, *rounds, !*noNS)
+	report(times, *n)
+}
+
+// report prints the medians of times ([local, runner][start, stop]) and
+// the median and range of the runner/local ratio of each round.
+func report(times [2][2][]time.Duration, n int) {
 	fmt.Printf("%-12s %12s %12s %8s %12s\n", "", "runner", "local", "ratio", "ratio range")
 	for j, name := range []string{"start", "stop"} {
 		lo, hi := 0.0, 0.0
@@ -101,7 +107,7 @@ func main() {
 			}
 		}
 		rt, lt := median(times[1][j]), median(times[0][j])
-		fmt.Printf("%-12s %12s %12s %8.2f %5.2f-%.2f\n", fmt.Sprintf("%s %d", name, *n), rt.Round(time.Millisecond), lt.Round(time.Millisecond),
+		fmt.Printf("%-12s %12s %12s %8.2f %5.2f-%.2f\n", fmt.Sprintf("%s %d", name, n), rt.Round(time.Millisecond), lt.Round(time.Millisecond),
 			float64(rt)/float64(lt), lo, hi)
 	}
 }
