@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -80,7 +79,7 @@ func (c *committer) sync(do func() error) error {
 func create(path string, data []byte) (*os.File, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return nil, &os.PathError{Op: "write", Path: path, Err: unwrapPath(err)}
+		return nil, &os.PathError{Op: "write", Path: path, Err: atomicfile.Cause(err)}
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return tmp, err
@@ -105,7 +104,7 @@ var syncFile = func(f *os.File) error {
 		}
 	}
 	if err != nil {
-		return &os.PathError{Op: "sync", Path: f.Name(), Err: unwrapPath(err)}
+		return &os.PathError{Op: "sync", Path: f.Name(), Err: atomicfile.Cause(err)}
 	}
 	return nil
 }
@@ -113,17 +112,3 @@ var syncFile = func(f *os.File) error {
 // syncDir makes the renames in a directory durable. It is a variable so
 // that a test can fail it.
 var syncDir = atomicfile.SyncDir
-
-// unwrapPath is the cause of a *os.PathError or *os.LinkError, which a
-// write's own error then names with the file's path.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 )
 
@@ -188,7 +189,7 @@ func writeJournal(path string, data []byte) (f *os.File, synced bool, err error)
 		}
 	}
 	if err != nil {
-		return nil, false, &os.PathError{Op: "write", Path: path, Err: unwrapPath(err)}
+		return nil, false, &os.PathError{Op: "write", Path: path, Err: atomicfile.Cause(err)}
 	}
 	if f, err = openJournal(path); err != nil {
 		return nil, false, err

@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/graftland/graft/bench"
 	"github.com/graftland/graft/spec"
 )
 
@@ -45,12 +46,12 @@ func main() {
 		}
 		load, loadCPU = append(load, time.Since(start)), append(loadCPU, cpuTime()-cpu)
 	}
-	f, l := median(floor), median(load)
+	f, l := bench.Median(floor), bench.Median(load)
 	fmt.Printf("spec.Load: median %v (%v–%v), CPU %v; bare yaml.v3 parse: median %v (%v–%v), CPU %v; over %d rounds\n",
-		ms(l), ms(slices.Min(load)), ms(slices.Max(load)), ms(median(loadCPU)),
-		ms(f), ms(slices.Min(floor)), ms(slices.Max(floor)), ms(median(floorCPU)), *rounds)
+		ms(l), ms(slices.Min(load)), ms(slices.Max(load)), ms(bench.Median(loadCPU)),
+		ms(f), ms(slices.Min(floor)), ms(slices.Max(floor)), ms(bench.Median(floorCPU)), *rounds)
 	fmt.Printf("load is %.2f× the bare YAML parse (CPU: %.2f×), and %.2f× the 150 ms target\n",
-		float64(l)/float64(f), float64(median(loadCPU))/float64(median(floorCPU)), float64(l)/float64(150*time.Millisecond))
+		float64(l)/float64(f), float64(bench.Median(loadCPU))/float64(bench.Median(floorCPU)), float64(l)/float64(150*time.Millisecond))
 }
 
 // cpuTime is the CPU time this process has used, user and system: on a
@@ -69,11 +70,6 @@ func bare(data []byte) {
 	if err := yaml.Unmarshal(data, &n); err != nil {
 		log.Fatal(err)
 	}
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Sorted(slices.Values(ds))
-	return s[len(s)/2]
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -16,13 +16,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/graftland/graft/bench"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/spec"
@@ -57,7 +57,7 @@ func main() {
 	}
 	fmt.Printf("%-24s %12s %12s %8s\n", "(medians)", "graft", "bare Go", "ratio")
 	for i, name := range names {
-		g, b := median(graft[i]), median(bare[i])
+		g, b := bench.Median(graft[i]), bench.Median(bare[i])
 		fmt.Printf("%-24s %12s %12s %7.2fx\n", name, g.Round(10*time.Microsecond), b.Round(10*time.Microsecond), float64(g)/float64(b))
 	}
 }
@@ -76,7 +76,7 @@ const pause = 150 * time.Millisecond
 // then closes the placement, which stops them all at once.
 func graftRound(sleep string, n int) [4][]time.Duration {
 	l := local.New(local.Options{})
-	out := discard{}
+	out := bench.Discard{}
 	req := func(i int) placement.Request {
 		return placement.Request{
 			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
@@ -207,14 +207,3 @@ func startProfile(path string) func() {
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) Tail() []string              { return nil }

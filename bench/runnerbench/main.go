@@ -23,10 +23,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"slices"
 	"sync"
 	"time"
 
+	"github.com/graftland/graft/bench"
 	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/placement/remote"
@@ -106,7 +106,7 @@ func report(times [2][2][]time.Duration, n int) {
 				hi = q
 			}
 		}
-		rt, lt := median(times[1][j]), median(times[0][j])
+		rt, lt := bench.Median(times[1][j]), bench.Median(times[0][j])
 		fmt.Printf("%-12s %12s %12s %8.2f %5.2f-%.2f\n", fmt.Sprintf("%s %d", name, n), rt.Round(time.Millisecond), lt.Round(time.Millisecond),
 			float64(rt)/float64(lt), lo, hi)
 	}
@@ -121,7 +121,7 @@ func run(p placement.Placement, sleep string, n, par, round int) (start, stop ti
 		h, err := p.Start(context.Background(), placement.Request{
 			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Instance: fmt.Sprintf("bench.s%d", i), Run: spec.Local,
 				Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
-			Project: "bench", Dir: os.TempDir(), Output: discard{},
+			Project: "bench", Dir: os.TempDir(), Output: bench.Discard{},
 		})
 		if err != nil {
 			log.Fatalf("round %d: %v", round, err)
@@ -157,14 +157,3 @@ func each(n, par int, f func(int)) {
 	close(next)
 	wg.Wait()
 }
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) Tail() []string              { return nil }

@@ -30,7 +30,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return &os.PathError{Op: "write", Path: path, Err: unwrapPath(err)}
+		return &os.PathError{Op: "write", Path: path, Err: Cause(err)}
 	}
 	return SyncDir(filepath.Dir(path))
 }
@@ -59,7 +59,9 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-func unwrapPath(err error) error {
+// Cause is the cause of a *os.PathError or *os.LinkError, which a
+// write's own error then names with the file's path.
+func Cause(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

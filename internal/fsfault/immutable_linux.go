@@ -3,8 +3,6 @@ package fsfault
 import (
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/graftland/graft/internal/testprog"
 )
 
@@ -16,28 +14,5 @@ import (
 func Immutable(t testing.TB, path string) (restore func()) {
 	t.Helper()
 	testprog.NeedRoot(t, "only the immutable attribute stops writes through an open descriptor")
-	flags, err := fileAttributes(path, 0, false)
-	if err != nil {
-		t.Fatalf("read the attributes of %s: %v", path, err)
-	}
-	if _, err := fileAttributes(path, flags|fsImmutableFL, true); err != nil {
-		t.Fatalf("make %s immutable: %v", path, err)
-	}
-	return cleanup(t, func() error {
-		_, err := fileAttributes(path, flags&^fsImmutableFL, true)
-		return err
-	})
-}
-
-// fileAttributes reads a file's inode flags, or sets them to flags.
-func fileAttributes(path string, flags uint32, set bool) (uint32, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	if set {
-		return flags, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(flags))
-	}
-	return unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	return immutable(t, path)
 }

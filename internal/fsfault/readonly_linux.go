@@ -27,22 +27,31 @@ func ReadOnly(t testing.TB, dir string) (restore func()) {
 		}
 		return cleanup(t, func() error { return os.Chmod(dir, fi.Mode().Perm()) })
 	}
-	flags, err := attributes(dir, 0, false)
+	return immutable(t, dir)
+}
+
+// immutable sets the immutable attribute of the file or directory at
+// path (root needs CAP_LINUX_IMMUTABLE, and the file system the
+// attribute) until restore, or the test's end.
+func immutable(t testing.TB, path string) (restore func()) {
+	t.Helper()
+	flags, err := attributes(path, 0, false)
 	if err != nil {
-		t.Fatalf("read the attributes of %s: %v", dir, err)
+		t.Fatalf("read the attributes of %s: %v", path, err)
 	}
-	if _, err := attributes(dir, flags|fsImmutableFL, true); err != nil {
-		t.Fatalf("make %s immutable (root needs CAP_LINUX_IMMUTABLE, and the file system the attribute): %v", dir, err)
+	if _, err := attributes(path, flags|fsImmutableFL, true); err != nil {
+		t.Fatalf("make %s immutable (root needs CAP_LINUX_IMMUTABLE, and the file system the attribute): %v", path, err)
 	}
 	return cleanup(t, func() error {
-		_, err := attributes(dir, flags&^fsImmutableFL, true)
+		_, err := attributes(path, flags&^fsImmutableFL, true)
 		return err
 	})
 }
 
-// attributes reads dir's inode flags, or sets them to flags.
-func attributes(dir string, flags uint32, set bool) (uint32, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// attributes reads the inode flags of the file or directory at path, or
+// sets them to flags.
+func attributes(path string, flags uint32, set bool) (uint32, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return 0, err
 	}
