@@ -40,7 +40,8 @@ func (c *changes) notify() {
 }
 
 // watchSettle gathers the changes of a moment into one status: an apply
-// changes a plugin several times in a few milliseconds.
+// changes a plugin several times in a few milliseconds. A status is sent
+// at most once a moment.
 const watchSettle = 20 * time.Millisecond
 
 // serveWatch is GET /v1/status?watch=1: the status now, then again after
@@ -68,16 +69,20 @@ func (h *Host) serveWatch(w http.ResponseWriter, r *http.Request) {
 			}
 			last = b
 		}
+		// The first change after a quiet moment is sent at once (an apply's
+		// taking of the lock, which a short apply would otherwise end
+		// within the moment); what follows it within watchSettle is
+		// gathered into the next status.
+		select {
+		case <-time.After(watchSettle):
+		case <-r.Context().Done():
+			return
+		}
 		select {
 		case <-next:
 		case <-r.Context().Done():
 			return
 		case <-h.down:
-			return
-		}
-		select {
-		case <-time.After(watchSettle):
-		case <-r.Context().Done():
 			return
 		}
 	}
