@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/graftland/graft/internal/atomicfile"
 )
 
@@ -96,14 +94,7 @@ func create(path string, data []byte) (*os.File, error) {
 // (fdatasync). It is a variable so that a test can fail it, which a real
 // disk does not do on demand.
 var syncFile = func(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err == nil {
-		// Control holds f open until the sync returns.
-		if cerr := rc.Control(func(fd uintptr) { err = unix.Fdatasync(int(fd)) }); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
+	if err := datasync(f); err != nil {
 		return &os.PathError{Op: "sync", Path: f.Name(), Err: atomicfile.Cause(err)}
 	}
 	return nil

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command loadbench measures spec.Load of a plugins file beside its floor,
 // a bare yaml.v3 parse of the same file into a yaml.Node, interleaved in
 // one process (floor, load, floor, load ...), and prints the medians and
