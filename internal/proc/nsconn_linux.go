@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,8 +40,8 @@ func (e *initEnded) Unwrap() error { return e.err }
 // started is the init's answer to a start: the plugin's pid in the
 // namespace and a pidfd of it, or the errno of its failure.
 type started struct {
-	nspid, pidfd int
-	errno        syscall.Errno
+	nspid, pid, pidfd int
+	errno             syscall.Errno
 }
 
 // startInit waits for the init of pid to say it runs, then reads its
@@ -99,8 +98,8 @@ func (in *nsInit) deliver(msg []byte, fd int) error {
 	defer in.mu.Unlock()
 	switch {
 	case err != nil:
-	case word == "pid" && len(nums) == 2 && fd >= 0 && in.starts[nums[0]] != nil:
-		in.starts[nums[0]] <- started{nspid: nums[1], pidfd: fd}
+	case word == "pid" && len(nums) == 3 && fd >= 0 && in.starts[nums[0]] != nil:
+		in.starts[nums[0]] <- started{nspid: nums[1], pid: nums[2], pidfd: fd}
 		delete(in.starts, nums[0])
 		return nil
 	case word == "err" && len(nums) == 2 && in.starts[nums[0]] != nil:
@@ -137,10 +136,7 @@ func (in *nsInit) close() { in.w.shutdown() }
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
 func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
-	b, err := json.Marshal(initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env})
-	if err != nil {
-		return nil, err
-	}
+	b := initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env}.encode()
 	ch := make(chan started, 1)
 	in.mu.Lock()
 	in.nextID++
@@ -183,7 +179,12 @@ func (in *nsInit) request(id int, spec []byte, out *os.File) error {
 
 // watch makes the Process of a plugin the init started.
 func (in *nsInit) watch(c Cmd, r started) (*Process, error) {
-	pid, err := pidfdPid(r.pidfd)
+	// The pid the init read in the pidfd's fdinfo, which the machine's
+	// /proc gives it; read again here only if it could not.
+	pid, err := r.pid, error(nil)
+	if pid <= 0 {
+		pid, err = pidfdPid(r.pidfd)
+	}
 	if err != nil {
 		unix.Close(r.pidfd)
 		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)

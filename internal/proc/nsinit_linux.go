@@ -1,12 +1,12 @@
 package proc
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -28,10 +28,48 @@ const (
 // initSpec is what the init starts: the plugin's program, resolved by
 // the spawning process, with its arguments, directory and environment.
 type initSpec struct {
-	Path string   `json:"path"`
-	Argv []string `json:"argv"`
-	Dir  string   `json:"dir"`
-	Env  []string `json:"env"`
+	Path string
+	Argv []string
+	Dir  string
+	Env  []string
+}
+
+// encode writes the spec as its strings, each ended by a NUL (which no
+// path, argument or variable can hold): the path, the directory, the
+// number of arguments, the arguments, then the environment.
+func (s initSpec) encode() []byte {
+	n := len(s.Path) + len(s.Dir) + 8
+	for _, v := range s.Argv {
+		n += len(v) + 1
+	}
+	for _, v := range s.Env {
+		n += len(v) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(append(b, s.Path...), 0)
+	b = append(append(b, s.Dir...), 0)
+	b = append(strconv.AppendInt(b, int64(len(s.Argv)), 10), 0)
+	for _, v := range s.Argv {
+		b = append(append(b, v...), 0)
+	}
+	for _, v := range s.Env {
+		b = append(append(b, v...), 0)
+	}
+	return b
+}
+
+// decodeSpec reads what encode wrote.
+func decodeSpec(b []byte) (initSpec, error) {
+	f := strings.Split(string(b), "\x00")
+	if len(f) < 4 || f[len(f)-1] != "" {
+		return initSpec{}, errors.New("a spec cut short")
+	}
+	f = f[:len(f)-1]
+	argc, err := strconv.Atoi(f[2])
+	if err != nil || argc < 1 || 3+argc > len(f) {
+		return initSpec{}, errors.New("a spec without its arguments")
+	}
+	return initSpec{Path: f[0], Dir: f[1], Argv: f[3 : 3+argc], Env: f[3+argc:]}, nil
 }
 
 func init() {
@@ -163,12 +201,12 @@ func (in *initState) serve(r request) {
 
 // start starts the plugin of spec in a process group of its own, with
 // stdin the init's own (/dev/null) and out as stdout and stderr, and
-// reports "pid ID NSPID" with a pidfd of it once its program runs, or
+// reports "pid ID NSPID PID" (its pid here, and on the machine) with a pidfd of it once its program runs, or
 // "err ID ERRNO".
 func (in *initState) start(id int, b []byte, out int) {
 	defer unix.Close(out) // the plugin's now, not the init's
-	var spec initSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
+	spec, err := decodeSpec(b)
+	if err != nil {
 		in.w.sendf(-1, "err %d %d", id, syscall.EINVAL)
 		return
 	}
@@ -188,8 +226,9 @@ func (in *initState) start(id int, b []byte, out int) {
 		return
 	}
 	defer unix.Close(pidfd)
-	in.held[pid], _ = pidfdPid(pidfd)
-	in.w.sendf(pidfd, "pid %d %d", id, pid)
+	host, _ := pidfdPid(pidfd)
+	in.held[pid] = host
+	in.w.sendf(pidfd, "pid %d %d %d", id, pid, host)
 }
 
 // reap waits for pid, through any EINTR, and returns its status.

@@ -16,10 +16,10 @@ import (
 // talk over a SOCK_SEQPACKET socket pair: one message is one line of
 // words, and a message may carry one file descriptor.
 //
-//	host → init   start ID LEN    + the plugin's output; then LEN bytes of its initSpec (JSON), in chunks
+//	host → init   start ID LEN    + the plugin's output; then LEN bytes of its initSpec (initSpec.encode), in chunks
 //	              reap NSPID      the plugin has terminated: reap it
 //	init → host   ready           once, when the init runs
-//	              pid ID NSPID    + a pidfd of the plugin, once its program runs
+//	              pid ID NSPID PID + a pidfd of the plugin, once its program runs (PID: on the machine)
 //	              err ID ERRNO    the plugin could not be started
 //	              status NSPID WS the plugin's wait status, once reaped
 const (

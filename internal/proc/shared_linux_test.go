@@ -83,3 +83,24 @@ func TestIsolatedLargeSpec(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Status{}, st)
 }
+
+// TestSpecRoundTrip: a spec reads back as written, empty strings and an
+// empty environment included, and a spec cut short is refused.
+func TestSpecRoundTrip(t *testing.T) {
+	for _, s := range []initSpec{
+		{Path: "/bin/sh", Argv: []string{"sh", "-c", "echo $A"}, Dir: "/tmp", Env: []string{"A=1", "B="}},
+		{Path: "/bin/true", Argv: []string{""}, Env: []string{}},
+	} {
+		got, err := decodeSpec(s.encode())
+		require.NoError(t, err)
+		if len(s.Env) == 0 {
+			s.Env = []string{}
+		}
+		assert.Equal(t, s, got)
+	}
+	b := initSpec{Path: "/bin/sh", Argv: []string{"sh"}, Env: []string{"A=1"}}.encode()
+	for _, cut := range []int{0, 3, len(b) - 1} {
+		_, err := decodeSpec(b[:cut])
+		assert.Error(t, err, "cut at %d", cut)
+	}
+}
