@@ -98,7 +98,7 @@ func (in *nsInit) deliver(msg []byte, fd int) error {
 	defer in.mu.Unlock()
 	switch {
 	case err != nil:
-	case word == "pid" && len(nums) == 3 && fd >= 0 && in.starts[nums[0]] != nil:
+	case word == "pid" && len(nums) == 3 && nums[2] > 0 && fd >= 0 && in.starts[nums[0]] != nil:
 		in.starts[nums[0]] <- started{nspid: nums[1], pid: nums[2], pidfd: fd}
 		delete(in.starts, nums[0])
 		return nil
@@ -179,16 +179,9 @@ func (in *nsInit) request(id int, spec []byte, out *os.File) error {
 
 // watch makes the Process of a plugin the init started.
 func (in *nsInit) watch(c Cmd, r started) (*Process, error) {
-	// The pid the init read in the pidfd's fdinfo, which the machine's
-	// /proc gives it; read again here only if it could not.
-	pid, err := r.pid, error(nil)
-	if pid <= 0 {
-		pid, err = pidfdPid(r.pidfd)
-	}
-	if err != nil {
-		unix.Close(r.pidfd)
-		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)
-	}
+	// r.pid is what the init read in the pidfd's fdinfo, in the
+	// machine's /proc.
+	pid := r.pid
 	p, err := newProcess(pid, r.pidfd, c.Marker)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)

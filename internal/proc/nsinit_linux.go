@@ -226,7 +226,15 @@ func (in *initState) start(id int, b []byte, out int) {
 		return
 	}
 	defer unix.Close(pidfd)
-	host, _ := pidfdPid(pidfd)
+	host, err := pidfdPid(pidfd)
+	if err != nil {
+		// Unknown on the machine, it could pass for an orphan: it is
+		// not started.
+		unix.PidfdSendSignal(pidfd, syscall.SIGKILL, nil, 0)
+		reap(pid)
+		in.w.sendf(-1, "err %d %d", id, syscall.ESRCH)
+		return
+	}
 	in.held[pid] = host
 	in.w.sendf(pidfd, "pid %d %d %d", id, pid, host)
 }
