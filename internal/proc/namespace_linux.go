@@ -77,11 +77,16 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "init")
 	defer theirs.Close()
-	ours := newWire(fds[0])
+	ours, err := newPolledWire(fds[0])
+	if err != nil {
+		return nil, err
+	}
+	pidfd := -1
 	sys := &syscall.SysProcAttr{
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
 		Cloneflags: syscall.CLONE_NEWPID,
+		PidFD:      &pidfd,
 	}
 	if user {
 		sys.Cloneflags |= syscall.CLONE_NEWUSER
@@ -89,7 +94,7 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 		sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 	}
 	attr := &syscall.ProcAttr{
-		Env:   []string{initEnv + "=" + initVersion, "GOMAXPROCS=1", "GORACE=atexit_sleep_ms=0"},
+		Env:   []string{initEnv + "=" + initVersion, "GORACE=atexit_sleep_ms=0"},
 		Files: []uintptr{s.devnull.Fd(), s.devnull.Fd(), s.devnull.Fd(), theirs.Fd()},
 		Sys:   sys,
 	}
@@ -104,7 +109,7 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 		return nil, err
 	}
 	theirs.Close()
-	return startInit(pid, ours, &s.inits)
+	return startInit(pid, pidfd, ours, &s.inits)
 }
 
 // startIsolated starts c, whose program is path, in the Spawner's

@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,15 +11,25 @@ import (
 )
 
 // nsInit is the init of a Spawner's namespace, seen from the Spawner's
-// process, whose child it is. One goroutine reads what it says and hands
-// each answer to the start or reap that waits for it.
+// process, whose child it is.
+//
+// Its answers are read by the goroutines that wait for them, one at a
+// time: the one holding rmu reads, hands on each answer that is another's,
+// and stops at its own; it then gives the next waiter its turn. The
+// thread the kernel wakes with an answer is thus, most often, the one
+// that waits for it, and no goroutine stays blocked in a read between
+// starts (which would keep the runtime's monitor polling).
 type nsInit struct {
-	pid int // on the machine
-	w   *wire
-	wmu sync.Mutex // one request, all its messages, at a time
+	pid  int      // on the machine
+	proc *Process // the init, watched through a pidfd
+	w    *wire
+	wmu  sync.Mutex // one request, all its messages, at a time
 	// closed is set, under wmu, once its socket is closed: no request
 	// may write to a descriptor that may name another file by then.
 	closed bool
+
+	rmu  sync.Mutex    // held by the goroutine reading the socket
+	turn chan struct{} // wakes a waiter to read, once rmu is free
 
 	mu     sync.Mutex
 	nextID int
@@ -44,11 +53,20 @@ type started struct {
 	errno             syscall.Errno
 }
 
-// startInit waits for the init of pid to say it runs, then reads its
-// answers until it ends; then reaps it (waiting, for Spawner.Close).
-func startInit(pid int, w *wire, waiting *sync.WaitGroup) (*nsInit, error) {
-	in := &nsInit{pid: pid, w: w, starts: map[int]chan started{}, reaps: map[int]chan syscall.WaitStatus{},
-		done: make(chan struct{})}
+// startInit waits for the init of pid (and pidfd) to say it runs, and
+// watches it: once it has exited, the answers it sent are handed on, and
+// it is reaped (waiting, for Spawner.Close).
+func startInit(pid, pidfd int, w *wire, waiting *sync.WaitGroup) (*nsInit, error) {
+	proc, err := newProcess(pid, pidfd, "")
+	if err != nil {
+		w.close()
+		syscall.Kill(pid, syscall.SIGKILL)
+		reap(pid)
+		forget(pid)
+		return nil, err
+	}
+	in := &nsInit{pid: pid, proc: proc, w: w, turn: make(chan struct{}, 1),
+		starts: map[int]chan started{}, reaps: map[int]chan syscall.WaitStatus{}, done: make(chan struct{})}
 	msg, fd, err := w.receive()
 	if fd >= 0 {
 		unix.Close(fd)
@@ -56,17 +74,20 @@ func startInit(pid int, w *wire, waiting *sync.WaitGroup) (*nsInit, error) {
 	if err == nil && string(msg) != "ready" {
 		err = fmt.Errorf("it said %q", msg)
 	}
+	if err != nil {
+		proc.Signal(syscall.SIGKILL)
+	}
 	waiting.Add(1)
 	go func() {
 		defer waiting.Done()
-		if err == nil {
-			in.read()
+		<-proc.Exited()
+		in.rmu.Lock()
+		for !in.ended() {
+			in.readOne()
 		}
-		in.wmu.Lock()
-		in.closed = true
-		w.close()
-		in.wmu.Unlock()
-		in.wait()
+		in.rmu.Unlock()
+		in.passTurn()
+		proc.Reap()
 	}()
 	if err != nil {
 		return nil, fmt.Errorf("its init (%s run again) did not start: %v", os.Args[0], err)
@@ -74,21 +95,85 @@ func startInit(pid int, w *wire, waiting *sync.WaitGroup) (*nsInit, error) {
 	return in, nil
 }
 
-// read hands the init's answers to their waiters until it ends, then
-// tells every waiter so.
-func (in *nsInit) read() {
-	var err error
-	for err == nil {
-		var msg []byte
-		fd := -1
-		if msg, fd, err = in.w.receive(); err == nil {
-			err = in.deliver(msg, fd)
+// await returns what ch receives: the answer to a request of the caller's,
+// which it reads itself when no other goroutine is reading; or false if
+// the init ended first.
+func await[T any](in *nsInit, ch <-chan T) (T, bool) {
+	for {
+		if in.rmu.TryLock() {
+			v, ok := readFor(in, ch)
+			in.rmu.Unlock()
+			in.passTurn()
+			return v, ok
+		}
+		select {
+		case v := <-ch:
+			return v, true
+		case <-in.done:
+			return answered(ch)
+		case <-in.turn:
 		}
 	}
+}
+
+// readFor reads, under rmu, until ch has its answer or the init has ended.
+func readFor[T any](in *nsInit, ch <-chan T) (T, bool) {
+	for {
+		select {
+		case v := <-ch:
+			return v, true
+		default:
+		}
+		if in.ended() {
+			return answered(ch)
+		}
+		in.readOne()
+	}
+}
+
+// answered is an answer already in ch, once the init has ended.
+func answered[T any](ch <-chan T) (T, bool) {
+	select {
+	case v := <-ch:
+		return v, true
+	default:
+		var zero T
+		return zero, false
+	}
+}
+
+// passTurn wakes one goroutine waiting for its answer, if any, to read.
+func (in *nsInit) passTurn() {
+	select {
+	case in.turn <- struct{}{}:
+	default:
+	}
+}
+
+// readOne reads one message, under rmu, and hands it to its waiter; if
+// the socket ended or the init said nonsense, it ends the connection.
+func (in *nsInit) readOne() {
+	msg, fd, err := in.w.receive()
+	if err == nil {
+		err = in.deliver(msg, fd)
+	}
+	if err != nil {
+		in.end(err)
+	}
+}
+
+// end records that the init has ended, tells every waiter so, and closes
+// the socket: an init still running reads its end and exits. It runs
+// under rmu, so that no read is under way.
+func (in *nsInit) end(err error) {
 	in.mu.Lock()
 	in.err = fmt.Errorf("its init (pid %d) ended: %v", in.pid, err)
 	close(in.done)
 	in.mu.Unlock()
+	in.wmu.Lock()
+	in.closed = true
+	in.w.close()
+	in.wmu.Unlock()
 }
 
 // deliver hands one answer to its waiter.
@@ -131,7 +216,13 @@ func (in *nsInit) ended() bool {
 }
 
 // close ends the init: the kernel kills what is left of its namespace.
-func (in *nsInit) close() { in.w.shutdown() }
+func (in *nsInit) close() {
+	in.wmu.Lock()
+	if !in.closed {
+		in.w.shutdown()
+	}
+	in.wmu.Unlock()
+}
 
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
@@ -143,15 +234,9 @@ func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
 	id := in.nextID
 	in.starts[id] = ch
 	in.mu.Unlock()
-	if err := in.request(id, b, out); err != nil {
-		// The socket broke: the init has ended, or ends now, which its
-		// reader sees next.
-		<-in.done
-	}
-	var r started
-	select {
-	case r = <-ch:
-	case <-in.done:
+	in.send(func() error { return in.request(id, b, out) })
+	r, ok := await(in, ch)
+	if !ok {
 		return nil, &initEnded{err: in.err}
 	}
 	if r.pidfd < 0 {
@@ -160,19 +245,31 @@ func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
 	return in.watch(c, r)
 }
 
-// request sends a start: its header with out, then the spec in chunks.
-func (in *nsInit) request(id int, spec []byte, out *os.File) error {
+// send sends a request under wmu. If the socket broke, the init has
+// ended or ends now: the socket is shut down, so that the read of its
+// answer finds the end instead of waiting for what never comes.
+func (in *nsInit) send(request func() error) {
 	in.wmu.Lock()
 	defer in.wmu.Unlock()
 	if in.closed {
-		return errors.New("closed")
+		return
 	}
-	err := in.w.sendf(int(out.Fd()), "start %d %d", id, len(spec))
+	if err := request(); err != nil {
+		in.w.shutdown()
+	}
+}
+
+// request sends a start: its header, a newline and as much of the spec
+// as a message holds (most often all of it), with out; then the rest of
+// the spec in chunks.
+func (in *nsInit) request(id int, spec []byte, out *os.File) error {
+	n := min(len(spec), chunk)
+	msg := append(fmt.Appendf(make([]byte, 0, 32+n), "start %d %d\n", id, len(spec)), spec[:n]...)
+	err := in.w.send(msg, int(out.Fd()))
 	runtime.KeepAlive(out)
-	for len(spec) > 0 && err == nil {
-		n := min(len(spec), chunk)
+	for spec = spec[n:]; len(spec) > 0 && err == nil; spec = spec[n:] {
+		n = min(len(spec), chunk)
 		err = in.w.send(spec[:n], -1)
-		spec = spec[n:]
 	}
 	return err
 }
@@ -197,37 +294,17 @@ func (in *nsInit) watch(c Cmd, r started) (*Process, error) {
 // returns its status. Without an answer the init died, and the namespace
 // with it: the plugin was killed.
 func (in *nsInit) reap(nspid int) syscall.WaitStatus {
-	status := syscall.WaitStatus(uint32(syscall.SIGKILL))
 	ch := make(chan syscall.WaitStatus, 1)
 	in.mu.Lock()
 	in.reaps[nspid] = ch
 	in.mu.Unlock()
-	in.wmu.Lock()
-	err := errors.New("closed")
-	if !in.closed {
-		err = in.w.sendf(-1, "reap %d", nspid)
-	}
-	in.wmu.Unlock()
-	if err == nil {
-		select {
-		case status = <-ch:
-		case <-in.done:
-		}
+	in.send(func() error { return in.w.sendf(-1, "reap %d", nspid) })
+	status, ok := await(in, ch)
+	if !ok {
+		status = syscall.WaitStatus(uint32(syscall.SIGKILL))
 	}
 	in.mu.Lock()
 	delete(in.reaps, nspid)
 	in.mu.Unlock()
 	return status
-}
-
-// wait reaps the init, once it has ended.
-func (in *nsInit) wait() {
-	var ws syscall.WaitStatus
-	for {
-		_, err := syscall.Wait4(in.pid, &ws, 0, nil)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	forget(in.pid)
 }

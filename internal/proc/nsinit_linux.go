@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "2"
+	initVersion = "3"
 	// The init's end of the socket pair (see nswire_linux.go).
 	initCtlFD = 3
 )
@@ -74,7 +75,12 @@ func decodeSpec(b []byte) (initSpec, error) {
 
 func init() {
 	if len(os.Args) == 1 && os.Args[0] == initArg0 && os.Getenv(initEnv) == initVersion {
-		os.Exit(runInit())
+		// Served from a goroutine of its own: the package's init runs
+		// on a goroutine locked to the main thread, whose every wake-up
+		// from a read would go through a hand-over of threads.
+		code := make(chan int)
+		go func() { code <- runInit() }()
+		os.Exit(<-code)
 	}
 }
 
@@ -150,27 +156,29 @@ type initState struct {
 	held map[int]int // pid here → pid on the machine
 }
 
-// readRequest reads a request: "start ID LEN" with the plugin's output,
-// and the LEN bytes of its spec after it; or "reap NSPID".
+// readRequest reads a request: "start ID LEN", a newline and the first
+// bytes of its spec, with the plugin's output, then the rest of the LEN
+// bytes of the spec in the messages after it; or "reap NSPID".
 func readRequest(w *wire) (request, error) {
 	msg, fd, err := w.receive()
 	if err != nil {
 		return request{}, err
 	}
-	word, nums, err := words(msg)
+	head, first, _ := bytes.Cut(msg, []byte("\n"))
+	word, nums, err := words(head)
 	switch {
 	case err == nil && word == "reap" && len(nums) == 1 && fd < 0:
 		return request{word: word, nums: nums, out: -1}, nil
-	case err == nil && word == "start" && len(nums) == 2 && fd >= 0:
-		r := request{word: word, nums: nums[:1], out: fd, spec: make([]byte, 0, nums[1])}
+	case err == nil && word == "start" && len(nums) == 2 && fd >= 0 && len(first) <= nums[1]:
+		r := request{word: word, nums: nums[:1], out: fd, spec: append(make([]byte, 0, nums[1]), first...)}
 		for len(r.spec) < nums[1] {
 			part, extra, err := w.receive()
 			if extra >= 0 {
 				unix.Close(extra)
 			}
-			if err != nil {
+			if err != nil || len(r.spec)+len(part) > nums[1] {
 				unix.Close(fd)
-				return request{}, err
+				return request{}, fmt.Errorf("a spec longer than its %d bytes", nums[1])
 			}
 			r.spec = append(r.spec, part...)
 		}
@@ -179,7 +187,7 @@ func readRequest(w *wire) (request, error) {
 	if fd >= 0 {
 		unix.Close(fd)
 	}
-	return request{}, fmt.Errorf("a request %q", msg)
+	return request{}, fmt.Errorf("a request %q", head)
 }
 
 // serve carries out a request.

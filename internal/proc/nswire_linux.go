@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,7 @@ import (
 // talk over a SOCK_SEQPACKET socket pair: one message is one line of
 // words, and a message may carry one file descriptor.
 //
-//	host → init   start ID LEN    + the plugin's output; then LEN bytes of its initSpec (initSpec.encode), in chunks
+//	host → init   start ID LEN\n… + the plugin's output; after the newline the first of the LEN bytes of its initSpec (initSpec.encode), the rest in the next messages
 //	              reap NSPID      the plugin has terminated: reap it
 //	init → host   ready           once, when the init runs
 //	              pid ID NSPID PID + a pidfd of the plugin, once its program runs (PID: on the machine)
@@ -26,23 +27,73 @@ const (
 	// chunk is the most bytes of a spec one message carries: well below
 	// the socket's limit on a message (its send buffer, about 200 KiB).
 	chunk = 32 << 10
-	// maxMsg is the size of a receive buffer, a chunk and some.
+	// maxMsg is the size of a receive buffer: a chunk and a header.
 	maxMsg = chunk + 64
 )
 
-// wire is one end of the socket pair, in blocking mode: each side has one
-// goroutine that reads it, blocked in recvmsg, which is quicker to wake
-// than the runtime's poller.
+// wire is one end of the socket pair. The init's end is in blocking mode:
+// one goroutine serves it, waiting in recvmsg. The host's end is in the
+// runtime's poller: a goroutine waiting for an answer parks, and its
+// thread is free for the goroutines the host readied meanwhile (a thread
+// blocked in recvmsg with others waiting for its P would have them taken
+// over by another thread, each time).
 type wire struct {
 	fd   int
+	f    *os.File        // the polled end, else nil
+	rc   syscall.RawConn // f's
 	buf  []byte
 	oob  []byte
 	once sync.Once
 }
 
-// newWire wraps fd, one end of a socket pair, which it takes over.
+// newWire wraps fd, one end of a socket pair in blocking mode, which it
+// takes over.
 func newWire(fd int) *wire {
 	return &wire{fd: fd, buf: make([]byte, maxMsg), oob: make([]byte, unix.CmsgSpace(4))}
+}
+
+// newPolledWire wraps fd, one end of a socket pair, which it takes over,
+// in the runtime's poller.
+func newPolledWire(fd int) (*wire, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	w := newWire(fd)
+	w.f = os.NewFile(uintptr(fd), "init socket")
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		w.f.Close()
+		return nil, err
+	}
+	w.rc = rc
+	return w, nil
+}
+
+// io runs op on the socket until it neither is interrupted nor, on a
+// polled end, would block (waiting in the poller for the socket to turn
+// readable, or writable).
+func (w *wire) io(write bool, op func(fd int) error) error {
+	var err error
+	try := func(fd uintptr) bool {
+		for err = op(int(fd)); err == unix.EINTR; err = op(int(fd)) {
+		}
+		return err != unix.EAGAIN
+	}
+	if w.rc == nil {
+		try(uintptr(w.fd))
+		return err
+	}
+	var perr error
+	if write {
+		perr = w.rc.Write(try)
+	} else {
+		perr = w.rc.Read(try)
+	}
+	if perr != nil {
+		return perr
+	}
+	return err
 }
 
 // send sends one message, with fd (if not negative) attached.
@@ -51,12 +102,7 @@ func (w *wire) send(msg []byte, fd int) error {
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	for {
-		err := unix.Sendmsg(w.fd, msg, oob, nil, unix.MSG_NOSIGNAL)
-		if err != unix.EINTR {
-			return err
-		}
-	}
+	return w.io(true, func(s int) error { return unix.Sendmsg(s, msg, oob, nil, unix.MSG_NOSIGNAL) })
 }
 
 // sendf sends a message of words, with fd (if not negative) attached.
@@ -68,13 +114,10 @@ func (w *wire) sendf(fd int, format string, args ...any) error {
 // and the descriptor it carried (close-on-exec), or -1.
 func (w *wire) receive() ([]byte, int, error) {
 	var n, oobn, flags int
-	var err error
-	for {
-		n, oobn, flags, _, err = unix.Recvmsg(w.fd, w.buf, w.oob, unix.MSG_CMSG_CLOEXEC)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	err := w.io(false, func(s int) (err error) {
+		n, oobn, flags, _, err = unix.Recvmsg(s, w.buf, w.oob, unix.MSG_CMSG_CLOEXEC)
+		return err
+	})
 	if err != nil {
 		return nil, -1, err
 	}
@@ -98,10 +141,24 @@ func (w *wire) receive() ([]byte, int, error) {
 
 // shutdown ends the socket both ways: a receive under way returns, and
 // the other end reads its end.
-func (w *wire) shutdown() { unix.Shutdown(w.fd, unix.SHUT_RDWR) }
+func (w *wire) shutdown() {
+	if w.rc == nil {
+		unix.Shutdown(w.fd, unix.SHUT_RDWR)
+		return
+	}
+	w.rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+}
 
 // close closes the socket, once its reader has returned.
-func (w *wire) close() { w.once.Do(func() { unix.Close(w.fd) }) }
+func (w *wire) close() {
+	w.once.Do(func() {
+		if w.f != nil {
+			w.f.Close()
+			return
+		}
+		unix.Close(w.fd)
+	})
+}
 
 // rights is the one descriptor that oob carries.
 func rights(oob []byte) (int, error) {
@@ -144,13 +201,28 @@ func words(msg []byte) (string, []int, error) {
 }
 
 // pidfdPid is the pid, in this process's /proc (the machine's), of the
-// process that pidfd fd refers to: the Pid line of its fdinfo.
+// process that pidfd fd refers to: the Pid line of its fdinfo. It is
+// read with three system calls, on the path of every start.
 func pidfdPid(fd int) (int, error) {
-	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	path := "/proc/self/fdinfo/" + strconv.Itoa(fd)
+	f, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return 0, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	for line := range bytes.Lines(b) {
+	var buf [512]byte
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(f, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m == 0 {
+			break
+		}
+		n += m
+	}
+	unix.Close(f)
+	for line := range bytes.Lines(buf[:n]) {
 		if rest, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
 			pid, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
 			if err != nil || pid <= 0 {

@@ -53,7 +53,9 @@ func newProcess(pid, pidfd int, marker string) (*Process, error) {
 	}
 	// A non-blocking pidfd joins the runtime's poller, so waiting for the
 	// exit parks a goroutine instead of a thread.
-	if err := unix.SetNonblock(pidfd, true); err != nil {
+	// A pidfd has no status flags but its access mode, which F_SETFL
+	// leaves alone: one call sets O_NONBLOCK.
+	if _, err := unix.FcntlInt(uintptr(pidfd), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 		unix.Close(pidfd)
 		return nil, err
 	}

@@ -2,9 +2,11 @@ package proc
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +51,13 @@ func TestIsolatedInitDies(t *testing.T) {
 	a := startIsolated(t, s, "exec sleep 60", nil)
 	old := nsOf(t, a.Pid, "pid")
 	require.NoError(t, syscall.Kill(a.ns.pid, syscall.SIGKILL))
+	// No start or reap waits for it: its watcher sees it end, and reaps
+	// it, at once.
+	deadline := time.Now().Add(5 * time.Second)
+	for !a.ns.ended() || pidExists(a.ns.pid) {
+		require.True(t, time.Now().Before(deadline), "the dead init was not reaped")
+		time.Sleep(5 * time.Millisecond)
+	}
 	select {
 	case <-a.Exited():
 	case <-time.After(5 * time.Second):
@@ -60,6 +69,49 @@ func TestIsolatedInitDies(t *testing.T) {
 	b := startIsolated(t, s, "exec sleep 60", nil)
 	assert.NotSame(t, a.ns, b.ns, "a new init")
 	assert.NotEqual(t, old, nsOf(t, b.Pid, "pid"), "a new namespace")
+}
+
+// TestIsolatedConcurrent: starts and reaps from many goroutines at once
+// share the init's socket; each gets its own answer (a plugin's exit
+// code is its own), whichever goroutine read it.
+func TestIsolatedConcurrent(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	needIsolation(t, s)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 8 {
+				code := (g*8 + i) % 100
+				env := os.Environ()
+				if i%4 == 0 {
+					env = append(env, "BIG="+strings.Repeat("y", chunk+g)) // two messages
+				}
+				p, err := s.Start(Cmd{Argv: []string{"sh", "-c", "exit " + strconv.Itoa(code)}, Dir: dir, Env: env, Isolate: true})
+				if err != nil {
+					errs <- err
+					return
+				}
+				st, err := p.Reap()
+				if err == nil && st != (Status{Code: code}) {
+					err = fmt.Errorf("plugin %d: status %+v", code, st)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
 
 // TestIsolatedLargeSpec: a start whose environment is larger than one
@@ -103,4 +155,10 @@ func TestSpecRoundTrip(t *testing.T) {
 		_, err := decodeSpec(b[:cut])
 		assert.Error(t, err, "cut at %d", cut)
 	}
+}
+
+// pidExists reports whether pid is in the process table, a zombie or not.
+func pidExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"syscall"
 
@@ -58,7 +57,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 	env := environ(l.opt.Env, req, id)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Plugin.Ready, req.Output)
-	r, w, err := os.Pipe()
+	r, w, err := proc.OutputPipe()
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +143,7 @@ var canceled = func() context.Context {
 // probe runs a ready command as the plugin runs, and kills it with its
 // group if ctx ends first.
 func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string) error {
-	r, w, err := os.Pipe()
+	r, w, err := proc.OutputPipe()
 	if err != nil {
 		return err
 	}
