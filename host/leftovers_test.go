@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,17 +18,32 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/placement/local"
 )
 
-// TestRecordedBeforeReady: a local plugin is recorded in the state dir
-// before its ready check, while it runs, so that a host killed during the
-// check leaves nothing untracked; a start whose check fails leaves no
-// record and no process.
+// TestRecordedBeforeReady: outside a PID namespace, a local plugin is
+// recorded in the state dir before its ready check, while it runs, so
+// that a host killed during the check leaves nothing untracked; a start
+// whose check fails leaves no record and no process. In the host's
+// namespace, where nothing can outlive the host, nothing is recorded: the
+// plugin carries its invocation id all the same.
 func TestRecordedBeforeReady(t *testing.T) {
+	t.Run("no namespace", func(t *testing.T) { recordedBeforeReady(t, true) })
+	t.Run("namespace", func(t *testing.T) { recordedBeforeReady(t, false) })
+}
+
+func recordedBeforeReady(t *testing.T, noNamespace bool) {
 	dir := t.TempDir()
-	h := open(t, filepath.Join(dir, ".graft"))
+	h, err := Open(filepath.Join(dir, ".graft"), Options{Logger: quiet, NoNamespace: noNamespace,
+		Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
+	require.NoError(t, err)
 	defer h.Shutdown(context.Background())
+	recorded := !h.local.Isolation().Namespace
+	if !noNamespace && recorded {
+		testprog.Unavailable(t, "no PID namespace here; as root this runs")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -42,10 +58,14 @@ func TestRecordedBeforeReady(t *testing.T) {
 	records := filepath.Join(dir, ".graft", instancesDir)
 	var marks []string
 	require.Eventually(t, func() bool {
-		ents, _ := os.ReadDir(records)
 		marks = marks[:0]
-		for _, e := range ents {
-			marks = append(marks, local.EnvInvocation+"="+e.Name())
+		if recorded {
+			ents, _ := os.ReadDir(records)
+			for _, e := range ents {
+				marks = append(marks, local.EnvInvocation+"="+e.Name())
+			}
+		} else if inv := invocationOf(t, "sleep"); inv != "" {
+			marks = append(marks, local.EnvInvocation+"="+inv)
 		}
 		left, _ := proc.Marked(marks)
 		for _, m := range left {
@@ -55,7 +75,12 @@ func TestRecordedBeforeReady(t *testing.T) {
 			}
 		}
 		return false
-	}, 5*time.Second, 5*time.Millisecond, "a record, and the plugin carrying its invocation id, during the ready check")
+	}, 5*time.Second, 5*time.Millisecond, "the plugin carrying its invocation id during the ready check, and its record if recorded")
+	if !recorded {
+		ents, err := os.ReadDir(records)
+		require.NoError(t, err)
+		assert.Empty(t, ents, "in a namespace, no record")
+	}
 	select {
 	case err := <-applied:
 		t.Fatalf("the apply ended during its ready check: %v", err)
@@ -73,4 +98,48 @@ func TestRecordedBeforeReady(t *testing.T) {
 		left, err := proc.Marked(marks)
 		return err == nil && len(left) == 0
 	}, 2*time.Second, 10*time.Millisecond, "nor any process")
+}
+
+// invocationOf is the GRAFT_INVOCATION_ID of a process whose program is
+// name and which descends from this test process (a child of its
+// namespace's init, or its own), or "".
+func invocationOf(t *testing.T, name string) string {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !descends(pid, os.Getpid()) {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || strings.Split(string(b), "\x00")[0] != name {
+			continue
+		}
+		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, local.EnvInvocation+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// descends reports whether pid is a child or a grandchild of ancestor.
+func descends(pid, ancestor int) bool {
+	for range 2 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		i := strings.LastIndexByte(string(b), ')')
+		if err != nil || i < 0 {
+			return false
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		if pid, _ = strconv.Atoi(f[1]); pid == ancestor {
+			return true
+		}
+	}
+	return false
 }

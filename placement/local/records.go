@@ -29,15 +29,16 @@ const EnvInvocation = "GRAFT_INVOCATION_ID"
 // and graft's identity variables, and returns once the program runs and,
 // if it has a ready check, is ready. See placement.Placement.
 //
-// With Options.Records set, the start is recorded there first, before the
-// process exists and so before its ready check, under a fresh invocation
-// id that the process carries in its environment (EnvInvocation); the
-// record is removed once the process is gone. A daemon killed outright,
-// even during a ready check, leaves its records behind, and the next one
-// finds by them what is left (StopLeftovers). Where plugins run in the
-// daemon's PID namespace nothing is left (the kernel killed the
-// namespace with the daemon); elsewhere, what left the plugin's process
-// group, or was its child, outlived it.
+// With Options.Records set, the process carries a fresh invocation id in
+// its environment (EnvInvocation); and, where plugins run outside a PID
+// namespace of the daemon's own, the start is recorded there first,
+// before the process exists and so before its ready check, and the record
+// is removed once the process is gone. A daemon killed outright, even
+// during a ready check, leaves its records behind, and the next one finds
+// by them what its plugins left running: what left a plugin's process
+// group, or was its child. In the daemon's namespace nothing can be left
+// (the kernel kills the namespace with the daemon), so nothing is
+// recorded: a record would cost a file per start and find nothing.
 func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Handle, error) {
 	if l.opt.Records == "" {
 		return l.start(ctx, req)
@@ -49,6 +50,9 @@ func (l *Local) Start(ctx context.Context, req placement.Request) (placement.Han
 	}
 	env[EnvInvocation] = inv
 	req.Env = env
+	if l.Isolation().Namespace {
+		return l.start(ctx, req)
+	}
 	path := filepath.Join(l.opt.Records, inv)
 	f, err := safefs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
