@@ -103,7 +103,7 @@ func adopted(t *procs, ns *nsInit) []int {
 
 // hasEnv reports whether the initial environment of pid holds kv.
 func hasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false
 	}
@@ -216,7 +216,7 @@ func Marked(kvs []string) ([]Member, error) {
 		if pid == self || e.zombie || len(want) == 0 {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		b, err := readProc("/proc/" + strconv.Itoa(pid) + "/environ")
 		if err != nil {
 			continue
 		}

@@ -146,7 +146,7 @@ func childrenOf(pid int) []int {
 	var out []int
 	found := false
 	for _, task := range tasks {
-		b, err := os.ReadFile(dir + task.Name() + "/children")
+		b, err := readProc(dir + task.Name() + "/children")
 		if err != nil {
 			continue
 		}
@@ -175,7 +175,7 @@ func childrenOf(pid int) []int {
 // innermostPid is pid's pid in its own PID namespace (the last of the
 // NSpid line of its status), or 0.
 func innermostPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0
 	}

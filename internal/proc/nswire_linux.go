@@ -201,28 +201,13 @@ func words(msg []byte) (string, []int, error) {
 }
 
 // pidfdPid is the pid, in this process's /proc (the machine's), of the
-// process that pidfd fd refers to: the Pid line of its fdinfo. It is
-// read with three system calls, on the path of every start.
+// process that pidfd fd refers to: the Pid line of its fdinfo.
 func pidfdPid(fd int) (int, error) {
-	path := "/proc/self/fdinfo/" + strconv.Itoa(fd)
-	f, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	b, err := readProc("/proc/self/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: path, Err: err}
+		return 0, err
 	}
-	var buf [512]byte
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(f, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || m == 0 {
-			break
-		}
-		n += m
-	}
-	unix.Close(f)
-	for line := range bytes.Lines(buf[:n]) {
+	for line := range bytes.Lines(b) {
 		if rest, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
 			pid, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
 			if err != nil || pid <= 0 {

@@ -71,7 +71,7 @@ func statAt(dir int, pid string, buf []byte) (entry, bool) {
 
 // stat reads /proc/PID/stat.
 func stat(pid int) (entry, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return entry{}, err
 	}
@@ -263,7 +263,7 @@ func refresh() *procs {
 // /proc answers for a thread's id as for a process's (with its process's
 // parent and environment), though it lists processes alone.
 func leader(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return false
 	}
@@ -277,7 +277,7 @@ func leader(pid int) bool {
 
 // forkCount reads how many tasks the kernel has created since boot.
 func forkCount() (uint64, error) {
-	b, err := os.ReadFile("/proc/stat")
+	b, err := readProc("/proc/stat")
 	if err != nil {
 		return 0, err
 	}
@@ -369,7 +369,7 @@ var pidMax = sync.OnceValue(func() int {
 })
 
 func readInt(path string) (int, error) {
-	b, err := os.ReadFile(path)
+	b, err := readProc(path)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,35 @@
+package proc
+
+import (
+	"io/fs"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadProc: a /proc file reads whole, short or longer than the first
+// read (this process's maps), as os.ReadFile reads it; a missing one is
+// fs.ErrNotExist.
+func TestReadProc(t *testing.T) {
+	for _, path := range []string{"/proc/self/stat", "/proc/self/maps"} {
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		got, err := readProc(path)
+		require.NoError(t, err)
+		if path == "/proc/self/maps" {
+			require.Greater(t, len(got), 512, "longer than the first read")
+			// Both reads list the same mappings, give or take what the
+			// runtime mapped in between: compare the start only.
+			want, got = want[:512], got[:512]
+		}
+		if path == "/proc/self/stat" {
+			// Times move between two reads: compare the pid and name.
+			want, got = want[:20], got[:20]
+		}
+		assert.Equal(t, string(want), string(got), path)
+	}
+	_, err := readProc("/proc/self/no-such-file")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
