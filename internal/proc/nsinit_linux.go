@@ -176,9 +176,12 @@ func readRequest(w *wire) (request, error) {
 			if extra >= 0 {
 				unix.Close(extra)
 			}
-			if err != nil || len(r.spec)+len(part) > nums[1] {
+			if err == nil && len(r.spec)+len(part) > nums[1] {
+				err = fmt.Errorf("a spec longer than its %d bytes", nums[1])
+			}
+			if err != nil {
 				unix.Close(fd)
-				return request{}, fmt.Errorf("a spec longer than its %d bytes", nums[1])
+				return request{}, err
 			}
 			r.spec = append(r.spec, part...)
 		}
