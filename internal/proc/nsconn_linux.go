@@ -216,13 +216,11 @@ func (in *nsInit) ended() bool {
 }
 
 // close ends the init: the kernel kills what is left of its namespace.
-func (in *nsInit) close() {
-	in.wmu.Lock()
-	if !in.closed {
-		in.w.shutdown()
-	}
-	in.wmu.Unlock()
-}
+// It takes no lock: a request blocked on a full socket returns with it.
+// The socket is the poller's file, which keeps its descriptor from
+// naming another file while the shutdown runs, and turns the shutdown
+// into nothing once closed.
+func (in *nsInit) close() { in.w.shutdown() }
 
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
