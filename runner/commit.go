@@ -2,7 +2,6 @@ package runner
 
 import (
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/graftland/graft/internal/atomicfile"
@@ -69,25 +68,6 @@ func (c *committer) sync(do func() error) error {
 	}
 	c.mu.Unlock()
 	return err
-}
-
-// create writes data to a new temporary file beside path, named as
-// atomicfile names its own (a crash leaves it for removeTemporary). The
-// file is returned even with an error, for the caller to remove.
-func create(path string, data []byte) (*os.File, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return nil, &os.PathError{Op: "write", Path: path, Err: atomicfile.Cause(err)}
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return tmp, err
-	}
-	// CreateTemp makes it 0600 less the umask: a chmod only when the
-	// umask took some of that away.
-	if fi, err := tmp.Stat(); err != nil || fi.Mode().Perm() != 0o600 {
-		return tmp, tmp.Chmod(0o600)
-	}
-	return tmp, nil
 }
 
 // syncFile makes what was written to f durable: its data, and its size

@@ -3,10 +3,10 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/graftland/graft/internal/atomicfile"
@@ -167,37 +167,21 @@ func (r *replay) compacted() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeJournal replaces the journal at path with data, as
-// atomicfile.Write does: a temporary file, synced, renamed over it. It
-// returns the new journal opened for appends once renamed; synced is
+// writeJournal replaces the journal at path with data (atomicfile.Write),
+// and returns the new journal opened for appends once renamed; synced is
 // false, with the error, when the directory's sync failed after the
 // rename, which a crash could then undo.
 func writeJournal(path string, data []byte) (f *os.File, synced bool, err error) {
-	tmp, err := create(path, data)
-	if err == nil {
-		err = syncFile(tmp)
-	}
-	if tmp != nil {
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
-	if err != nil {
-		return nil, false, &os.PathError{Op: "write", Path: path, Err: atomicfile.Cause(err)}
-	}
-	if f, err = openJournal(path); err != nil {
+	err = atomicfile.Write(path, data, 0o600)
+	var dirSync *atomicfile.DirSyncError
+	if err != nil && !errors.As(err, &dirSync) {
 		return nil, false, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return f, false, err
+	f, oerr := openJournal(path)
+	if oerr != nil {
+		return nil, false, oerr
 	}
-	return f, true, nil
+	return f, err == nil, err
 }
 
 // openJournal opens the journal for appends, as safefs opens a file for

@@ -191,7 +191,7 @@ func readJournal(path string, rp *replay) error {
 }
 
 // removeTemporary removes what writeJournal left of a rewrite that a
-// crash cut short: its temporary files, named as create names them.
+// crash cut short: its temporary files, named as atomicfile names them.
 func removeTemporary(dir string) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

@@ -32,8 +32,19 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return &os.PathError{Op: "write", Path: path, Err: Cause(err)}
 	}
-	return SyncDir(filepath.Dir(path))
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		return &DirSyncError{Err: err}
+	}
+	return nil
 }
+
+// DirSyncError is the error of a Write that renamed its file into place
+// but could not sync the directory: path holds the new data, which a
+// crash may still undo.
+type DirSyncError struct{ Err error }
+
+func (e *DirSyncError) Error() string { return e.Err.Error() }
+func (e *DirSyncError) Unwrap() error { return e.Err }
 
 func write(f *os.File, data []byte, perm os.FileMode) error {
 	if _, err := f.Write(data); err != nil {
