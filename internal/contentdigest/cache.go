@@ -81,6 +81,16 @@ func (c *Cache) Digest(path string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// File returns the content digest of the regular file path names
+// (following links), as Digest does, and an error for anything else.
+func (c *Cache) File(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	return c.file(path, fi)
+}
+
 // file digests one regular file, from the cache when its stat key is
 // there.
 func (c *Cache) file(path string, fi fs.FileInfo) (string, error) {

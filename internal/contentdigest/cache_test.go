@@ -85,6 +85,21 @@ func TestDirectoryTree(t *testing.T) {
 	assert.NotEqual(t, d2, d3, "a rename changes the digest")
 }
 
+// TestFile: File digests a regular file as Digest does, and refuses a
+// directory.
+func TestFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "static", "index.html"), "hello")
+	c := New("")
+	want, err := c.Digest(filepath.Join(dir, "static", "index.html"))
+	require.NoError(t, err)
+	got, err := c.File(filepath.Join(dir, "static", "index.html"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	_, err = c.File(filepath.Join(dir, "static"))
+	assert.ErrorContains(t, err, "not a regular file")
+}
+
 func TestMissingAndCorrupt(t *testing.T) {
 	dir, cacheDir := t.TempDir(), t.TempDir()
 	_, err := New(cacheDir).Digest(filepath.Join(dir, "nothing"))

@@ -42,11 +42,7 @@ func (w *Worker) load(path, name string, pages uint32) (wazero.Runtime, *compile
 // regular file, or it cannot be digested, in which case reading it tells
 // why.
 func (w *Worker) digestOf(path string) (sum [sha256.Size]byte, ok bool) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return sum, false
-	}
-	d, err := w.digests.Digest(path)
+	d, err := w.digests.File(path)
 	if err != nil {
 		return sum, false
 	}
