@@ -727,10 +727,13 @@ func (w *fleetWatch) sampleRoles() {
 // kernel kills with the host).
 func TestFloatingKilledLeaderTakesItsDaemon(t *testing.T) {
 	f := newFleet(t, 2)
+	// The relay still accepts on its address: a host whose campaign
+	// bootstraps after the leader's first renewal probes it there, and a
+	// silent address would have it take over at once.
 	for _, h := range f.hosts {
 		b, err := os.ReadFile(h.file())
 		require.NoError(t, err)
-		yaml := regexp.MustCompile(`command: \[plug, listen, relay, "[^"]*"\]`).ReplaceAllString(string(b), "command: [plug, daemon, relay]")
+		yaml := regexp.MustCompile(`command: \[plug, listen, relay, "[^"]*"\]`).ReplaceAllString(string(b), fmt.Sprintf("command: [plug, daemon, relay, %q]", h.addr))
 		require.NoError(t, os.WriteFile(h.file(), []byte(yaml), 0o644))
 	}
 	f.startAll()

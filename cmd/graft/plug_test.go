@@ -24,7 +24,8 @@ import (
 //	plug exit CODE           exit with CODE at once
 //	plug shout LINE...       print each LINE, a Go string literal when it is one, then exit 3
 //	plug sleep DURATION      sleep, then exit 0 (a ready: exec command)
-//	plug daemon NAME         start "plug serve NAME-daemon" in a new session, then serve NAME
+//	plug daemon NAME [ADDR]  start "plug serve NAME-daemon" in a new session, then serve NAME (and
+//	                         accept connections on ADDR, if given, as listen does)
 //	plug env NAME VAR...     say "NAME VAR=value" (or "NAME VAR unset") for each VAR, then serve
 //	plug once NAME FILE [D]  sleep D (default 0), append "NAME ran" to FILE, say "NAME done", exit 0 (a one-shot)
 //	plug need FILE NAME      exit 4 saying so unless FILE exists, else serve NAME
@@ -47,20 +48,7 @@ func plugMain() {
 	case "serve":
 		serve(args[1], nil)
 	case "listen":
-		ln, err := net.Listen("tcp", args[2])
-		if err != nil {
-			fmt.Println(err)
-			os.Exit(3)
-		}
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		listenAt(args[2])
 		serve(args[1], nil)
 	case "http":
 		ln, err := net.Listen("tcp", args[2])
@@ -109,8 +97,22 @@ func plugMain() {
 			fmt.Println(err)
 			os.Exit(3)
 		}
+		if len(args) > 2 {
+			listenAt(args[2])
+		}
 		serve(args[1], nil)
 	}
+}
+
+// listenAt accepts, and closes, connections on addr until the process
+// ends; it exits 3 if it cannot listen.
+func listenAt(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(3)
+	}
+	go acceptAll(ln)
 }
 
 // serve says it is up, waits for SIGTERM (or on forever), says bye.
