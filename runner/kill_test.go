@@ -104,6 +104,7 @@ func kill9(t *testing.T, noNamespace bool) {
 	defer stopWatch()
 	if noNamespace {
 		k.env = append(k.env, noNamespaceEnv+"=1")
+		k.noNamespace = true
 	}
 
 	d := k.launch(300 * time.Millisecond)
@@ -133,6 +134,8 @@ type kill9Run struct {
 	dir    string
 	env    []string
 	handed map[string]int64
+	// noNamespace: its runners start processes without PID namespaces.
+	noNamespace bool
 }
 
 // take records the generation of st, which must be larger than any
@@ -197,7 +200,10 @@ func (k *kill9Run) catch(d *daemon) caught {
 }
 
 // midStart starts a process whose ready check will not pass soon, and
-// returns its record once the runner wrote its pid in it.
+// returns its record once the runner wrote its pid in it; in a PID
+// namespace, where the runner writes no pid (the namespace dies with it),
+// the record as its start left it, with the pid found by its invocation
+// id.
 func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
 	t := k.t
 	addr := freeAddr(t)
@@ -212,12 +218,28 @@ func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
 	// was written before it did. (The plugin may say "waiting" before
 	// the runner has written it.)
 	var rec record
+	running := 0
 	require.Eventually(t, func() bool {
 		rp := newReplay()
 		err := readJournal(journalPath(k.dir), rp)
 		rec = rp.live["k.start"]
-		return err == nil && rec.PID != 0
-	}, 5*time.Second, 10*time.Millisecond, "the pid is recorded before the ready check")
+		if err != nil || rec.Invocation == "" {
+			return false
+		}
+		if k.noNamespace {
+			return rec.PID != 0
+		}
+		ms, err := proc.Marked([]string{EnvInvocation + "=" + rec.Invocation})
+		if err != nil || len(ms) != 1 {
+			return false
+		}
+		running = ms[0].Pid
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "the process is recorded before the ready check")
+	if !k.noNamespace {
+		assert.Zero(t, rec.PID, "no pid is recorded of a process in the runner's namespace")
+		rec.PID = running
+	}
 	k.handed["k.start"] = rec.Generation
 	return rec
 }

@@ -256,7 +256,10 @@ func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*
 
 // spawned is local's Started hook: a process runs, and its ready check
 // has yet to pass. Its record gets its pid and start time now, so a
-// runner killed during the ready check leaves it findable by pid too.
+// runner killed during the ready check leaves it findable by pid too;
+// except in the runner's PID namespace, which the kernel kills with the
+// runner: there a pid would find nothing, and the invocation id in the
+// record's start entry is enough (docs/runner-api.md, "The state dir").
 func (r *Runner) spawned(h placement.Handle) {
 	r.mu.Lock()
 	p := r.starting[h.Identity()]
@@ -267,6 +270,9 @@ func (r *Runner) spawned(h placement.Handle) {
 	r.mu.Lock()
 	p.pid, p.startedAt = h.PID(), time.Now()
 	r.mu.Unlock()
+	if r.local.Isolation().Namespace {
+		return
+	}
 	rec := record{Instance: p.name, Generation: p.gen, Invocation: p.inv, BootID: r.bootID, PID: p.pid, StartedAt: p.startedAt}
 	st, ok := h.(startTimer)
 	if !ok {

@@ -162,10 +162,14 @@ func TestRecovery(t *testing.T) {
 	assert.Equal(t, int64(3), h.start("rec.b", plugin(t, sess, "cooperative")).Generation)
 	assert.True(t, alive(other.Process.Pid), "a pid of another start time is never signalled")
 
+	// A process in the runner's PID namespace gets no pid entry: the
+	// namespace dies with the runner.
+	inNamespace := h.r.local.Isolation().Namespace
 	var names []string
 	for name, rec := range journalOf(t, dir).live {
-		assert.NotZero(t, rec.PID)
-		assert.NotZero(t, rec.StartTime)
+		assert.NotEmpty(t, rec.Invocation)
+		assert.Equal(t, inNamespace, rec.PID == 0, "pid %d", rec.PID)
+		assert.Equal(t, inNamespace, rec.StartTime == 0, "start time %d", rec.StartTime)
 		names = append(names, name)
 	}
 	sort.Strings(names)
