@@ -105,6 +105,12 @@ func TestIsolated(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("exit not seen")
 	}
+	for _, m := range ms {
+		if m.Pgid != p.Pid {
+			require.Eventually(t, func() bool { _, err := stat(m.Pid); return err != nil }, 5*time.Second, 5*time.Millisecond,
+				"the init reaps the orphan it adopted: not even a zombie is left")
+		}
+	}
 	e, err = stat(p.Pid)
 	require.NoError(t, err, "unreaped until Reap")
 	assert.True(t, e.zombie)

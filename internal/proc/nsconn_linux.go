@@ -49,8 +49,8 @@ func (e *initEnded) Unwrap() error { return e.err }
 // started is the init's answer to a start: the plugin's pid in the
 // namespace and a pidfd of it, or the errno of its failure.
 type started struct {
-	nspid, pid, pidfd int
-	errno             syscall.Errno
+	nspid, pidfd int
+	errno        syscall.Errno
 }
 
 // startInit waits for the init of pid (and pidfd) to say it runs, and
@@ -183,8 +183,8 @@ func (in *nsInit) deliver(msg []byte, fd int) error {
 	defer in.mu.Unlock()
 	switch {
 	case err != nil:
-	case word == "pid" && len(nums) == 3 && nums[2] > 0 && fd >= 0 && in.starts[nums[0]] != nil:
-		in.starts[nums[0]] <- started{nspid: nums[1], pid: nums[2], pidfd: fd}
+	case word == "pid" && len(nums) == 2 && fd >= 0 && in.starts[nums[0]] != nil:
+		in.starts[nums[0]] <- started{nspid: nums[1], pidfd: fd}
 		delete(in.starts, nums[0])
 		return nil
 	case word == "err" && len(nums) == 2 && in.starts[nums[0]] != nil:
@@ -274,9 +274,15 @@ func (in *nsInit) request(id int, spec []byte, out *os.File) error {
 
 // watch makes the Process of a plugin the init started.
 func (in *nsInit) watch(c Cmd, r started) (*Process, error) {
-	// r.pid is what the init read in the pidfd's fdinfo, in the
-	// machine's /proc.
-	pid := r.pid
+	// Its pid here (the machine's, or that of this process's namespace),
+	// which the init does not know.
+	pid, err := pidOfPidfd(r.pidfd)
+	if err != nil {
+		unix.PidfdSendSignal(r.pidfd, syscall.SIGKILL, nil, 0)
+		unix.Close(r.pidfd)
+		in.reap(r.nspid)
+		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)
+	}
 	p, err := newProcess(pid, r.pidfd, c.Marker)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Argv[0], err)

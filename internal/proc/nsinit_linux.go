@@ -21,7 +21,7 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "3"
+	initVersion = "4"
 	// The init's end of the socket pair (see nswire_linux.go).
 	initCtlFD = 3
 )
@@ -153,7 +153,7 @@ type initState struct {
 	self int
 
 	mu   sync.Mutex  // serving a request, or reaping orphans
-	held map[int]int // pid here → pid on the machine
+	held map[int]int // pid here → pid on the machine (0 until known)
 }
 
 // readRequest reads a request: "start ID LEN", a newline and the first
@@ -237,17 +237,21 @@ func (in *initState) start(id int, b []byte, out int) {
 		return
 	}
 	defer unix.Close(pidfd)
-	host, err := pidfdPid(pidfd)
-	if err != nil {
-		// Unknown on the machine, it could pass for an orphan: it is
-		// not started.
-		unix.PidfdSendSignal(pidfd, syscall.SIGKILL, nil, 0)
-		reap(pid)
-		in.w.sendf(-1, "err %d %d", id, syscall.ESRCH)
-		return
+	// The answer goes first: the spawning process reads the pid on the
+	// machine from the pidfd itself. The init's own reading of it, for
+	// reapOrphans, is out of the start's way; while unknown (0), the
+	// plugin is told from an orphan by its pid here.
+	in.held[pid] = 0
+	in.w.sendf(pidfd, "pid %d %d", id, pid)
+	if host, err := pidfdPid(pidfd); err == nil {
+		in.held[pid] = host
 	}
-	in.held[pid] = host
-	in.w.sendf(pidfd, "pid %d %d %d", id, pid, host)
+}
+
+// isHeld reports whether nspid is a plugin's, not an orphan's.
+func (in *initState) isHeld(nspid int) bool {
+	_, ok := in.held[nspid]
+	return ok
 }
 
 // reap waits for pid, through any EINTR, and returns its status.
@@ -274,7 +278,7 @@ func (in *initState) reapOrphans() {
 		if plugins[c] {
 			continue
 		}
-		if nspid := innermostPid(c); nspid > 0 {
+		if nspid := innermostPid(c); nspid > 0 && !in.isHeld(nspid) {
 			var ws syscall.WaitStatus
 			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
 		}

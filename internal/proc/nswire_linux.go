@@ -200,6 +200,19 @@ func words(msg []byte) (string, []int, error) {
 	return f[0], nums, nil
 }
 
+// pidOfPidfd is the pid, in this process's PID namespace, of the process
+// that pidfd fd refers to: one ioctl (PIDFD_GET_INFO, Linux 6.13), else
+// the Pid line of its fdinfo. In a namespace's init the two differ: the
+// ioctl answers the namespace's pid, the fdinfo the machine's (its /proc
+// is the machine's).
+func pidOfPidfd(fd int) (int, error) {
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_PID}
+	if err := unix.IoctlPidfdInfo(fd, &info); err == nil && info.Mask&unix.PIDFD_INFO_PID != 0 && info.Tgid > 0 {
+		return int(info.Tgid), nil
+	}
+	return pidfdPid(fd)
+}
+
 // pidfdPid is the pid, in this process's /proc (the machine's), of the
 // process that pidfd fd refers to: the Pid line of its fdinfo.
 func pidfdPid(fd int) (int, error) {

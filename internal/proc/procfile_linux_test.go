@@ -3,10 +3,13 @@ package proc
 import (
 	"io/fs"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestReadProc: a /proc file reads whole, short or longer than the first
@@ -32,4 +35,24 @@ func TestReadProc(t *testing.T) {
 	}
 	_, err := readProc("/proc/self/no-such-file")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// TestPidOfPidfd: the pid of a pidfd, by its ioctl where the kernel has
+// it, is the pid its fdinfo names, and the child's.
+func TestPidOfPidfd(t *testing.T) {
+	pidfd := -1
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{PidFD: &pidfd}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	defer unix.Close(pidfd)
+	got, err := pidOfPidfd(pidfd)
+	require.NoError(t, err)
+	assert.Equal(t, cmd.Process.Pid, got)
+	fromInfo, err := pidfdPid(pidfd)
+	require.NoError(t, err)
+	assert.Equal(t, cmd.Process.Pid, fromInfo)
 }

@@ -59,11 +59,11 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// environ is the environment of one start: the minimal base taken from
-// parent, what the plugin's inheritEnv passes on of parent, the spec's
-// env, the request's, then graft's own variables, later ones replacing
-// earlier.
-func environ(parent []string, req placement.Request, id placement.Identity) []string {
+// environ is the environment of one start: base, the minimal base taken
+// from parent (placement.BaseEnv), what the plugin's inheritEnv passes on
+// of parent, the spec's env, the request's, then graft's own variables,
+// later ones replacing earlier.
+func environ(base, parent []string, req placement.Request, id placement.Identity) []string {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -72,7 +72,7 @@ func environ(parent []string, req placement.Request, id placement.Identity) []st
 		}
 		vars[k] = v
 	}
-	for _, kv := range append(placement.BaseEnv(parent), placement.Inherited(parent, req.Plugin.InheritEnv)...) {
+	for _, kv := range append(base[:len(base):len(base)], placement.Inherited(parent, req.Plugin.InheritEnv)...) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			set(k, v)
 		}

@@ -23,6 +23,7 @@ import (
 type Local struct {
 	opt     Options
 	spawner *proc.Spawner
+	base    []string // placement.BaseEnv of opt.Env, for every start
 
 	mu     sync.Mutex
 	live   map[*process]bool
@@ -33,7 +34,8 @@ var _ placement.Placement = (*Local)(nil)
 
 // New returns a Local placement.
 func New(opt Options) *Local {
-	return &Local{opt: opt.withDefaults(), spawner: proc.NewSpawner(), live: map[*process]bool{}}
+	opt = opt.withDefaults()
+	return &Local{opt: opt, spawner: proc.NewSpawner(), base: placement.BaseEnv(opt.Env), live: map[*process]bool{}}
 }
 
 // Isolation says whether plugins run in a PID namespace of the host's
@@ -54,7 +56,7 @@ func (l *Local) start(ctx context.Context, req placement.Request) (placement.Han
 	if req.Identity != nil {
 		id = *req.Identity
 	}
-	env := environ(l.opt.Env, req, id)
+	env := environ(l.base, l.opt.Env, req, id)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Plugin.Ready, req.Output)
 	r, w, err := proc.OutputPipe()
