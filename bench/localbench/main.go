@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -55,10 +56,19 @@ func main() {
 		fmt.Sprintf("restart 1 of %d", *n),
 		fmt.Sprintf("restart 1 of %d, idle", *n),
 	}
-	fmt.Printf("%-24s %12s %12s %8s\n", "(medians)", "graft", "bare Go", "ratio")
+	// The ratio of the medians, and the median of the ratios of the
+	// measurements taken in turn (a round of graft, then one of the bare
+	// loop): on a machine whose speed drifts, the pairs see the same.
+	fmt.Printf("%-24s %12s %12s %8s %8s %12s\n", "(medians)", "graft", "bare Go", "ratio", "paired", "pair range")
 	for i, name := range names {
 		g, b := bench.Median(graft[i]), bench.Median(bare[i])
-		fmt.Printf("%-24s %12s %12s %7.2fx\n", name, g.Round(10*time.Microsecond), b.Round(10*time.Microsecond), float64(g)/float64(b))
+		ratios := make([]float64, len(graft[i]))
+		for k := range ratios {
+			ratios[k] = float64(graft[i][k]) / float64(bare[i][k])
+		}
+		slices.Sort(ratios)
+		fmt.Printf("%-24s %12s %12s %7.2fx %7.2fx %5.2f–%.2fx\n", name, g.Round(10*time.Microsecond), b.Round(10*time.Microsecond),
+			float64(g)/float64(b), ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 	}
 }
 

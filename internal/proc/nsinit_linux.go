@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,6 +126,12 @@ func runInit() int {
 				in.mu.Lock()
 				in.reapOrphans()
 				in.mu.Unlock()
+				// A look at the orphans reads the whole list of the
+				// init's children. Exits come in bursts (whole families
+				// stopped): one look after orphanPause serves a burst,
+				// whose signals wait meanwhile as one, instead of a look
+				// for each exit. An orphan stays a zombie that long.
+				time.Sleep(orphanPause)
 			case <-drop:
 			}
 		}
@@ -264,6 +271,9 @@ func reap(pid int) syscall.WaitStatus {
 		}
 	}
 }
+
+// orphanPause is the least time between two looks for orphans to reap.
+const orphanPause = 10 * time.Millisecond
 
 // reapOrphans reaps the terminated children of the init that are not its
 // plugins: the orphans of the namespace. Its children are listed by their
