@@ -20,7 +20,7 @@ import (
 //	host → init   start ID LEN\n… + the plugin's output; after the newline the first of the LEN bytes of its initSpec (initSpec.encode), the rest in the next messages
 //	              reap NSPID      the plugin has terminated: reap it
 //	init → host   ready           once, when the init runs
-//	              pid ID NSPID PID + a pidfd of the plugin, once its program runs (PID: on the machine)
+//	              pid ID NSPID    + a pidfd of the plugin, once its program runs (its pid here: pidOfPidfd)
 //	              err ID ERRNO    the plugin could not be started
 //	              status NSPID WS the plugin's wait status, once reaped
 const (
