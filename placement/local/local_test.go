@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -341,4 +343,35 @@ func pidsAfter(t *testing.T, out *placementtest.Recorder, prefix string) []int {
 	}
 	t.Fatalf("no line %q in %q", prefix, out.Tail())
 	return nil
+}
+
+// TestIdleOutputHoldsNoBuffer: a plugin that writes nothing costs the host
+// no read buffer while it waits: the buffer of the output's reads is taken
+// once the pipe has something, and given back. A buffer held by each (8
+// KiB) would double the live heap per plugin.
+func TestIdleOutputHoldsNoBuffer(t *testing.T) {
+	const n = 100
+	l := newLocal(t, short)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	before := heap()
+	hs := make([]placement.Handle, n)
+	for i := range hs {
+		h, err := l.Start(context.Background(), placement.Request{
+			Plugin: &spec.Plugin{Name: fmt.Sprintf("idle%d", i), Run: spec.Local, Command: []string{sleep, "60"}, StopSignal: "SIGTERM"},
+			Output: placementtest.NewRecorder(),
+		})
+		require.NoError(t, err)
+		hs[i] = h
+	}
+	per := (int64(heap()) - int64(before)) / n
+	t.Logf("live heap per idle plugin: %d bytes", per)
+	assert.Less(t, per, int64(6<<10), "a read buffer (8 KiB) is held by each idle plugin")
+	require.NoError(t, placement.StopAll(context.Background(), hs))
 }

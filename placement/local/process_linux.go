@@ -107,17 +107,44 @@ func (p *process) Stop(ctx context.Context) (placement.Outcome, error) {
 // cannot be written.
 func (p *process) copy(pipe *os.File) {
 	defer close(p.copied)
-	buf := make([]byte, 8<<10)
+	rc, err := pipe.SyscallConn()
+	if err != nil {
+		return
+	}
 	for {
-		n, err := pipe.Read(buf)
+		// The buffer is taken only once the pipe has something: a
+		// plugin that writes nothing holds none while it waits.
+		var buf *[]byte
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			buf = readBufs.Get().(*[]byte)
+			for n, rerr = syscall.Read(int(fd), *buf); rerr == syscall.EINTR; n, rerr = syscall.Read(int(fd), *buf) {
+			}
+			if rerr == syscall.EAGAIN {
+				readBufs.Put(buf)
+				buf = nil
+				return false
+			}
+			return true
+		})
 		if n > 0 {
-			p.out.Write(buf[:n])
+			p.out.Write((*buf)[:n])
 		}
-		if err != nil {
-			return
+		if buf != nil {
+			readBufs.Put(buf)
+		}
+		if err != nil || rerr != nil || n <= 0 {
+			return // closed, failed, or at its end
 		}
 	}
 }
+
+// readBufs are the buffers of the output pipes' reads, shared.
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, 8<<10)
+	return &b
+}}
 
 // drainWait bounds the wait for the output pipe's end after the family is
 // gone: a writer graft could not see (one that shed the family's marker)
