@@ -26,8 +26,18 @@ func (r *Runner) recoverRecords() error {
 		r.log.Error("removing a record that cannot be read: whatever it named is not looked for", "path", path)
 		os.Remove(path)
 	}
+	// One look at every process's environment for all the records: a
+	// look for each would take seconds with a thousand records.
+	marks := make([]string, len(recs))
+	for i, rec := range recs {
+		marks[i] = markOf(rec)
+	}
+	marked, err := proc.MarkedBy(marks)
+	if err != nil {
+		r.log.Warn("look for the processes of the records", "err", err)
+	}
 	for _, rec := range recs {
-		members := r.findRecorded(rec)
+		members := r.recorded(rec, marked[markOf(rec)])
 		log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
 		if len(members) == 0 {
 			r.metrics.recoveries.WithLabelValues(recoveredGone).Inc()
@@ -50,6 +60,19 @@ func (r *Runner) recoverRecords() error {
 // carrying its invocation id. A pid that names another process is never
 // in the list.
 func (r *Runner) findRecorded(rec record) []proc.Member {
+	marked, err := proc.Marked([]string{markOf(rec)})
+	if err != nil {
+		r.log.Warn("look for the processes of a record", "instance", rec.Instance, "err", err)
+	}
+	return r.recorded(rec, marked)
+}
+
+// markOf is what the environment of rec's processes holds.
+func markOf(rec record) string { return EnvInvocation + "=" + rec.Invocation }
+
+// recorded is findRecorded with the processes carrying rec's invocation
+// id found already: marked.
+func (r *Runner) recorded(rec record, marked []proc.Member) []proc.Member {
 	var out []proc.Member
 	seen := map[int]bool{}
 	if rec.PID != 0 && rec.BootID != "" && rec.BootID == r.bootID {
@@ -57,10 +80,6 @@ func (r *Runner) findRecorded(rec record) []proc.Member {
 			out = append(out, m)
 			seen[m.Pid] = true
 		}
-	}
-	marked, err := proc.Marked([]string{EnvInvocation + "=" + rec.Invocation})
-	if err != nil {
-		r.log.Warn("look for the processes of a record", "instance", rec.Instance, "err", err)
 	}
 	for _, m := range marked {
 		if !seen[m.Pid] {

@@ -202,18 +202,32 @@ func WaitMembers(members []Member, stop <-chan struct{}) bool {
 // left of plugins whose host died without stopping them. It reads every
 // process's environment, which is slow, and is meant for a host's start.
 func Marked(kvs []string) ([]Member, error) {
+	by, err := MarkedBy(kvs)
+	var out []Member
+	for _, ms := range by {
+		out = append(out, ms...)
+	}
+	return out, err
+}
+
+// MarkedBy is Marked, each process listed under the first of kvs its
+// environment holds: one look at every process for many marks.
+func MarkedBy(kvs []string) (map[string][]Member, error) {
 	want := map[string]bool{}
 	for _, kv := range kvs {
 		want[kv] = true
+	}
+	if len(want) == 0 {
+		return nil, nil
 	}
 	t, err := table()
 	if err != nil {
 		return nil, err
 	}
 	self := os.Getpid()
-	var out []Member
+	out := map[string][]Member{}
 	for pid, e := range t {
-		if pid == self || e.zombie || len(want) == 0 {
+		if pid == self || e.zombie {
 			continue
 		}
 		b, err := readProc("/proc/" + strconv.Itoa(pid) + "/environ")
@@ -222,7 +236,7 @@ func Marked(kvs []string) ([]Member, error) {
 		}
 		for _, v := range bytes.Split(b, []byte{0}) {
 			if want[string(v)] {
-				out = append(out, Member{Pid: pid, Pgid: e.pgid, start: e.start})
+				out[string(v)] = append(out[string(v)], Member{Pid: pid, Pgid: e.pgid, start: e.start})
 				break
 			}
 		}

@@ -41,6 +41,9 @@ type Member struct{ Pid int }
 // Marked finds nothing off Linux.
 func Marked(kvs []string) ([]Member, error) { return nil, ErrUnsupported }
 
+// MarkedBy finds nothing off Linux.
+func MarkedBy(kvs []string) (map[string][]Member, error) { return nil, ErrUnsupported }
+
 // Signal does nothing.
 func (m Member) Signal(sig syscall.Signal) error { return nil }
 

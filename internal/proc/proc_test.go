@@ -4,6 +4,7 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,4 +214,38 @@ func TestReaper(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "orphan %d was not reaped", orphan)
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestMarkedBy: one look finds the processes of several marks, each under
+// the mark its environment holds; a mark nobody holds has none, and
+// Marked lists the same processes together.
+func TestMarkedBy(t *testing.T) {
+	run := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	marks := []string{"GRAFT_TEST_MARK=a" + run, "GRAFT_TEST_MARK=b" + run, "GRAFT_TEST_MARK=c" + run}
+	var pids []int
+	for _, env := range [][]string{{marks[0]}, {marks[0]}, {marks[1]}, {"GRAFT_TEST_MARK=other" + run}} {
+		cmd := exec.Command("sleep", "30")
+		cmd.Env = env
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		pids = append(pids, cmd.Process.Pid)
+	}
+	pidsOf := func(ms []Member) []int {
+		var out []int
+		for _, m := range ms {
+			out = append(out, m.Pid)
+		}
+		return out
+	}
+	by, err := MarkedBy(marks)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, pids[:2], pidsOf(by[marks[0]]))
+	assert.ElementsMatch(t, pids[2:3], pidsOf(by[marks[1]]))
+	assert.Empty(t, by[marks[2]])
+	all, err := Marked(marks)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, pids[:3], pidsOf(all))
 }
