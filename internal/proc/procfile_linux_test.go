@@ -38,7 +38,7 @@ func TestReadProc(t *testing.T) {
 }
 
 // TestPidOfPidfd: the pid of a pidfd, by its ioctl where the kernel has
-// it, is the pid its fdinfo names, and the child's.
+// it, is the pid its fdinfo names, and the child's; a zombie's too.
 func TestPidOfPidfd(t *testing.T) {
 	pidfd := -1
 	cmd := exec.Command("sleep", "30")
@@ -55,4 +55,15 @@ func TestPidOfPidfd(t *testing.T) {
 	fromInfo, err := pidfdPid(pidfd)
 	require.NoError(t, err)
 	assert.Equal(t, cmd.Process.Pid, fromInfo)
+
+	// A zombie still has its pid: a plugin that exits at once has, when
+	// the host reads it after the init's answer.
+	require.NoError(t, unix.PidfdSendSignal(pidfd, syscall.SIGKILL, nil, 0))
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	_, err = unix.Poll(fds, 5000)
+	require.NoError(t, err)
+	require.NotZero(t, fds[0].Revents&unix.POLLIN, "terminated")
+	got, err = pidOfPidfd(pidfd)
+	require.NoError(t, err)
+	assert.Equal(t, cmd.Process.Pid, got, "a zombie's")
 }
