@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -372,6 +374,14 @@ func TestStoppedHandlesAreForgotten(t *testing.T) {
 	r.mu.Lock()
 	s := r.sess
 	r.mu.Unlock()
+	s.mu.Lock()
+	failed := slices.Collect(maps.Keys(s.failed))
+	s.mu.Unlock()
+	require.Len(t, failed, 3, "the failed starts are remembered")
+	// A failed start's line may come after the failure's answer (the
+	// stream is another connection): it is dropped as well.
+	s.event(runnerapi.Event{Type: runnerapi.EventOutput, Instance: failed[0].instance, Generation: failed[0].gen, Line: "late"})
+	s.event(runnerapi.Event{Type: runnerapi.EventExit, Instance: failed[0].instance, Generation: failed[0].gen, Exit: &placement.Exit{Code: 3}})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	assert.Empty(t, s.handles)

@@ -38,7 +38,10 @@ type session struct {
 	// exit, before its start is answered.
 	early    map[key]placement.Exit
 	earlyOut map[key][]string
-	seen     time.Time // when the stream last delivered a line
+	// The generations whose start failed: the stream may still bring
+	// their lines after the failure's answer, which no handle will take.
+	failed map[key]struct{}
+	seen   time.Time // when the stream last delivered a line
 }
 
 type key struct {
@@ -61,7 +64,7 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{
 		r: r, c: c, cfg: cfg, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
-		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]placement.Exit{}, earlyOut: map[key][]string{}, seen: time.Now(),
+		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]placement.Exit{}, earlyOut: map[key][]string{}, failed: map[key]struct{}{}, seen: time.Now(),
 	}
 	if s.lease <= 0 {
 		scancel(errors.New("bad lease"))
@@ -127,11 +130,14 @@ func (s *session) untrack(h *handle) {
 	s.mu.Unlock()
 }
 
-// forget drops what came for k before a start's answer that failed.
+// forget drops what came for k before a start's answer that failed, and
+// what comes for it after.
 func (s *session) forget(k key) {
 	s.mu.Lock()
 	delete(s.early, k)
 	delete(s.earlyOut, k)
+	roomFor(s.failed, k)
+	s.failed[k] = struct{}{}
 	s.mu.Unlock()
 }
 
@@ -185,8 +191,9 @@ func (s *session) watchdog(lines <-chan struct{}) {
 }
 
 // maxEarly bounds the lines kept for a process whose start is not
-// answered yet, and maxEarlyKeys the processes kept so: a start whose
-// answer never came (its caller gave up) leaves its own behind.
+// answered yet, and maxEarlyKeys the processes kept so (and the failed
+// starts remembered): a start whose answer never came (its caller gave
+// up) leaves its own behind.
 const (
 	maxEarly     = 1000
 	maxEarlyKeys = 64
@@ -208,7 +215,9 @@ func (s *session) event(ev runnerapi.Event) {
 	k := key{ev.Instance, ev.Generation}
 	s.mu.Lock()
 	h := s.handles[k]
+	_, failed := s.failed[k]
 	switch {
+	case h == nil && failed:
 	case ev.Type == runnerapi.EventOutput && h == nil:
 		roomFor(s.earlyOut, k)
 		if len(s.earlyOut[k]) < maxEarly {
