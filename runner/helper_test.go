@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -363,6 +364,39 @@ func (c *client) renew(sess string) int {
 	c.t.Helper()
 	status, _ := c.call("POST", "/v1/sessions/"+sess+"/renew", nil, nil)
 	return status
+}
+
+// keepAlive renews sess every quarter of testLease until the returned
+// function is called: what a test sets up under a short lease (processes
+// started, ready) then cannot outlast the lease on a slow machine. That
+// function renews once more and returns when it sent that renewal: the
+// lease runs from no earlier than then.
+func (c *client) keepAlive(sess string) (last func() time.Time) {
+	c.t.Helper()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(testLease / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				c.try("POST", "/v1/sessions/"+sess+"/renew", nil, nil)
+			}
+		}
+	}()
+	var once sync.Once
+	end := func() { once.Do(func() { close(stop); <-done }) }
+	c.t.Cleanup(end)
+	return func() time.Time {
+		c.t.Helper()
+		end()
+		sent := time.Now()
+		require.Equal(c.t, http.StatusOK, c.renew(sess), "renewed until now")
+		return sent
+	}
 }
 
 // start starts req and requires it to work.

@@ -40,14 +40,14 @@ func goneAt(t *testing.T, pid int, within time.Duration) time.Time {
 func TestLeaseRunsOut(t *testing.T) {
 	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
 	sess := h.open(testLease)
+	last := h.keepAlive(sess)
 	ev := h.events(sess)
 	coop := h.start("lease.coop", plugin(t, sess, "cooperative"))
 	stub := h.start("lease.stubborn", plugin(t, sess, "stubborn"))
 	ev.ready(t)
 	ev.ready(t)
 	// The lease runs from the last renewal.
-	require.Equal(t, http.StatusOK, h.renew(sess))
-	renewed := time.Now()
+	renewed := last()
 
 	coopGone := goneAt(t, coop.PID, testLease+testGrace+slack)
 	stubGone := goneAt(t, stub.PID, testLease+testGrace+slack)
@@ -71,9 +71,11 @@ func TestLeaseRunsOut(t *testing.T) {
 func TestRenewalsKeepItAlive(t *testing.T) {
 	h := newHarness(t, Options{Grace: testGrace})
 	sess := h.open(testLease)
+	last := h.keepAlive(sess)
 	ev := h.events(sess)
 	st := h.start("renewed", plugin(t, sess, "cooperative"))
 	ev.ready(t)
+	last()
 	for end := time.Now().Add(3 * testLease); time.Now().Before(end); {
 		time.Sleep(testLease / 3)
 		require.Equal(t, http.StatusOK, h.renew(sess))
@@ -167,6 +169,7 @@ func TestEndSessionDuringStart(t *testing.T) {
 func TestStopThroughANewSession(t *testing.T) {
 	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
 	old := h.open(testLease)
+	last := h.keepAlive(old)
 	ev := h.events(old)
 	coop := h.start("again.coop", plugin(t, old, "cooperative"))
 	stub := h.start("again.stub", plugin(t, old, "stubborn"))
@@ -178,6 +181,7 @@ func TestStopThroughANewSession(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Equal(t, placement.Exited, res.Outcome)
 	assert.False(t, alive(coop.PID))
+	last()
 
 	// The old lease runs out: the stubborn one is interrupted, and killed
 	// after grace. A stop meanwhile waits for that.

@@ -70,6 +70,7 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 0.0, m[`graft_runner_recoveries_total{result="gone"}`])
 
 	sess := h.open(testLease)
+	last := h.keepAlive(sess)
 	ev := h.events(sess)
 	a := h.start("metrics.a", plugin(t, sess, "cooperative"))
 	h.start("metrics.b", plugin(t, sess, "stubborn"))
@@ -84,6 +85,7 @@ func TestMetrics(t *testing.T) {
 	assert.Contains(t, m, "process_cpu_seconds_total", "the process's own")
 
 	// Nobody renews: the lease runs out, its processes are stopped.
+	last()
 	goneAt(t, a.PID, testLease+testGrace+slack)
 	require.Eventually(t, func() bool {
 		m = h.scrape()
