@@ -314,13 +314,7 @@ func (f *fleet) host(id string) *fhost {
 func (f *fleet) startAll() {
 	f.hosts[0].start()
 	l, _ := f.leaderAfter(0, 10*time.Second)
-	require.Eventually(f.t, func() bool {
-		c, err := net.DialTimeout("tcp", l.Address, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 10*time.Second, 10*time.Millisecond, "the relay answers at %s", l.Address)
+	require.Eventually(f.t, func() bool { return dial("tcp", l.Address) == nil }, 10*time.Second, 10*time.Millisecond, "the relay answers at %s", l.Address)
 	rest := f.hosts[1:]
 	errs := make(chan error, len(rest))
 	for _, h := range rest {

@@ -404,9 +404,8 @@ func cmdWaitConn(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := net.DialTimeout(network, addr, time.Second)
+		err := dial(network, addr)
 		if err == nil {
-			c.Close()
 			return
 		}
 		if time.Now().After(deadline) {
@@ -414,6 +413,15 @@ func cmdWaitConn(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// dial connects to addr and hangs up: nil when something listens there.
+func dial(network, addr string) error {
+	c, err := net.DialTimeout(network, addr, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // freeport VAR sets VAR to a loopback TCP port nothing listens on.

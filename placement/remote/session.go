@@ -217,7 +217,7 @@ func (s *session) event(ev runnerapi.Event) {
 	h := s.handles[k]
 	_, failed := s.failed[k]
 	switch {
-	case h == nil && failed:
+	case h == nil && failed: // no handle will take it: dropped
 	case ev.Type == runnerapi.EventOutput && h == nil:
 		roomFor(s.earlyOut, k)
 		if len(s.earlyOut[k]) < maxEarly {
