@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,13 +34,42 @@ func TestMain(m *testing.M) {
 	placementtest.Main(m)
 }
 
-// helperMain acts as the plugin of one of placementtest.Play's roles,
-// or of serve ADDR: answers HTTP GET with 200 on ADDR, and is
-// cooperative. Only a process that runs answers HTTP: the kernel accepts
-// TCP connections for a stopped one.
+// held keeps the exclusive role's lock file open (and so locked) for
+// the life of the process.
+var held *os.File
+
+// helperMain acts as the plugin of one of placementtest.Play's roles, or
+// of
+//
+//	serve ADDR           answers HTTP GET with 200 on ADDR, and is cooperative.
+//	                     Only a process that runs answers HTTP: the kernel
+//	                     accepts TCP connections for a stopped one.
+//	exclusive LOCK ADDR  takes an exclusive flock on LOCK, then plays listen 0s
+//	                     ADDR. Should another process hold it, it appends why
+//	                     to LOCK.overlap first: two leaders' plugins ran at once.
+//	                     The kernel drops the lock as the holder exits, however
+//	                     it is killed, so the check needs no clock.
 func helperMain(role string, args []string) {
 	placementtest.Play(role, args)
-	if role == "serve" {
+	switch role {
+	case "exclusive":
+		f, err := os.OpenFile(args[0], os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lock: %v\n", err)
+			os.Exit(3)
+		}
+		held = f
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			o, oerr := os.OpenFile(args[0]+".overlap", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if oerr != nil {
+				fmt.Fprintf(os.Stderr, "record the overlap: %v\n", oerr)
+				os.Exit(3)
+			}
+			fmt.Fprintf(o, "pid %d (generation %s) started while another plugin held the lock: %v\n", os.Getpid(), os.Getenv("GRAFT_GENERATION"), err)
+			o.Close()
+		}
+		placementtest.Play("listen", []string{"0s", args[1]})
+	case "serve":
 		l, err := net.Listen("tcp", args[0])
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "listen: %v\n", err)
