@@ -227,7 +227,12 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 		}
 		select {
 		case m := <-r.reached:
-			ready = r.release(m.id, func(e *edge) bool { return e.until == m.until }, ready)
+			// The condition a step goes as far as is reached as it
+			// succeeds: its success releases those edges, so that its
+			// end is reported before the steps waiting on it begin.
+			if m.until != r.until[m.id] {
+				ready = r.release(m.id, func(e *edge) bool { return e.until == m.until }, ready)
+			}
 		case o := <-r.done:
 			running--
 			left--

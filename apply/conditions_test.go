@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,8 @@ func conditionPlan(t *testing.T) *plan.Plan {
 // TestConditionsRelease: a step waiting for a provider to start begins
 // once the provider's step reports started, while that step still runs;
 // one waiting for completion begins only when the step ends; a provider
-// that a step waits for to be healthy is asked to go that far.
+// that a step waits for to be healthy is asked to go that far, and its
+// step's end is reported before that step begins.
 func TestConditionsRelease(t *testing.T) {
 	p := conditionPlan(t)
 	ex := newScript(0)
@@ -47,6 +49,7 @@ func TestConditionsRelease(t *testing.T) {
 		}
 		if until == spec.UntilHealthy {
 			reached(spec.UntilHealthy)
+			time.Sleep(20 * time.Millisecond) // a moment passes before the step returns
 		}
 	}
 	var events []Event
@@ -72,6 +75,8 @@ func TestConditionsRelease(t *testing.T) {
 	assert.Greater(t, at("start:api", Began), at("start:migrate", Succeeded), "api waits for migrate to complete")
 	assert.Less(t, at("start:web", Began), at("start:migrate", Succeeded), "web waits only for migrate to start")
 	assert.Equal(t, spec.UntilHealthy, untils["cache"], "front waits for cache to be healthy")
+	assert.Greater(t, at("start:front", Began), at("start:cache", Succeeded),
+		"the step that goes as far as healthy is reported done before front, which waits for that, begins")
 	assert.Empty(t, untils["migrate"], "nothing waits beyond a one-shot's own end")
 }
 
