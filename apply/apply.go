@@ -152,6 +152,17 @@ func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
 			}
 		}
 	}
+	// A step that goes on to healthy is ready first: what waits for it
+	// to succeed, which a start means ready, begins then.
+	for id, edges := range r.edges {
+		if r.until[id] == spec.UntilHealthy {
+			for _, e := range edges {
+				if e.until == "" {
+					e.until = spec.UntilReady
+				}
+			}
+		}
+	}
 	return r.run(ctx, p.Steps)
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // conditionPlan: migrate (one-shot), web waiting for it to start, api for
-// it to complete, and cache with a consumer waiting for it to be healthy.
+// it to complete, and cache with a consumer waiting for it to be healthy
+// and one for it to be ready.
 func conditionPlan(t *testing.T) *plan.Plan {
 	desired, err := spec.Parse("plugins.yaml", []byte(`plugins:
   migrate: {command: [m], once: true}
@@ -21,6 +22,7 @@ func conditionPlan(t *testing.T) *plan.Plan {
   api: {command: [a], uses: [{plugin: migrate, until: completed}]}
   cache: {command: [c], health: {tcp: "127.0.0.1:1"}}
   front: {command: [f], uses: [{plugin: cache, until: healthy}]}
+  side: {command: [s], uses: [cache]}
 `))
 	require.NoError(t, err)
 	p, err := plan.Diff(desired, nil)
@@ -32,11 +34,12 @@ func conditionPlan(t *testing.T) *plan.Plan {
 // once the provider's step reports started, while that step still runs;
 // one waiting for completion begins only when the step ends; a provider
 // that a step waits for to be healthy is asked to go that far, and its
-// step's end is reported before that step begins.
+// step's end is reported before that step begins; one that waits for it
+// to be ready begins before it is healthy.
 func TestConditionsRelease(t *testing.T) {
 	p := conditionPlan(t)
 	ex := newScript(0)
-	release := make(chan struct{})
+	release, sideBegan := make(chan struct{}), make(chan struct{})
 	untils := map[string]spec.Condition{}
 	ex.milestones = func(plugin string, until spec.Condition, reached func(spec.Condition)) {
 		ex.mu.Lock()
@@ -46,6 +49,13 @@ func TestConditionsRelease(t *testing.T) {
 		reached(spec.UntilReady)
 		if plugin == "migrate" {
 			<-release // migrate runs until web has begun
+		}
+		if plugin == "cache" {
+			select { // cache is healthy only once side has begun
+			case <-sideBegan:
+			case <-time.After(10 * time.Second):
+				t.Error("side, waiting for cache to be ready, did not begin before cache was healthy")
+			}
 		}
 		if until == spec.UntilHealthy {
 			reached(spec.UntilHealthy)
@@ -59,6 +69,9 @@ func TestConditionsRelease(t *testing.T) {
 			events = append(events, e)
 			if e.Step.ID == "start:web" && e.Phase == Began {
 				close(release)
+			}
+			if e.Step.ID == "start:side" && e.Phase == Began {
+				close(sideBegan)
 			}
 		}})
 	}()
