@@ -162,6 +162,36 @@ func TestBootstrap(t *testing.T) {
 		assert.Equal(t, int64(5), term.Epoch(), "no renewal in renew and no answer: contends at once")
 	})
 
+	// A lease written since this host first knew the file has a history:
+	// its leader wrote it less than ttl ago, and its plugin may still be
+	// starting. The host follows it, answer or not, and only the file's
+	// freezing for ttl makes it contend; nor does a read that fails
+	// meanwhile (the file turned to garbage) erase that history.
+	for _, tc := range []struct {
+		name  string
+		after func(c *cluster)
+	}{
+		{"lease written since this host looked is followed though it does not answer", func(*cluster) {}},
+		{"a failed read keeps the history", func(c *cluster) {
+			require.NoError(t, os.WriteFile(filepath.Join(c.dir, instance+".lease.json"), []byte("{garbage"), 0o644))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t)
+			e := c.host("S001")
+			e.look() // no lease yet
+			c.putLease(ghost)
+			c.setDown(ghost.Address, true)
+			written := c.clk.Now()
+			require.True(t, e.look().witnessed)
+			tc.after(c)
+			r := c.until(1, DefaultPoll, campaign(context.Background(), e))
+			require.NoError(t, r.err)
+			assert.Equal(t, int64(5), r.term.Epoch())
+			assert.Greater(t, r.term.won.Sub(written), DefaultTTL, "not before the file froze for ttl")
+		})
+	}
+
 	t.Run("live leader is followed until its file freezes", func(t *testing.T) {
 		c := newCluster(t)
 		c.putLease(ghost)

@@ -138,6 +138,8 @@ type Election struct {
 	seen      bool      // a lease was read at least once
 	last      fileState // the last lease read
 	changedAt time.Time // when this host saw last change, on its clock
+	witnessed bool      // last was written after a look that knew the file (sighting.witnessed)
+	knew      bool      // a look read the lease or found no file
 	maxEpoch  int64     // the highest epoch read or written
 }
 

@@ -2,6 +2,8 @@ package elect
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"time"
 )
@@ -12,6 +14,10 @@ type sighting struct {
 	seen  bool          // a lease was read at least once
 	err   error         // this look's read error, if any
 	age   time.Duration // how long the file has looked unchanged to this host
+	// witnessed: the lease was written after an earlier look of this
+	// host learned the file's state (read another lease, or found none),
+	// so age is at most its true age plus the time between those looks.
+	witnessed bool
 }
 
 // look reads the lease and updates the freshness tracker: the file's age is
@@ -32,11 +38,12 @@ func (e *Election) look() sighting {
 	defer e.mu.Unlock()
 	if err == nil {
 		if !e.seen || !st.same(e.last) {
-			e.seen, e.last, e.changedAt = true, st, now
+			e.seen, e.last, e.changedAt, e.witnessed = true, st, now, e.knew
 		}
 		e.maxEpoch = max(e.maxEpoch, st.lease.Epoch)
 	}
-	s := sighting{lease: e.last.lease, seen: e.seen, err: err}
+	e.knew = e.knew || err == nil || errors.Is(err, fs.ErrNotExist)
+	s := sighting{lease: e.last.lease, seen: e.seen, err: err, witnessed: e.witnessed}
 	if e.seen {
 		s.age = now.Sub(e.changedAt)
 	}
@@ -50,22 +57,24 @@ func (e *Election) dead(s sighting) bool {
 }
 
 // healthy reports whether s shows a leader to follow rather than contend
-// with: this look read a lease that is not released, not frozen past ttl (a
-// host that just started has no history: age zero), not this host's own
-// (left by its previous run), and whose address answers (at bootstrap a TCP
-// connect stands in for the missing mtime history; docs/semantics.md,
-// "Floating plugins: the election").
+// with: a lease that is not released, not frozen past ttl, not this host's
+// own (left by its previous run), and either witnessed (its history says
+// its leader wrote it less than ttl ago) or, for a lease that was there
+// before this host first knew the file, whose address answers: the TCP
+// connect stands in for the missing history (docs/semantics.md, "Floating
+// plugins: the election"). A read that fails changes nothing: the lease
+// last read, and its history, stand.
 //
-// A leader not yet renewed (renewCount 0), seen unchanged for at most one
-// renew, need not answer yet: it was elected a moment ago and its plugin is
-// starting. Probing it at once would let a host that bootstraps while the
-// new leader's process starts take the lease from it, and the leader demote
-// at its first renewal: needless churn at every cold start.
+// A witnessed lease is never dialled: a leader whose plugin still starts
+// (or restarts) does not answer, and taking its lease then would start a
+// second plugin beside its own until its next renewal. For the same
+// reason a leader not yet renewed (renewCount 0), seen unchanged for at
+// most one renew, need not answer: it was elected a moment ago.
 func (e *Election) healthy(ctx context.Context, s sighting) bool {
-	if s.err != nil || e.dead(s) || s.lease.Holder == e.cfg.HostID {
+	if !s.seen || e.dead(s) || s.lease.Holder == e.cfg.HostID {
 		return false
 	}
-	if s.lease.RenewCount == 0 && s.age <= e.cfg.Renew {
+	if s.witnessed || s.lease.RenewCount == 0 && s.age <= e.cfg.Renew {
 		return true
 	}
 	return e.cfg.Dial(ctx, s.lease.Address) == nil
