@@ -16,7 +16,8 @@ type sighting struct {
 	age   time.Duration // how long the file has looked unchanged to this host
 	// witnessed: the lease was written after an earlier look of this
 	// host learned the file's state (read another lease, or found none),
-	// so age is at most its true age plus the time between those looks.
+	// so age falls short of its true age by at most the time between
+	// those looks: it errs toward a live leader, never a dead one.
 	witnessed bool
 }
 
