@@ -277,10 +277,10 @@ func (k *kill9Run) recovered(d *daemon, escaped int, noNamespace bool) {
 	}
 	assert.False(t, alive(escaped), "stopped before its instance started again")
 	if noNamespace {
-		assert.Contains(t, d.log.String(), "a recorded process may still run")
+		assert.True(t, d.log.WaitFor("a recorded process may still run", 5*time.Second), "logged: %s", d.log)
 	} else {
 		assert.NotContains(t, d.log.String(), "a recorded process may still run", "nothing was left")
-		assert.Contains(t, d.log.String(), "a recorded process is gone")
+		assert.True(t, d.log.WaitFor("a recorded process is gone", 5*time.Second), "logged: %s", d.log)
 	}
 	for name, gen := range k.handed {
 		assert.Equal(t, int64(2), gen, name)
