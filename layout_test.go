@@ -60,16 +60,16 @@ func graftDeps(p pkg) []string {
 
 func TestLayout(t *testing.T) {
 	pkgs := listPackages(t)
-	for _, must := range []string{"spec", "plan", "apply", "placement", "placement/local", "placement/remote", "placement/floating", "runner", "runnerapi", "host", "hostapi"} {
+	for _, must := range []string{"spec", "plan", "apply", "runtime", "runtime/local", "runtime/remote", "runtime/floating", "runner", "runnerapi", "host", "hostapi"} {
 		if _, ok := pkgs[must]; !ok {
 			t.Fatalf("no package %s: the layout moved; update this test and the README", must)
 		}
 	}
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
-	running := []string{"internal/proc", "internal/output", "internal/ready", "placement/local", "placement/worker",
-		"placement/remote", "placement/floating", "runner", "host", "host/runners", "elect", "elect/etcd"}
-	placements := []string{"placement/local", "placement/worker", "placement/remote", "placement/floating"}
+	running := []string{"internal/proc", "internal/output", "internal/ready", "runtime/local", "runtime/worker",
+		"runtime/remote", "runtime/floating", "runner", "host", "host/runners", "elect", "elect/etcd"}
+	placements := []string{"runtime/local", "runtime/worker", "runtime/remote", "runtime/floating"}
 
 	for rel, p := range pkgs {
 		deps := graftDeps(p)
@@ -80,7 +80,7 @@ func TestLayout(t *testing.T) {
 					t.Errorf("spec imports %s: spec imports no graft package", d)
 				}
 			}
-		case rel == "plan" || rel == "apply" || rel == "placement":
+		case rel == "plan" || rel == "apply" || rel == "runtime":
 			for _, d := range deps {
 				if slices.Contains(running, d) {
 					t.Errorf("%s imports %s: %s imports nothing that runs processes", rel, d, rel)
@@ -95,8 +95,8 @@ func TestLayout(t *testing.T) {
 		}
 		// The etcd client is linked by what opens elections on etcd (the
 		// host, through elect/etcd) only: a program that elects through a
-		// directory with elect or placement/floating does without it.
-		if rel == "elect" || rel == "placement/floating" || rel == "spec" {
+		// directory with elect or runtime/floating does without it.
+		if rel == "elect" || rel == "runtime/floating" || rel == "spec" {
 			for _, d := range p.Deps {
 				if strings.HasPrefix(d, "go.etcd.io/") {
 					t.Errorf("%s links %s: only elect/etcd and what chooses it import the etcd client", rel, d)
@@ -104,8 +104,8 @@ func TestLayout(t *testing.T) {
 				}
 			}
 		}
-		if rel == "placement/remote" && slices.Contains(deps, "runner") {
-			t.Errorf("placement/remote links the runner daemon: it may import runnerapi only")
+		if rel == "runtime/remote" && slices.Contains(deps, "runner") {
+			t.Errorf("runtime/remote links the runner daemon: it may import runnerapi only")
 		}
 		if rel == "instance" && len(deps) > 0 {
 			t.Errorf("instance imports %v: it is for plugin authors and imports nothing of graft", deps)
@@ -122,7 +122,9 @@ func TestLayout(t *testing.T) {
 
 // TestNoStandardName: no package of graft has the name of a package of
 // the standard library, which it would shadow in every file that imports
-// both.
+// both, but runtime: the layout the project was specified with names it,
+// as Kubernetes has k8s.io/apimachinery/pkg/runtime, and the few files
+// that need both import the standard library's as goruntime.
 func TestNoStandardName(t *testing.T) {
 	out, err := exec.Command("go", "list", "std").Output()
 	if err != nil {
@@ -141,17 +143,17 @@ func TestNoStandardName(t *testing.T) {
 		if p.Name == "main" {
 			continue
 		}
-		if s, ok := std[p.Name]; ok {
+		if s, ok := std[p.Name]; ok && !(p.Name == "runtime" && rel == "runtime") {
 			t.Errorf("package %s (%s) has the name of the standard library's %s", p.Name, rel, s)
 		}
 	}
 }
 
 // TestHostAssertsNoPlacement: the host reaches placements only through
-// placement.Placement and placement.Handle. A type assertion in the host
+// runtime.Placement and runtime.Handle. A type assertion in the host
 // to a type of a placement package, or to one of the host's own types,
 // would make it depend on how one placement works; assertions to
-// interfaces of the placement package (placement.Reporter) and to other
+// interfaces of package runtime (runtime.Reporter) and to other
 // packages' types (http.Flusher) are fine.
 func TestHostAssertsNoPlacement(t *testing.T) {
 	fset := token.NewFileSet()
@@ -165,7 +167,7 @@ func TestHostAssertsNoPlacement(t *testing.T) {
 			banned := map[string]bool{}
 			for _, imp := range f.Imports {
 				ip := strings.Trim(imp.Path.Value, `"`)
-				if rel, ok := strings.CutPrefix(ip, module+"/placement/"); ok && rel != "placementtest" {
+				if rel, ok := strings.CutPrefix(ip, module+"/runtime/"); ok && rel != "runtimetest" {
 					local := path.Base(ip)
 					if imp.Name != nil {
 						local = imp.Name.Name
@@ -192,6 +194,36 @@ func TestHostAssertsNoPlacement(t *testing.T) {
 				}
 				return true
 			})
+		}
+	}
+}
+
+// TestStandardRuntimeAlias: a file that needs both the standard library's
+// runtime and graft's imports the standard library's as goruntime, so that
+// "runtime." always means graft's.
+func TestStandardRuntimeAlias(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range strings.Fields(string(out)) {
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var std *ast.ImportSpec
+		graft := false
+		for _, imp := range f.Imports {
+			switch strings.Trim(imp.Path.Value, `"`) {
+			case "runtime":
+				std = imp
+			case module + "/runtime":
+				graft = true
+			}
+		}
+		if graft && std != nil && (std.Name == nil || std.Name.Name != "goruntime") {
+			t.Errorf("%s imports graft's runtime and the standard library's: import the standard library's as goruntime", name)
 		}
 	}
 }

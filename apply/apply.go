@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -37,16 +37,16 @@ type Executor interface {
 // Result is what a step did.
 type Result struct {
 	// Outcome is how a stop ended.
-	Outcome placement.Outcome `json:"outcome,omitempty"`
+	Outcome runtime.Outcome `json:"outcome,omitempty"`
 	// Identity is what a start's plugin sees.
-	Identity placement.Identity `json:"identity"`
-	PID      int                `json:"pid,omitempty"`
+	Identity runtime.Identity `json:"identity"`
+	PID      int              `json:"pid,omitempty"`
 	// Cleanup is set on a stop that had to force the plugin and whose end
 	// was confirmed (Killed, or Exited with a cause): such a stop is a
 	// completed stop, so the step succeeded, and its causes say what it
-	// had to do (a *placement.LocalTerminationTimeout, a
-	// *placement.RemoteForced). See docs/stopping.md.
-	Cleanup *placement.CleanupError `json:"cleanup,omitempty"`
+	// had to do (a *runtime.LocalTerminationTimeout, a
+	// *runtime.RemoteForced). See docs/stopping.md.
+	Cleanup *runtime.CleanupError `json:"cleanup,omitempty"`
 }
 
 // Phase is where a step stands in an Event.
@@ -112,7 +112,7 @@ var ErrCancelled = errors.New("apply cancelled: steps not begun were skipped")
 // waits on has succeeded; a failed step skips the steps that wait on it,
 // directly or not, and the others go on. A stop succeeds once the
 // plugin's end is confirmed, forced or not: one that returns a
-// *placement.CleanupError with outcome Exited or Killed succeeds, with that
+// *runtime.CleanupError with outcome Exited or Killed succeeds, with that
 // error in its Result.Cleanup; only an unconfirmed stop fails
 // (docs/stopping.md). Cancelling ctx begins no further step, lets the
 // steps under way finish, and skips the rest. Run returns every failure,
@@ -325,7 +325,7 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 	default:
 		err = fmt.Errorf("unknown op %q", s.Op)
 	}
-	if ce, ok := err.(*placement.CleanupError); ok && s.Op == plan.OpStop && ce.Confirmed() {
+	if ce, ok := err.(*runtime.CleanupError); ok && s.Op == plan.OpStop && ce.Confirmed() {
 		// Forced, but gone: a completed stop, reported as a warning.
 		res.Outcome, res.Cleanup, err = ce.Outcome, ce, nil
 	}

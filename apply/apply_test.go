@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -69,7 +69,7 @@ func (s *script) step(ctx context.Context, id string) (Result, error) {
 	if err := s.errs[id]; err != nil {
 		return Result{}, err
 	}
-	return Result{Outcome: placement.Exited, Identity: placement.Identity{ID: id, Generation: 1}}, nil
+	return Result{Outcome: runtime.Exited, Identity: runtime.Identity{ID: id, Generation: 1}}, nil
 }
 
 func (s *script) Stop(ctx context.Context, p string) (Result, error) {
@@ -193,19 +193,19 @@ func TestCancel(t *testing.T) {
 	assert.Equal(t, len(p.Steps)-2, skipped)
 }
 
-func cleanup(outcome placement.Outcome, cause error) *placement.CleanupError {
-	return &placement.CleanupError{Plugin: "store", Outcome: outcome, Causes: multierror.Append(nil, cause)}
+func cleanup(outcome runtime.Outcome, cause error) *runtime.CleanupError {
+	return &runtime.CleanupError{Plugin: "store", Outcome: outcome, Causes: multierror.Append(nil, cause)}
 }
 
 // TestForcedStopCompletes: a stop that had to force its plugin, whose end
 // was confirmed, succeeds; what waits on it goes on; the event carries
 // the cleanup error, whose causes errors.As finds.
 func TestForcedStopCompletes(t *testing.T) {
-	for _, outcome := range []placement.Outcome{placement.Killed, placement.Exited} {
+	for _, outcome := range []runtime.Outcome{runtime.Killed, runtime.Exited} {
 		t.Run(string(outcome), func(t *testing.T) {
 			p := chainPlan(t)
 			ex := newScript(time.Millisecond)
-			ex.errs = map[string]error{"stop:store": cleanup(outcome, &placement.LocalTerminationTimeout{Plugin: "store", Window: time.Second})}
+			ex.errs = map[string]error{"stop:store": cleanup(outcome, &runtime.LocalTerminationTimeout{Plugin: "store", Window: time.Second})}
 			var stop Event
 			err := Run(context.Background(), p, ex, Options{Events: func(e Event) {
 				if e.Step.ID == "stop:store" && e.Phase != Began {
@@ -219,7 +219,7 @@ func TestForcedStopCompletes(t *testing.T) {
 			assert.Equal(t, Succeeded, stop.Phase)
 			assert.Empty(t, stop.Error)
 			assert.Equal(t, outcome, stop.Result.Outcome)
-			var ltt *placement.LocalTerminationTimeout
+			var ltt *runtime.LocalTerminationTimeout
 			require.ErrorAs(t, stop.Result.Cleanup, &ltt)
 			assert.Equal(t, time.Second, ltt.Window)
 		})
@@ -231,9 +231,9 @@ func TestForcedStopCompletes(t *testing.T) {
 func TestUnconfirmedStopFails(t *testing.T) {
 	p := chainPlan(t)
 	ex := newScript(time.Millisecond)
-	ex.errs = map[string]error{"stop:store": cleanup(placement.Unconfirmed, &placement.RemoteTerminationUnconfirmed{Plugin: "store", Runner: "edge", Cause: errors.New("no answer")})}
+	ex.errs = map[string]error{"stop:store": cleanup(runtime.Unconfirmed, &runtime.RemoteTerminationUnconfirmed{Plugin: "store", Runner: "edge", Cause: errors.New("no answer")})}
 	err := Run(context.Background(), p, ex, Options{})
-	var unconfirmed *placement.RemoteTerminationUnconfirmed
+	var unconfirmed *runtime.RemoteTerminationUnconfirmed
 	require.ErrorAs(t, err, &unconfirmed)
 	assert.Equal(t, "edge", unconfirmed.Runner)
 	assert.NotContains(t, ex.ended, "start:store")

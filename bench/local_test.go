@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/spec"
 )
 
@@ -21,10 +21,10 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Tail() []string              { return nil }
 
-func sleepRequest(b *testing.B, i int) placement.Request {
+func sleepRequest(b *testing.B, i int) runtime.Request {
 	sleep, err := exec.LookPath("sleep")
 	require.NoError(b, err)
-	return placement.Request{
+	return runtime.Request{
 		Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
 		Dir:    os.TempDir(), Output: discard{},
 	}
@@ -49,7 +49,7 @@ func BenchmarkLocalStartStop200(b *testing.B) {
 func BenchmarkLocalRestartOneOf200(b *testing.B) {
 	l := local.New(local.Options{})
 	defer l.Close()
-	hs := make([]placement.Handle, 200)
+	hs := make([]runtime.Handle, 200)
 	for i := range hs {
 		h, err := l.Start(context.Background(), sleepRequest(b, i))
 		require.NoError(b, err)

@@ -12,7 +12,7 @@ const DefaultSessionTTL = 15 * time.Second
 
 // EtcdConfig says how one host takes part in one instance's election on
 // etcd. It lives here, not beside the etcd backend, so that what builds it
-// from a spec (placement/floating) does not link the etcd client: only a
+// from a spec (runtime/floating) does not link the etcd client: only a
 // program that opens such an election (the host) does.
 type EtcdConfig struct {
 	// Endpoints are the etcd servers' client URLs.

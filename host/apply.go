@@ -8,8 +8,8 @@ import (
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -215,13 +215,13 @@ type executor struct {
 
 // Stop stops the plugin and forgets it, once its end is confirmed. A stop
 // that had to force the plugin still succeeds (apply.Run reports its
-// *placement.CleanupError as a warning); an unconfirmed one keeps the entry,
+// *runtime.CleanupError as a warning); an unconfirmed one keeps the entry,
 // status unconfirmed ("may still be running"): the next apply stops it
 // again, and its runner refuses a replacement until it confirms.
 func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 	e := x.h.entry(name)
 	if e == nil {
-		return apply.Result{Outcome: placement.Exited}, nil
+		return apply.Result{Outcome: runtime.Exited}, nil
 	}
 	outcome, err := x.h.stop(ctx, name, e)
 	// A completed one-shot that leaves the spec, is replaced or runs
@@ -233,17 +233,17 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 
 // stop stops e, name's entry, records how the stop ended, and forgets e
 // unless its end is unconfirmed.
-func (h *Host) stop(ctx context.Context, name string, e *entry) (placement.Outcome, error) {
+func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome, error) {
 	began := time.Now()
 	outcome, err := e.unit.Stop(ctx)
 	h.metrics.stopped(name, outcome, time.Since(began))
 	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
 	for _, c := range unwrapAll(err) {
-		last.Causes = append(last.Causes, hostapi.StopCause{Kind: placement.CauseKind(c), Message: c.Error()})
+		last.Causes = append(last.Causes, hostapi.StopCause{Kind: runtime.CauseKind(c), Message: c.Error()})
 	}
 	h.mu.Lock()
 	h.lastStops[name] = last
-	if outcome != placement.Unconfirmed && h.plugins[name] == e {
+	if outcome != runtime.Unconfirmed && h.plugins[name] == e {
 		delete(h.plugins, name)
 	}
 	h.mu.Unlock()
@@ -262,7 +262,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	if old := x.h.entry(name); old != nil {
 		// A failed plugin, perhaps retrying, or one whose stop was not
 		// confirmed: nothing new starts beside it until its end is.
-		if outcome, err := x.h.stop(ctx, name, old); outcome == placement.Unconfirmed {
+		if outcome, err := x.h.stop(ctx, name, old); outcome == runtime.Unconfirmed {
 			return apply.Result{}, err
 		}
 	}
@@ -274,14 +274,14 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	if err != nil {
 		return apply.Result{}, err
 	}
-	req := placement.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}
+	req := runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
 	// finds the entry to restart (leaderChanged).
 	x.h.mu.Lock()
 	req.Env = x.h.providerEnv(x.desired, p)
-	e.unit = placement.NewSupervisor(pl, req)
+	e.unit = runtime.NewSupervisor(pl, req)
 	e.unit.OnChange(x.h.changed.notify)
 	e.env = req.Env
 	x.h.plugins[name] = e
@@ -314,7 +314,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 // startReporting starts u and calls reached(started) as soon as its
 // process has started, so that the steps waiting for that begin while its
 // ready check still runs.
-func startReporting(ctx context.Context, u *placement.Supervisor, reached func(spec.Condition)) error {
+func startReporting(ctx context.Context, u *runtime.Supervisor, reached func(spec.Condition)) error {
 	actx, cancel := context.WithCancel(ctx)
 	seen := make(chan bool, 1)
 	go func() { seen <- u.Await(actx, spec.UntilStarted) == nil }()
@@ -343,7 +343,7 @@ func (h *Host) pruneLastStops() {
 }
 
 // placement is where plugin p of desired runs.
-func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
+func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {
 	switch p.Run {
 	case spec.Local:
 		return h.local, nil
@@ -360,14 +360,14 @@ func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (placement.Placemen
 // entry is one plugin the host runs or tracks.
 type entry struct {
 	record    plan.Record // what its spec decides (plan.Applied)
-	unit      *placement.Supervisor
-	placement placement.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
-	env       map[string]string   // what the host added to its environment
+	unit      *runtime.Supervisor
+	placement runtime.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
+	env       map[string]string // what the host added to its environment
 }
 
 // placements are the placements of the plugins the host runs or tracks.
-func (h *Host) placements() map[placement.Placement]bool {
-	used := map[placement.Placement]bool{}
+func (h *Host) placements() map[runtime.Placement]bool {
+	used := map[runtime.Placement]bool{}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.plugins {

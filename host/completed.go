@@ -15,8 +15,8 @@ import (
 
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -118,12 +118,12 @@ func (h *Host) restoreCompleted() {
 			continue
 		}
 		p := kept.Plugins[name]
-		req := placement.Request{Plugin: p, Project: kept.Name, Dir: kept.Dir, Log: h.log}
-		st := placement.State{
-			Identity: placement.Identity{ID: r.Instance, Generation: r.Generation},
+		req := runtime.Request{Plugin: p, Project: kept.Name, Dir: kept.Dir, Log: h.log}
+		st := runtime.State{
+			Identity: runtime.Identity{ID: r.Instance, Generation: r.Generation},
 			Since:    r.Since, Restarts: r.Restarts, LastError: r.LastError,
 		}
-		e := &entry{record: plan.Applied(kept, name), unit: placement.NewCompleted(nil, req, st)}
+		e := &entry{record: plan.Applied(kept, name), unit: runtime.NewCompleted(nil, req, st)}
 		e.unit.OnChange(h.changed.notify)
 		h.plugins[name] = e
 		h.log.Info("a one-shot completed under an earlier host; it is not run again", "plugin", name, "since", r.Since)
@@ -145,7 +145,7 @@ func (h *Host) syncCompleted() {
 	h.mu.Lock()
 	for name, e := range h.plugins {
 		st := e.unit.State()
-		if st.Status != placement.Completed {
+		if st.Status != runtime.Completed {
 			continue
 		}
 		recs[name] = completedRecord{

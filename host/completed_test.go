@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // migrateSpec is a one-shot migrate that appends a line to ran (with
@@ -151,7 +151,7 @@ func TestCompletedUnreadable(t *testing.T) {
 			require.NoError(t, spoil(filepath.Join(state, completedFile)))
 
 			var log lockedBuffer
-			h, err = Open(state, Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
+			h, err = Open(state, Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
 			require.NoError(t, err)
 			defer func() { h.Shutdown(context.Background()) }()
 			assert.Contains(t, log.String(), "the record of completed one-shots cannot be read; they run again")

@@ -20,10 +20,10 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/floating"
-	"github.com/graftland/graft/placement/local"
-	"github.com/graftland/graft/placement/worker"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/floating"
+	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/runtime/worker"
 	"github.com/graftland/graft/spec"
 )
 
@@ -33,7 +33,7 @@ type Options struct {
 	Version string
 	// Timing is the local placement's stop windows; zero: the fixed ones of
 	// docs/semantics.md, "Windows and defaults".
-	Timing placement.Timing
+	Timing runtime.Timing
 	// Logger receives the host's own log; nil: slog's default.
 	Logger *slog.Logger
 	// TCP, when its Addr is set, is a second listener for remote clients.
@@ -200,7 +200,7 @@ func (h *Host) openPlacements() error {
 	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir)})
 	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
 	// The host elects on etcd when a spec says so: it links the etcd
-	// client, which placement/floating does not.
+	// client, which runtime/floating does not.
 	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log, Timing: opt.Timing, Etcd: etcd.New})
 	h.followed = make(chan struct{})
 	go h.followLeaders()

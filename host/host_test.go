@@ -22,9 +22,9 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/dirlock"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/runtimetest"
 	"github.com/graftland/graft/spec"
 )
 
@@ -33,14 +33,14 @@ func TestMain(m *testing.M) {
 		runRole(role) // the test binary run again, as a host or a host's log
 		return
 	}
-	placementtest.Main(m)
+	runtimetest.Main(m)
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func open(t *testing.T, dir string) *Host {
 	t.Helper()
-	h, err := Open(dir, Options{Logger: quiet, Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
+	h, err := Open(dir, Options{Logger: quiet, Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
 	require.NoError(t, err)
 	return h
 }

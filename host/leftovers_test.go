@@ -19,8 +19,8 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 )
 
 // TestRecordedBeforeReady: outside a PID namespace, a local plugin is
@@ -37,7 +37,7 @@ func TestRecordedBeforeReady(t *testing.T) {
 func recordedBeforeReady(t *testing.T, noNamespace bool) {
 	dir := t.TempDir()
 	h, err := Open(filepath.Join(dir, ".graft"), Options{Logger: quiet, NoNamespace: noNamespace,
-		Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
+		Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
 	require.NoError(t, err)
 	defer h.Shutdown(context.Background())
 	recorded := !h.local.Isolation().Namespace

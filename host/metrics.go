@@ -13,9 +13,9 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/floating"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/spec"
 )
 
@@ -110,7 +110,7 @@ func (h *Host) metricsAPI() http.Handler {
 }
 
 // stopped counts a plugin's stop.
-func (m *metrics) stopped(plugin string, outcome placement.Outcome, took time.Duration) {
+func (m *metrics) stopped(plugin string, outcome runtime.Outcome, took time.Duration) {
 	m.stops.WithLabelValues(plugin, string(outcome)).Inc()
 	m.stopSeconds.WithLabelValues(plugin, string(outcome)).Observe(took.Seconds())
 }
@@ -156,9 +156,9 @@ func (collector) Describe(ch chan<- *prometheus.Desc) {
 type pluginSample struct {
 	name     string
 	run      spec.Placement
-	state    placement.State
+	state    runtime.State
 	status   plan.Status
-	exit     placement.Exit
+	exit     runtime.Exit
 	ended    bool // exit is of a process that ended
 	epoch    int64
 	hasEpoch bool

@@ -25,9 +25,9 @@ import (
 	"github.com/graftland/graft/internal/asnobody"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 const tcpToken = "host-test-token"
@@ -38,7 +38,7 @@ type netHost struct {
 	h    *Host
 	dir  string // the state dir
 	addr string // the TCP listener's host:port
-	log  *placementtest.Recorder
+	log  *runtimetest.Recorder
 	unix *hostapi.Client
 }
 
@@ -48,10 +48,10 @@ func serveNet(t *testing.T, limits guard.Limits) *netHost {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
-	n := &netHost{dir: filepath.Join(t.TempDir(), ".graft"), addr: addr, log: placementtest.NewRecorder()}
+	n := &netHost{dir: filepath.Join(t.TempDir(), ".graft"), addr: addr, log: runtimetest.NewRecorder()}
 	n.h, err = Open(n.dir, Options{
 		Logger: slog.New(slog.NewTextHandler(n.log, nil)),
-		Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
+		Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
 		TCP:    TCP{Addr: "tcp://" + addr, Token: tcpToken},
 		Limits: limits,
 	})

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/placementtest"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 // roleEnv names the role the test binary plays when run again by a test.
@@ -79,7 +79,7 @@ func tmpfsHostMain() {
 	}
 	opt := Options{
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		Timing: placement.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
+		Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
@@ -113,7 +113,7 @@ type child struct {
 	cmd   *exec.Cmd
 	in    *os.File // its stdin
 	out   *bufio.Reader
-	log   *placementtest.Recorder // its stderr
+	log   *runtimetest.Recorder // its stderr
 	done  chan struct{}
 	state string // the state dir, as this process reaches it
 }
@@ -134,7 +134,7 @@ func startChild(t *testing.T, role string, env ...string) *child {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), append([]string{roleEnv + "=" + role, "GORACE=atexit_sleep_ms=0"}, env...)...)
 	cmd.SysProcAttr = attr
-	c := &child{cmd: cmd, log: placementtest.NewRecorder(), done: make(chan struct{})}
+	c := &child{cmd: cmd, log: runtimetest.NewRecorder(), done: make(chan struct{})}
 	cmd.Stderr = c.log
 	r, w, err := os.Pipe()
 	require.NoError(t, err)

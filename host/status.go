@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // Status is the host's report of itself and of what it runs, as graft
@@ -50,19 +50,19 @@ func (h *Host) Status() *hostapi.Status {
 	return st
 }
 
-func statusOf(s placement.Status) plan.Status {
+func statusOf(s runtime.Status) plan.Status {
 	switch s {
-	case placement.Starting:
+	case runtime.Starting:
 		return plan.Starting
-	case placement.Running:
+	case runtime.Running:
 		return plan.Running
-	case placement.Failed:
+	case runtime.Failed:
 		return plan.Failed
-	case placement.Standby:
+	case runtime.Standby:
 		return plan.Standby
-	case placement.StopUnconfirmed:
+	case runtime.StopUnconfirmed:
 		return plan.Unconfirmed
-	case placement.Completed:
+	case runtime.Completed:
 		return plan.Completed
 	}
 	return plan.Stopping // stopping, or stopped and about to be forgotten

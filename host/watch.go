@@ -9,7 +9,7 @@ import (
 )
 
 // changes tells those who watch a host's status that it changed: a
-// plugin's status, error or restarts (placement.Supervisor.OnChange), a
+// plugin's status, error or restarts (runtime.Supervisor.OnChange), a
 // plugin started or forgotten, a stop's outcome, the apply lock taken or
 // released, the applied spec, a floating plugin's leader. Each wait gets
 // a channel that the next change closes, so any number of watchers wait

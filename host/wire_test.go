@@ -14,8 +14,8 @@ import (
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // serve serves h's API until the test ends, and returns a client of it.
@@ -56,7 +56,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	err := c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, bad)}, nil)
 	var applyErr *hostapi.ApplyError
 	require.ErrorAs(t, err, &applyErr)
-	var start *placement.StartError
+	var start *runtime.StartError
 	require.ErrorAs(t, err, &start)
 	assert.Equal(t, "db", start.Plugin)
 	assert.Equal(t, 3, start.Exit.Code)
@@ -78,8 +78,8 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	require.NoError(t, err, "a forced stop is a completed stop")
 	require.Len(t, stops, 1)
 	assert.Equal(t, apply.Succeeded, stops[0].Phase)
-	assert.Equal(t, placement.Killed, stops[0].Result.Outcome)
-	var ltt *placement.LocalTerminationTimeout
+	assert.Equal(t, runtime.Killed, stops[0].Result.Outcome)
+	var ltt *runtime.LocalTerminationTimeout
 	require.ErrorAs(t, stops[0].Result.Cleanup, &ltt)
 	assert.Equal(t, "db", ltt.Plugin)
 	assert.Equal(t, 100*time.Millisecond, ltt.Window)

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -31,8 +31,8 @@ const (
 	KindStale     = "stale"     // a *StaleError: a saved plan no longer matches what runs
 	KindSpec      = "spec"      // the spec is bad
 	KindNoSpec    = "nospec"    // a *NothingAppliedError (graft restart)
-	KindCleanup   = "cleanup"   // a *placement.CleanupError: a stop that failed, its end unconfirmed
-	KindStart     = "start"     // a *placement.StartError: a start that ran and failed
+	KindCleanup   = "cleanup"   // a *runtime.CleanupError: a stop that failed, its end unconfirmed
+	KindStart     = "start"     // a *runtime.StartError: a start that ran and failed
 	KindCancelled = "cancelled" // apply.ErrCancelled
 	KindPlan      = "plan"      // a *plan.CheckError: a saved plan refused by its checks
 )
@@ -45,8 +45,8 @@ func Encode(err error) ErrorBody {
 		locked  *LockedError
 		stale   *StaleError
 		nothing *NothingAppliedError
-		cleanup *placement.CleanupError
-		start   *placement.StartError
+		cleanup *runtime.CleanupError
+		start   *runtime.StartError
 		bad     spec.Errors
 		badPlan *plan.CheckError
 		hint    interface{ Hint() string }
@@ -96,9 +96,9 @@ func (b ErrorBody) Err() error {
 	case KindNoSpec:
 		err = &NothingAppliedError{}
 	case KindCleanup:
-		err = decodeDetail(b, &placement.CleanupError{})
+		err = decodeDetail(b, &runtime.CleanupError{})
 	case KindStart:
-		err = decodeDetail(b, &placement.StartError{})
+		err = decodeDetail(b, &runtime.StartError{})
 	case KindCancelled:
 		err = apply.ErrCancelled
 	case KindPlan:

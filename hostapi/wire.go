@@ -61,8 +61,8 @@ type Message struct {
 	// Errors are the apply's errors, on MsgDone, as text.
 	Errors []string `json:"errors,omitempty"`
 	// Failures are the same errors with their kinds, so the client gives
-	// each its type back (errors.As finds a *placement.CleanupError, a
-	// *placement.StartError, ...).
+	// each its type back (errors.As finds a *runtime.CleanupError, a
+	// *runtime.StartError, ...).
 	Failures []ErrorBody `json:"failures,omitempty"`
 }
 

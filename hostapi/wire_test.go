@@ -9,28 +9,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // TestUnconfirmedOverTheWire: an unconfirmed stop crosses the wire as a
-// *placement.CleanupError whose cause is a *placement.RemoteTerminationUnconfirmed,
+// *runtime.CleanupError whose cause is a *runtime.RemoteTerminationUnconfirmed,
 // in the *apply.StepError of its step, with its hint.
 func TestUnconfirmedOverTheWire(t *testing.T) {
-	cause := &placement.RemoteTerminationUnconfirmed{Plugin: "writer", Instance: "shop.writer", Generation: 4, Runner: "edge", Cause: errors.New("no confirmation within 25s")}
+	cause := &runtime.RemoteTerminationUnconfirmed{Plugin: "writer", Instance: "shop.writer", Generation: 4, Runner: "edge", Cause: errors.New("no confirmation within 25s")}
 	failure := &apply.StepError{
 		Step: plan.Step{ID: "stop:writer", Op: plan.OpStop, Plugin: "writer"},
-		Err:  &placement.CleanupError{Plugin: "writer", Outcome: placement.Unconfirmed, Causes: multierror.Append(nil, cause)},
+		Err:  &runtime.CleanupError{Plugin: "writer", Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)},
 	}
 	done := Message{Type: MsgDone, Errors: []string{failure.Error()}, Failures: []ErrorBody{Encode(failure)}}
 	err := done.err()
 	var step *apply.StepError
 	require.ErrorAs(t, err, &step)
 	assert.Equal(t, "stop:writer", step.Step.ID)
-	var cleanup *placement.CleanupError
+	var cleanup *runtime.CleanupError
 	require.ErrorAs(t, err, &cleanup)
-	assert.Equal(t, placement.Unconfirmed, cleanup.Outcome)
-	var got *placement.RemoteTerminationUnconfirmed
+	assert.Equal(t, runtime.Unconfirmed, cleanup.Outcome)
+	var got *runtime.RemoteTerminationUnconfirmed
 	require.ErrorAs(t, err, &got)
 	assert.Equal(t, "edge", got.Runner)
 	assert.Equal(t, int64(4), got.Generation)

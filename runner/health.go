@@ -3,8 +3,8 @@ package runner
 import (
 	"time"
 
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -16,7 +16,7 @@ import (
 // unhealthy.
 func (r *Runner) forwardHealth(p *process) {
 	defer r.wg.Done()
-	hs, ok := p.h.(placement.HealthSource)
+	hs, ok := p.h.(runtime.HealthSource)
 	if !ok {
 		return
 	}

@@ -31,8 +31,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 // The plugins of these tests, and the runner daemons that the kill -9
@@ -175,7 +175,7 @@ func spawn(role string, setsid bool) int {
 	if err := cmd.Start(); err != nil {
 		panic(err)
 	}
-	return placementtest.HostPID(cmd.Process.Pid) // as the tests see it
+	return runtimetest.HostPID(cmd.Process.Pid) // as the tests see it
 }
 
 // daemonMain is a runner daemon as graft runner is: a child subreaper
@@ -242,7 +242,7 @@ type harness struct {
 	*client
 	r   *Runner
 	dir string
-	log *placementtest.Recorder // the runner's log
+	log *runtimetest.Recorder // the runner's log
 	srv *httptest.Server
 }
 
@@ -251,7 +251,7 @@ var short = Options{Lease: 2 * time.Second, Grace: 200 * time.Millisecond}
 // newHarness opens a runner on a fresh state dir (or dir) and serves it.
 func newHarness(t *testing.T, opt Options, dir ...string) *harness {
 	t.Helper()
-	h := &harness{log: placementtest.NewRecorder()}
+	h := &harness{log: runtimetest.NewRecorder()}
 	h.dir = t.TempDir()
 	if len(dir) > 0 {
 		h.dir = dir[0]

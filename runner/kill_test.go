@@ -19,8 +19,8 @@ import (
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
-	"github.com/graftland/graft/placement/placementtest"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 // daemon is a runner in a process of its own, as graft runner is, for
@@ -28,7 +28,7 @@ import (
 type daemon struct {
 	*client
 	cmd  *exec.Cmd
-	log  *placementtest.Recorder
+	log  *runtimetest.Recorder
 	done chan struct{}
 }
 
@@ -50,7 +50,7 @@ func launchDaemon(t *testing.T, dir, sock string, grace time.Duration, attr *sys
 		"RUNNER_TEST_GRACE="+grace.String(), "GORACE=atexit_sleep_ms=0")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = attr
-	d := &daemon{cmd: cmd, log: placementtest.NewRecorder(), done: make(chan struct{})}
+	d := &daemon{cmd: cmd, log: runtimetest.NewRecorder(), done: make(chan struct{})}
 	cmd.Stderr = d.log
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
 )
 
 // The lease tests' durations: short, with generous slack for a loaded
@@ -94,7 +94,7 @@ func TestRenewalsKeepItAlive(t *testing.T) {
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Less(t, time.Since(began), time.Second)
-	assert.Equal(t, []runnerapi.Stopped{{Instance: "renewed", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "renewed", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
 	assert.False(t, alive(st.PID), "stopped before the answer")
 	assert.Equal(t, http.StatusNotFound, h.renew(sess))
 	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
@@ -155,7 +155,7 @@ func TestEndSessionDuringStart(t *testing.T) {
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.False(t, alive(ps[0].pid), "gone before the session's end answers")
-	assert.Equal(t, []runnerapi.Stopped{{Instance: "end.slow", Generation: 1, Outcome: placement.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "end.slow", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
 	a := <-started
 	assert.Equal(t, http.StatusNotFound, a.status)
 	assert.Equal(t, runnerapi.KindNoSession, a.e.Kind)
@@ -179,7 +179,7 @@ func TestStopThroughANewSession(t *testing.T) {
 
 	res, status, e := h.stop(sess, "again.coop", coop.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, placement.Exited, res.Outcome)
+	assert.Equal(t, runtime.Exited, res.Outcome)
 	assert.False(t, alive(coop.PID))
 	last()
 
@@ -195,11 +195,11 @@ func TestStopThroughANewSession(t *testing.T) {
 	}, testLease+slack, 2*time.Millisecond, "the end of the old lease stops it")
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, placement.Killed, res.Outcome)
+	assert.Equal(t, runtime.Killed, res.Outcome)
 	assert.False(t, alive(stub.PID))
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, placement.Killed, res.Outcome, "remembered")
+	assert.Equal(t, runtime.Killed, res.Outcome, "remembered")
 
 	_, status, e = h.stop(sess, "again.stub", stub.Generation+1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)
@@ -212,7 +212,7 @@ func TestStopThroughANewSession(t *testing.T) {
 	sess = h.open(0)
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, placement.Exited, res.Outcome)
+	assert.Equal(t, runtime.Exited, res.Outcome)
 	assert.Equal(t, -1, res.Exit.Code)
 	_, status, _ = h.stop(sess, "again.never", 1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)

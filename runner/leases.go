@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
 )
 
 // maxLease is the longest lease a session may ask for: one that a
@@ -224,7 +224,7 @@ func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.Sto
 			return nil, unconfirmed("stop", name, gen)
 		}
 	}
-	if _, ok := r.starting[placement.Identity{ID: name, Generation: gen}]; ok {
+	if _, ok := r.starting[runtime.Identity{ID: name, Generation: gen}]; ok {
 		return nil, kindErr(runnerapi.KindBusy, "stop %s: generation %d of %s is starting", name, gen, name)
 	}
 	last, err := r.state.handedOut(name)
@@ -234,8 +234,8 @@ func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.Sto
 	if gen < 1 || gen > last {
 		return nil, kindErr(runnerapi.KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
 	}
-	exit := placement.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: placement.Exited, At: time.Now()}
-	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: placement.Exited, Exit: exit}, nil
+	exit := runtime.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: runtime.Exited, At: time.Now()}
+	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: runtime.Exited, Exit: exit}, nil
 }
 
 // status is the runner's state for GET /v1/status.

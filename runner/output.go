@@ -2,7 +2,7 @@ package runner
 
 import (
 	"github.com/graftland/graft/internal/output"
-	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runtime"
 )
 
 // The output of a process: lines go to its session's event stream as
@@ -12,9 +12,9 @@ const (
 	maxLine   = 64 << 10 // a longer line is cut into lines of this size
 )
 
-var _ placement.Output = (*output.Lines)(nil)
+var _ runtime.Output = (*output.Lines)(nil)
 
-// newLineOutput returns the placement.Output of one process, which hands
+// newLineOutput returns the runtime.Output of one process, which hands
 // each line to send, in order. It never blocks the process: a line no
 // stream takes is dropped (see stream.push). A line that reaches maxLine
 // bytes at the end of a write is sent then, not when more of it comes.

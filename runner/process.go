@@ -10,9 +10,9 @@ import (
 
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/spec"
 )
 
@@ -32,7 +32,7 @@ type process struct {
 	session    *session
 	stopSignal syscall.Signal
 	out        *output.Lines
-	h          placement.Handle
+	h          runtime.Handle
 	signal     func(syscall.Signal) error // to its family; see local's Signal
 
 	// Set once it runs (Runner.spawned), before its start answers.
@@ -46,11 +46,11 @@ type process struct {
 	hurry  chan struct{} // closed by a forced stop joining a graceful one
 	gaveUp chan struct{} // closed when a stop gives up on confirming the exit
 	done   chan struct{} // closed once its exit is confirmed; then exit is set
-	exit   placement.Exit
+	exit   runtime.Exit
 }
 
 // signaller is what the runner needs of a local handle beyond
-// placement.Handle: a signal to the whole family.
+// runtime.Handle: a signal to the whole family.
 type signaller interface {
 	Signal(syscall.Signal) error
 }
@@ -173,7 +173,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 // the runner closes: local kills what it started, and nothing of it runs
 // when spawn fails.
 func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnerapi.Start) error {
-	id := placement.Identity{ID: p.name, Generation: p.gen}
+	id := runtime.Identity{ID: p.name, Generation: p.gen}
 	r.mu.Lock()
 	r.starting[id] = p
 	r.mu.Unlock()
@@ -183,10 +183,10 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	defer stop1()
 	stop2 := context.AfterFunc(r.ctx, cancel)
 	defer stop2()
-	var h placement.Handle
+	var h runtime.Handle
 	err := r.cutShort(ctx, s)
 	if err == nil {
-		h, err = r.local.Start(sctx, placement.Request{
+		h, err = r.local.Start(sctx, runtime.Request{
 			Plugin:   pluginOf(req),
 			Project:  req.Project,
 			Env:      map[string]string{EnvInvocation: p.inv},
@@ -198,7 +198,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	delete(r.starting, id)
 	if err != nil && s.ended && p.pid != 0 {
 		// It ran, and local killed it when the session ended.
-		s.late = append(s.late, runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: placement.Killed})
+		s.late = append(s.late, runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: runtime.Killed})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -234,7 +234,7 @@ func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*
 		exit, ok := r.stopProcess(p, stopForced, 0)
 		st := runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
 		if !ok {
-			st.Outcome = placement.Unconfirmed
+			st.Outcome = runtime.Unconfirmed
 		}
 		r.mu.Lock()
 		s.late = append(s.late, st)
@@ -260,7 +260,7 @@ func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*
 // except in the runner's PID namespace, which the kernel kills with the
 // runner: there a pid would find nothing, and the invocation id in the
 // record's start entry is enough (docs/runner-api.md, "The state dir").
-func (r *Runner) spawned(h placement.Handle) {
+func (r *Runner) spawned(h runtime.Handle) {
 	r.mu.Lock()
 	p := r.starting[h.Identity()]
 	r.mu.Unlock()
@@ -315,7 +315,7 @@ func (r *Runner) startFailed(name string, gen int64, s *session, err error) erro
 }
 
 func (r *Runner) startFailure(name string, gen int64, s *session, err error) *kindError {
-	var se *placement.StartError
+	var se *runtime.StartError
 	var ae *kindError
 	switch {
 	case errors.As(err, &ae):
@@ -336,7 +336,7 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ki
 		// It never ran: the command was not found, say.
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "err", err)
 		e := kindErr(runnerapi.KindStartFailed, "start %s generation %d: %v", name, gen, err)
-		e.body.Exit = &placement.Exit{Code: -1, Error: err.Error(), At: time.Now()}
+		e.body.Exit = &runtime.Exit{Code: -1, Error: err.Error(), At: time.Now()}
 		return e
 	}
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 )
 
 // The defaults of Options (docs/semantics.md, "Windows and defaults").
@@ -82,7 +82,7 @@ type Runner struct {
 	closed    bool
 	sessions  map[string]*session
 	instances map[string]*instance
-	starting  map[placement.Identity]*process // spawned, not yet answered
+	starting  map[runtime.Identity]*process // spawned, not yet answered
 
 	metrics *metrics
 }
@@ -105,26 +105,26 @@ type instance struct {
 // ended is a process of an instance that is gone, and how.
 type ended struct {
 	gen  int64
-	exit placement.Exit
+	exit runtime.Exit
 }
 
 // keptExits bounds the exits remembered per instance.
 const keptExits = 4
 
-func (inst *instance) remember(gen int64, exit placement.Exit) {
+func (inst *instance) remember(gen int64, exit runtime.Exit) {
 	inst.exits = append(inst.exits, ended{gen, exit})
 	if len(inst.exits) > keptExits {
 		inst.exits = inst.exits[len(inst.exits)-keptExits:]
 	}
 }
 
-func (inst *instance) exitOf(gen int64) (placement.Exit, bool) {
+func (inst *instance) exitOf(gen int64) (runtime.Exit, bool) {
 	for _, e := range inst.exits {
 		if e.gen == gen {
 			return e.exit, true
 		}
 	}
-	return placement.Exit{}, false
+	return runtime.Exit{}, false
 }
 
 // killWait bounds the wait for a process to go after SIGKILL, which only
@@ -168,14 +168,14 @@ func Open(dir string, opt Options) (*Runner, error) {
 		quit:      make(chan struct{}),
 		sessions:  map[string]*session{},
 		instances: map[string]*instance{},
-		starting:  map[placement.Identity]*process{},
+		starting:  map[runtime.Identity]*process{},
 	}
 	r.metrics = newMetrics(r)
 	// The local placement's windows only apply to what the runner leaves
 	// to it: a failed ready check's stop, and what a process leaves
 	// running when it exits. Both get the runner's grace.
 	r.local = local.New(local.Options{
-		Timing:      placement.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
+		Timing:      runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
 		Started:     r.spawned,
 		NoNamespace: opt.NoNamespace,
 	})
@@ -272,7 +272,7 @@ func (r *Runner) Close() error {
 	r.cancel()
 	var errs *multierror.Error
 	for _, st := range r.stopAll(procs) {
-		if st.Outcome == placement.Unconfirmed {
+		if st.Outcome == runtime.Unconfirmed {
 			errs = multierror.Append(errs, fmt.Errorf("stop %s generation %d: its exit is not confirmed", st.Instance, st.Generation))
 		}
 	}
@@ -312,7 +312,7 @@ func (r *Runner) stopAll(procs []*process) []runnerapi.Stopped {
 			exit, ok := r.stopProcess(p, stopForced, 0)
 			out[i] = runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
 			if !ok {
-				out[i].Outcome = placement.Unconfirmed
+				out[i].Outcome = runtime.Unconfirmed
 			}
 		}()
 	}

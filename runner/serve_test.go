@@ -13,14 +13,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/placement/placementtest"
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 // TestServe: Serve answers on its listener until its ctx ends, then
 // stops every process, ends, and removes its unix socket.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	log := placementtest.NewRecorder()
+	log := runtimetest.NewRecorder()
 	r, err := Open(filepath.Join(dir, "state"), Options{Lease: 2 * time.Second, Grace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))})
 	require.NoError(t, err)
 	sock := filepath.Join(dir, "r.sock")

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
 )
 
 // The end of a process: watching for its exit, and the stop that brings
@@ -34,9 +34,9 @@ func (r *Runner) watch(p *process) {
 	}
 	r.mu.Lock()
 	exit.Requested = p.state.requested()
-	exit.Outcome = placement.Exited
+	exit.Outcome = runtime.Exited
 	if p.state.forced() {
-		exit.Outcome = placement.Killed
+		exit.Outcome = runtime.Killed
 	}
 	p.to(procExited)
 	p.exit = exit
@@ -77,7 +77,7 @@ const (
 // its exit could not be confirmed within killWait of SIGKILL. The first
 // caller carries the stop out; it does not stop when its caller's request
 // goes away.
-func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) (placement.Exit, bool) {
+func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) (runtime.Exit, bool) {
 	r.mu.Lock()
 	if mode == stopReplace {
 		p.notify = true
@@ -110,7 +110,7 @@ func (r *Runner) stopProcess(p *process, mode stopMode, shutdown time.Duration) 
 	case <-p.done:
 		return p.exit, true
 	case <-p.gaveUp:
-		return placement.Exit{}, false
+		return runtime.Exit{}, false
 	}
 }
 
@@ -135,11 +135,11 @@ func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) 
 	if shutdown <= 0 {
 		shutdown = defaultShutdown
 	}
-	l := placement.Ladder{
-		Timing:    placement.Timing{ShutdownTimeout: shutdown, KillAfter: r.opt.Grace},
+	l := runtime.Ladder{
+		Timing:    runtime.Timing{ShutdownTimeout: shutdown, KillAfter: r.opt.Grace},
 		Terminate: send(syscall.SIGTERM),
 		Kill:      send(syscall.SIGKILL),
-		Gone:      placement.GoneOn(p.done),
+		Gone:      runtime.GoneOn(p.done),
 		KillWait:  killWait,
 		Hurry:     p.hurry,
 		Forcing: func() {
@@ -152,7 +152,7 @@ func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) 
 	if graceful {
 		l.Signal = send(p.stopSignal)
 	}
-	if outcome, _ := l.Run(); outcome != placement.Unconfirmed {
+	if outcome, _ := l.Run(); outcome != runtime.Unconfirmed {
 		return
 	}
 	r.mu.Lock()

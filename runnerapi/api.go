@@ -1,12 +1,12 @@
 // Package runnerapi is the runner's HTTP API (docs/runner-api.md): its
 // requests, answers, events and error kinds, shared by the runner and the
-// host's side of it (placement/remote), which links nothing of the daemon.
+// host's side of it (runtime/remote), which links nothing of the daemon.
 package runnerapi
 
 import (
 	"time"
 
-	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runtime"
 )
 
 // The types of the runner's HTTP API, /v1 (docs/runner-api.md). Within
@@ -40,7 +40,7 @@ type ErrorBody struct {
 	Error string `json:"error"`
 	Kind  string `json:"kind"`
 	// Exit is how the process ended, on start-failed.
-	Exit *placement.Exit `json:"exit,omitempty"`
+	Exit *runtime.Exit `json:"exit,omitempty"`
 	// Generation is the generation a failed start took, when it took
 	// one: the output events of that generation are all its process
 	// wrote.
@@ -73,9 +73,9 @@ type Renewed struct {
 
 // Stopped is one process a session's end stopped.
 type Stopped struct {
-	Instance   string            `json:"instance"`
-	Generation int64             `json:"generation"`
-	Outcome    placement.Outcome `json:"outcome"`
+	Instance   string          `json:"instance"`
+	Generation int64           `json:"generation"`
+	Outcome    runtime.Outcome `json:"outcome"`
 }
 
 // Closed answers DELETE /v1/sessions/{session}.
@@ -95,11 +95,11 @@ const (
 
 // Event is one line of GET /v1/sessions/{session}/events.
 type Event struct {
-	Type       string          `json:"type"`
-	Instance   string          `json:"instance,omitempty"`
-	Generation int64           `json:"generation,omitempty"`
-	Line       string          `json:"line,omitempty"`
-	Exit       *placement.Exit `json:"exit,omitempty"`
+	Type       string        `json:"type"`
+	Instance   string        `json:"instance,omitempty"`
+	Generation int64         `json:"generation,omitempty"`
+	Line       string        `json:"line,omitempty"`
+	Exit       *runtime.Exit `json:"exit,omitempty"`
 	// Health is a health event's result.
 	Health *HealthResult `json:"health,omitempty"`
 }
@@ -143,7 +143,7 @@ type Start struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// InheritEnv names variables of the runner's own environment that the
 	// process gets, when set there; it gets nothing else of it but a
-	// minimal base (placement.BaseEnv).
+	// minimal base (runtime.BaseEnv).
 	InheritEnv []string `json:"inheritEnv,omitempty"`
 	Dir        string   `json:"dir,omitempty"`
 	StopSignal string   `json:"stopSignal,omitempty"`
@@ -174,10 +174,10 @@ type Stop struct {
 
 // StopResult answers a stop once the exit is confirmed.
 type StopResult struct {
-	Instance   string            `json:"instance"`
-	Generation int64             `json:"generation"`
-	Outcome    placement.Outcome `json:"outcome"`
-	Exit       placement.Exit    `json:"exit"`
+	Instance   string          `json:"instance"`
+	Generation int64           `json:"generation"`
+	Outcome    runtime.Outcome `json:"outcome"`
+	Exit       runtime.Exit    `json:"exit"`
 }
 
 // SessionStatus is one session in GET /v1/status.

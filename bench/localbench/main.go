@@ -24,8 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/bench"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/spec"
 )
 
@@ -87,15 +87,15 @@ const pause = 150 * time.Millisecond
 func graftRound(sleep string, n int) [4][]time.Duration {
 	l := local.New(local.Options{})
 	out := bench.Discard{}
-	req := func(i int) placement.Request {
-		return placement.Request{
+	req := func(i int) runtime.Request {
+		return runtime.Request{
 			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
 			Dir:    os.TempDir(), Output: out,
 		}
 	}
 	var d [4][]time.Duration
 	began := time.Now()
-	hs := make([]placement.Handle, n)
+	hs := make([]runtime.Handle, n)
 	for i := range hs {
 		h, err := l.Start(context.Background(), req(i))
 		if err != nil {

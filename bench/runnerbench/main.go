@@ -5,7 +5,7 @@
 // the same isolation on both sides: N sleeps started P at a time (as an
 // apply's steps are), then stopped P at a time, in rounds that alternate
 // local and runner. The runner serves on a unix socket and is reached
-// through placement/remote, as a host reaches it; its state dir is on
+// through runtime/remote, as a host reaches it; its state dir is on
 // the temporary directory's file system. bench/runner.sh times the same
 // through graft apply, CLI and host included.
 //
@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/graftland/graft/bench"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
-	"github.com/graftland/graft/placement/remote"
 	"github.com/graftland/graft/runner"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/spec"
 )
 
@@ -79,7 +79,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		for i, p := range []placement.Placement{l, rm} {
+		for i, p := range []runtime.Placement{l, rm} {
 			start, stop := run(p, sleep, *n, *par, round)
 			times[i][0] = append(times[i][0], start)
 			times[i][1] = append(times[i][1], stop)
@@ -114,11 +114,11 @@ func report(times [2][2][]time.Duration, n int) {
 
 // run starts n sleeps on p, par at a time, then stops them, par at a
 // time, and returns how long each took.
-func run(p placement.Placement, sleep string, n, par, round int) (start, stop time.Duration) {
-	hs := make([]placement.Handle, n)
+func run(p runtime.Placement, sleep string, n, par, round int) (start, stop time.Duration) {
+	hs := make([]runtime.Handle, n)
 	began := time.Now()
 	each(n, par, func(i int) {
-		h, err := p.Start(context.Background(), placement.Request{
+		h, err := p.Start(context.Background(), runtime.Request{
 			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Instance: fmt.Sprintf("bench.s%d", i), Run: spec.Local,
 				Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
 			Project: "bench", Dir: os.TempDir(), Output: bench.Discard{},

@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/graftland/graft/internal/linearmem"
-	"github.com/graftland/graft/placement/worker"
+	"github.com/graftland/graft/runtime/worker"
 )
 
 // floor is bare wazero with the settings the worker placement uses: one

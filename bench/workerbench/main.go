@@ -25,9 +25,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/local"
-	"github.com/graftland/graft/placement/worker"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/runtime/worker"
 	"github.com/graftland/graft/spec"
 )
 
@@ -112,7 +112,7 @@ func warm(cacheDir, module string) {
 		log.Fatal(err)
 	}
 	defer w.Close()
-	h, err := w.Start(context.Background(), placement.Request{Plugin: plugin("warm", module), Output: newFirstLine(nil)})
+	h, err := w.Start(context.Background(), runtime.Request{Plugin: plugin("warm", module), Output: newFirstLine(nil)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,14 +8,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -50,7 +50,7 @@ func run(n int, start func(*lines), stop func()) result {
 	var r result
 	r.start, r.cpu = time.Since(began), cpuTime()-cpu
 	time.Sleep(settle)
-	runtime.GC()
+	goruntime.GC()
 	r.gc = rss() - before
 	debug.FreeOSMemory()
 	r.mem = rss() - before
@@ -62,12 +62,12 @@ func run(n int, start func(*lines), stop func()) result {
 
 // measure is run of n plugins on p, one started after another as an
 // apply's steps do, closed (stopped all at once) as a host's end does.
-func measure(n int, p placement.Placement, plugin func(int) *spec.Plugin) result {
-	var hs []placement.Handle
+func measure(n int, p runtime.Placement, plugin func(int) *spec.Plugin) result {
+	var hs []runtime.Handle
 	var own int64
 	r := run(n, func(lines *lines) {
 		for i := range n {
-			req := placement.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: newFirstLine(lines)}
+			req := runtime.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: newFirstLine(lines)}
 			if plugin(i).Run == spec.Local {
 				req.Output = discard{}
 				defer lines.Done() // a sleep writes nothing: started is running

@@ -16,8 +16,8 @@ import (
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // raw matches what a terminal acts on: C0 (but newlines), DEL, C1 and the
@@ -76,7 +76,7 @@ func TestProgressEscaped(t *testing.T) {
 	step := plan.Step{ID: "stop:db", Op: plan.OpStop, Plugin: "db" + title}
 	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began}})
 	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded,
-		Result: apply.Result{Outcome: placement.Killed, Cleanup: &placement.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
+		Result: apply.Result{Outcome: runtime.Killed, Cleanup: &runtime.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
 	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Failed, Error: "start db: " + title + "\n  tail"}})
 	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Skipped, Error: "skipped: " + title}})
 	p.Close()

@@ -23,8 +23,8 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/placement/local"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime/local"
 )
 
 // The floating tests run several real `graft host` processes on this
@@ -34,7 +34,7 @@ import (
 // address it was given. They keep what needs real hosts: kill -9,
 // SIGSTOP, a relay's family dying with its host, the CLI's view. The
 // election's other cases (stale locks, skewed clocks, a read-only
-// directory, exhausted epochs) are package tests of placement/floating.
+// directory, exhausted epochs) are package tests of runtime/floating.
 //
 // A leader that cannot renew gives up 2 × renew after its last renewal
 // and then may take the stop's fixed 7 seconds, all within ttl (the spec

@@ -12,8 +12,8 @@ import (
 	"github.com/graftland/graft/elect/etcd"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/floating"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/spec"
 )
 
@@ -123,7 +123,7 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 
 // fromEtcd asks etcd who leads floating plugin p of s.
 func fromEtcd(s *spec.Spec, p *spec.Plugin) (*hostapi.LeaderInfo, error) {
-	cfg, err := floating.EtcdConfig(placement.Request{Plugin: p, Project: s.Name, Dir: s.Dir}, "-")
+	cfg, err := floating.EtcdConfig(runtime.Request{Plugin: p, Project: s.Name, Dir: s.Dir}, "-")
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-// Package runners keeps a host's runner placements: one placement/remote
+// Package runners keeps a host's runner placements: one runtime/remote
 // per runner the spec names (by name and address), its settings (token,
 // TLS, lease) read from the spec's files at every apply, and the runner
 // embedded in the host for runner entries without an address, started at
@@ -15,8 +15,8 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/placement"
-	"github.com/graftland/graft/placement/remote"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/spec"
 )
 
@@ -69,7 +69,7 @@ func New(opt Options) *Registry {
 // Placement is the placement of runner plugin p of desired: the remote of
 // its runner, made at its first use and given the settings desired says
 // now.
-func (g *Registry) Placement(desired *spec.Spec, p *spec.Plugin) (placement.Placement, error) {
+func (g *Registry) Placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {
 	cfg, settings, err := g.config(desired, p.Runner)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (g *Registry) Refresh(desired *spec.Spec) {
 // (their address changed, say) and that used does not hold: the
 // placements of the plugins the host still tracks, among them one whose
 // stop is unconfirmed, which keeps its runner's to ask again.
-func (g *Registry) Prune(used map[placement.Placement]bool) {
+func (g *Registry) Prune(used map[runtime.Placement]bool) {
 	g.mu.Lock()
 	var unused []*remote.Remote
 	for key, e := range g.byKey {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/graftland/graft/placement"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
@@ -71,9 +71,9 @@ plugins:
 	m, err := g.Placement(moved, moved.Plugins["a"])
 	require.NoError(t, err)
 	assert.NotSame(t, a, m, "another address, another placement")
-	g.Prune(map[placement.Placement]bool{a: true})
+	g.Prune(map[runtime.Placement]bool{a: true})
 	assert.Len(t, g.byKey, 2, "a placement a plugin still uses is kept")
-	g.Prune(map[placement.Placement]bool{})
+	g.Prune(map[runtime.Placement]bool{})
 	assert.Len(t, g.byKey, 1, "one no apply names and no plugin uses is ended")
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// Output is where a plugin's output goes: placement.Output, which this
+// Output is where a plugin's output goes: runtime.Output, which this
 // package cannot name (placement imports it).
 type Output interface {
 	io.Writer

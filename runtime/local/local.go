@@ -1,0 +1,96 @@
+// Package local runs plugins as child processes of the host, each in its
+// own process group (and PID namespace, where it can), and stops them in
+// graft's exact order (docs/stopping.md, "The stop sequence").
+package local
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/runtime"
+)
+
+// Options configures a Local placement.
+type Options struct {
+	// Timing holds the stop's windows; zero fields get
+	// runtime.DefaultTiming's.
+	Timing runtime.Timing
+	// Env is the environment of the daemon that starts the plugins, as
+	// KEY=VALUE: their minimal base (runtime.BaseEnv) and what their
+	// inheritEnv names are taken from; nil means this process's own.
+	// Nothing else of it reaches a plugin.
+	Env []string
+	// Started, when set, is called with the handle of each plugin as soon
+	// as its process runs, before its ready check: the runner records the
+	// pid of a start by it before the start answers.
+	Started func(runtime.Handle)
+	// Records, when set, is a directory where each start is recorded
+	// before it begins, until its process is gone (see Start).
+	Records string
+	// NoNamespace starts plugins as the host's children, outside a PID
+	// namespace even where one can be made: what a plugin
+	// forks then outlives a host killed outright (see docs/stopping.md).
+	NoNamespace bool
+}
+
+// ErrNoNamespace is why plugins run without PID namespaces when
+// Options.NoNamespace says so.
+var ErrNoNamespace = errors.New("PID namespaces are turned off")
+
+func (o Options) withDefaults() Options {
+	d := runtime.DefaultTiming()
+	if o.Timing.ShutdownTimeout <= 0 {
+		o.Timing.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if o.Timing.ExitWindow <= 0 {
+		o.Timing.ExitWindow = d.ExitWindow
+	}
+	if o.Timing.KillAfter <= 0 {
+		o.Timing.KillAfter = d.KillAfter
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+	return o
+}
+
+// environ is the environment of one start: base, the minimal base taken
+// from parent (runtime.BaseEnv), what the plugin's inheritEnv passes on
+// of parent, the spec's env, the request's, then graft's own variables,
+// later ones replacing earlier.
+func environ(base, parent []string, req runtime.Request, id runtime.Identity) []string {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	for _, kv := range append(base[:len(base):len(base)], runtime.Inherited(parent, req.Plugin.InheritEnv)...) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			set(k, v)
+		}
+	}
+	for _, env := range []map[string]string{req.Plugin.Env, req.Env} {
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			set(k, env[k])
+		}
+	}
+	set(instance.EnvID, id.ID)
+	set(instance.EnvGeneration, strconv.FormatInt(id.Generation, 10))
+	set(instance.EnvPlugin, req.Plugin.Name)
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = k + "=" + vars[k]
+	}
+	return out
+}
+
+// workDir is where the plugin runs: its dir, relative to the spec's.
+func workDir(req runtime.Request) string { return req.Path(req.Plugin.Dir) }

@@ -1,0 +1,111 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/spec"
+)
+
+// TestOnceCompletes: a one-shot that exits 0 is completed, not failed,
+// and is not retried though it has a retry; Await sees it started, ready
+// and completed.
+func TestOnceCompletes(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("migrate", "exit", "0", "migrated")
+	p.Once = true
+	p.Retry = retrying(50*time.Millisecond, time.Second, 0)
+	out := &stamps{mark: "migrated"}
+	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	require.NoError(t, s.Start(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Await(ctx, spec.UntilCompleted))
+	for _, c := range []spec.Condition{spec.UntilStarted, spec.UntilReady} {
+		assert.NoError(t, s.Await(ctx, c), "a completed one-shot was %s", c)
+	}
+	st := s.State()
+	assert.Equal(t, runtime.Completed, st.Status)
+	assert.Zero(t, st.PID)
+	assert.True(t, st.NextRetry.IsZero(), "retry is for failures only")
+	time.Sleep(200 * time.Millisecond)
+	assert.Len(t, out.times(), 1, "a completed one-shot runs once")
+	_, err := s.Stop(context.Background())
+	assert.NoError(t, err)
+}
+
+// TestOnceFailsThroughRetries: a one-shot that exits non-zero is retried
+// on its schedule, Await waiting through the retries, and fails Await
+// once no retry is due.
+func TestOnceFailsThroughRetries(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("migrate", "exit", "3", "no database")
+	p.Once = true
+	p.Retry = retrying(50*time.Millisecond, time.Second, 2)
+	out := &stamps{mark: "no database"}
+	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	require.NoError(t, s.Start(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := s.Await(ctx, spec.UntilCompleted)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "migrate failed before it was completed: exited on its own: exit status 3")
+	assert.Len(t, out.times(), 3, "the first run and two retries")
+	assert.Equal(t, 2, s.State().Restarts)
+	_, err = s.Stop(context.Background())
+	assert.NoError(t, err)
+}
+
+// TestAwaitStarted: the condition started comes with the process's exec,
+// before its ready check passes.
+func TestAwaitStarted(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("slowready", "cooperative")
+	p.Ready = &spec.Ready{Exec: []string{"sleep", "0.5"}, Timeout: spec.FromStd(10 * time.Second)}
+	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: &stamps{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- s.Await(ctx, spec.UntilStarted) }()
+	// Await of a supervisor not yet started waits: it is not stopped.
+	startErr := make(chan error, 1)
+	go func() { startErr <- s.Start(ctx) }()
+	require.NoError(t, <-started)
+	assert.Equal(t, runtime.Starting, s.State().Status, "started, and not yet ready")
+	require.NoError(t, <-startErr)
+	assert.NoError(t, s.Await(ctx, spec.UntilReady))
+	_, err := s.Stop(context.Background())
+	assert.NoError(t, err)
+	assert.Error(t, s.Await(ctx, spec.UntilReady), "a stopped plugin is never ready again")
+}
+
+// TestOnceStopped: a one-shot stopped while it runs goes through the stop
+// sequence like any plugin: its stop signal, its exit confirmed. It is
+// stopped, not completed, and Await says so.
+func TestOnceStopped(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("migrate", "cooperative")
+	p.Once = true
+	out := &stamps{mark: "stopping"}
+	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	require.NoError(t, s.Start(context.Background()))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- s.Await(ctx, spec.UntilCompleted) }()
+	outcome, err := s.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome, "it exited at its stop signal")
+	assert.True(t, s.LastExit().Requested)
+	assert.Equal(t, runtime.Stopped, s.State().Status)
+	err = <-waited
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "migrate was stopped before it was completed")
+}

@@ -1,0 +1,344 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/internal/health"
+	"github.com/graftland/graft/runnerapi"
+	"github.com/graftland/graft/runtime"
+)
+
+// session is one lease with the runner: the processes started under it,
+// its renewals every third of the lease, and its event stream.
+type session struct {
+	r     *Remote
+	c     *client
+	cfg   Config // the Remote's when it opened
+	id    string
+	lease time.Duration
+
+	// ctx ends when the session is lost or closed; its cause says why.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	handles map[key]*handle
+	// What came before the start's answer: a process may write, and
+	// exit, before its start is answered.
+	early    map[key]runtime.Exit
+	earlyOut map[key][]string
+	// The generations whose start failed: the stream may still bring
+	// their lines after the failure's answer, which no handle will take.
+	failed map[key]struct{}
+	seen   time.Time // when the stream last delivered a line
+}
+
+type key struct {
+	instance string
+	gen      int64
+}
+
+// openTimeout bounds opening a session.
+const openTimeout = 15 * time.Second
+
+// openSession opens a session and its event stream, and starts renewing.
+func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*session, error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	var opened runnerapi.Session
+	req := runnerapi.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
+	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
+		return nil, err
+	}
+	sctx, scancel := context.WithCancelCause(context.Background())
+	s := &session{
+		r: r, c: c, cfg: cfg, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
+		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]runtime.Exit{}, earlyOut: map[key][]string{}, failed: map[key]struct{}{}, seen: time.Now(),
+	}
+	if s.lease <= 0 {
+		scancel(errors.New("bad lease"))
+		return nil, &RemoteError{Runner: c.name, Op: "open a session", Err: fmt.Errorf("the runner gave a lease of %dms", opened.LeaseMillis)}
+	}
+	// The stream is open before anything starts, so no exit is missed. It
+	// lives as long as the session; its answer must come within the
+	// opening's bound.
+	slow := time.AfterFunc(time.Until(deadline(ctx)), func() { scancel(errors.New("no answer to the event stream's request")) })
+	resp, err := c.send(sctx, "follow the session's events", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.id)+"/events", nil)
+	slow.Stop()
+	if err != nil {
+		scancel(err)
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.follow(resp)
+	go s.renew()
+	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
+	return s, nil
+}
+
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// track makes the handle of a process the session started.
+func (s *session) track(req runtime.Request, inst string, st runnerapi.Started) *handle {
+	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{}),
+		health: make(chan health.Result, 16)}
+	k := key{inst, st.Generation}
+	s.mu.Lock()
+	exit, early := s.early[k]
+	lines := s.earlyOut[k]
+	delete(s.early, k)
+	delete(s.earlyOut, k)
+	if !early {
+		s.handles[k] = h
+	}
+	// The early lines are written under the lock, so none that comes later
+	// overtakes them.
+	for _, l := range lines {
+		h.output(l)
+	}
+	s.mu.Unlock()
+	if early {
+		h.finish(exit)
+	}
+	if s.ctx.Err() != nil {
+		h.finish(s.lostExit())
+	}
+	return h
+}
+
+// untrack forgets h once its stop is confirmed: no event of it is due.
+func (s *session) untrack(h *handle) {
+	k := key{h.instance, h.gen}
+	s.mu.Lock()
+	if s.handles[k] == h {
+		delete(s.handles, k)
+	}
+	s.mu.Unlock()
+}
+
+// forget drops what came for k before a start's answer that failed, and
+// what comes for it after.
+func (s *session) forget(k key) {
+	s.mu.Lock()
+	delete(s.early, k)
+	delete(s.earlyOut, k)
+	roomFor(s.failed, k)
+	s.failed[k] = struct{}{}
+	s.mu.Unlock()
+}
+
+// follow reads the event stream: output to the plugins' logs, exits to
+// their handles. The stream's end, or a lease without a line (the runner
+// pings every third of it), loses the session.
+func (s *session) follow(resp *http.Response) {
+	defer s.wg.Done()
+	defer resp.Body.Close()
+	stop := context.AfterFunc(s.ctx, func() { resp.Body.Close() })
+	defer stop()
+	lines := make(chan struct{}, 1)
+	s.wg.Add(1)
+	go s.watchdog(lines)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), runnerapi.MaxBody)
+	for sc.Scan() {
+		select {
+		case lines <- struct{}{}:
+		default:
+		}
+		var ev runnerapi.Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		s.event(ev)
+	}
+	err := sc.Err()
+	if err == nil {
+		err = errors.New("the runner ended the event stream")
+	}
+	s.lose("follow the session's events", err)
+}
+
+// watchdog loses the session when the stream is quiet for a whole lease.
+func (s *session) watchdog(lines <-chan struct{}) {
+	defer s.wg.Done()
+	t := time.NewTimer(s.lease)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-lines:
+			t.Reset(s.lease)
+		case <-t.C:
+			s.lose("follow the session's events", fmt.Errorf("no event or ping for %s", s.lease))
+			return
+		}
+	}
+}
+
+// maxEarly bounds the lines kept for a process whose start is not
+// answered yet, and maxEarlyKeys the processes kept so (and the failed
+// starts remembered): a start whose answer never came (its caller gave
+// up) leaves its own behind.
+const (
+	maxEarly     = 1000
+	maxEarlyKeys = 64
+)
+
+// roomFor makes room in m for k, dropping another key when m is full.
+// s.mu is held.
+func roomFor[V any](m map[key]V, k key) {
+	if _, ok := m[k]; ok || len(m) < maxEarlyKeys {
+		return
+	}
+	for other := range m {
+		delete(m, other)
+		return
+	}
+}
+
+func (s *session) event(ev runnerapi.Event) {
+	k := key{ev.Instance, ev.Generation}
+	s.mu.Lock()
+	h := s.handles[k]
+	_, failed := s.failed[k]
+	switch {
+	case h == nil && failed: // no handle will take it: dropped
+	case ev.Type == runnerapi.EventOutput && h == nil:
+		roomFor(s.earlyOut, k)
+		if len(s.earlyOut[k]) < maxEarly {
+			s.earlyOut[k] = append(s.earlyOut[k], ev.Line)
+		}
+	case ev.Type == runnerapi.EventOutput:
+		h.output(ev.Line)
+	case ev.Type == runnerapi.EventHealth && h != nil && ev.Health != nil:
+		h.checked(*ev.Health)
+	case ev.Type == runnerapi.EventExit && ev.Exit != nil:
+		if h == nil {
+			roomFor(s.early, k)
+			s.early[k] = *ev.Exit
+		}
+		delete(s.handles, k)
+	}
+	s.mu.Unlock()
+	if h != nil && ev.Type == runnerapi.EventExit && ev.Exit != nil {
+		h.finish(*ev.Exit)
+	}
+}
+
+// renew renews the lease every third of it. A renewal that fails, or that
+// the runner refuses because the lease ran out, loses the session.
+func (s *session) renew() {
+	defer s.wg.Done()
+	every := s.lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, every)
+		var renewed runnerapi.Renewed
+		err := s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
+		cancel()
+		if err != nil {
+			s.lose("renew the session", err)
+			return
+		}
+	}
+}
+
+// lose ends the session for a failure: every process it started is lost
+// to the host (it runs on until its lease runs out on the runner).
+func (s *session) lose(op string, err error) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	var remote *RemoteError
+	if !errors.As(err, &remote) {
+		err = &RemoteError{Runner: s.c.name, Op: op, Err: err}
+	}
+	s.r.log.Warn("session with the runner lost", "runner", s.cfg.Name, "session", s.id, "err", err)
+	s.cancel(err)
+	s.mu.Lock()
+	handles := s.handles
+	s.handles = map[key]*handle{}
+	s.mu.Unlock()
+	exit := s.lostExit()
+	for _, h := range handles {
+		h.finish(exit)
+	}
+	// Connections kept for reuse may have died with the session (a
+	// network gone dark): the next session dials afresh.
+	s.c.close()
+}
+
+// lostExit is the end of a process whose session was lost.
+func (s *session) lostExit() runtime.Exit {
+	return runtime.Exit{Code: -1, Error: context.Cause(s.ctx).Error(), Lost: true, Outcome: runtime.Unconfirmed, At: time.Now()}
+}
+
+// close stops the session's processes, then ends it on the runner.
+func (s *session) close() *multierror.Error {
+	s.mu.Lock()
+	var live []*handle
+	for _, h := range s.handles {
+		live = append(live, h)
+	}
+	s.mu.Unlock()
+	errs := multierror.Append(nil, runtime.StopAll(context.Background(), live))
+	if s.ctx.Err() == nil {
+		// Closed first, so the end of the event stream is not a loss.
+		s.cancel(errors.New("session closed"))
+		ctx, cancel := context.WithTimeout(context.Background(), waitConfirm(s.cfg, s.lease))
+		var closed runnerapi.Closed
+		if err := s.c.call(ctx, "end the session", http.MethodDelete, "/v1/sessions/"+url.PathEscape(s.id), nil, &closed); err != nil {
+			errs = multierror.Append(errs, err)
+		}
+		cancel()
+	}
+	s.wg.Wait()
+	s.r.dropClient(s.c)
+	return errs
+}
+
+// tail keeps the last lines of a process's output.
+type tail struct {
+	mu  sync.Mutex
+	buf []string
+}
+
+const tailLines = 20
+
+func newTail() *tail { return &tail{} }
+
+func (t *tail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, line)
+	if len(t.buf) > tailLines {
+		t.buf = t.buf[len(t.buf)-tailLines:]
+	}
+}
+
+func (t *tail) lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.buf...)
+}
