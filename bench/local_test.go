@@ -25,9 +25,8 @@ func sleepRequest(b *testing.B, i int) runtime.Request {
 	sleep, err := exec.LookPath("sleep")
 	require.NoError(b, err)
 	return runtime.Request{
-		Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
-		Dir:    os.TempDir(), Output: discard{},
-	}
+		Dir: os.TempDir(), Output: discard{},
+	}.For(&spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"})
 }
 
 // BenchmarkLocalStartStop200 starts 200 sleeps on a local placement, one

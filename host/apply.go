@@ -274,7 +274,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	if err != nil {
 		return apply.Result{}, err
 	}
-	req := runtime.Request{Plugin: p, Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}
+	req := runtime.Request{Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}.For(p)
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or

@@ -118,7 +118,7 @@ func (h *Host) restoreCompleted() {
 			continue
 		}
 		p := kept.Plugins[name]
-		req := runtime.Request{Plugin: p, Project: kept.Name, Dir: kept.Dir, Log: h.log}
+		req := runtime.Request{Project: kept.Name, Dir: kept.Dir, Log: h.log}.For(p)
 		st := runtime.State{
 			Identity: runtime.Identity{ID: r.Instance, Generation: r.Generation},
 			Since:    r.Since, Restarts: r.Restarts, LastError: r.LastError,

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -86,7 +87,7 @@ func startAtOnce(t *testing.T, d *daemon, sess string, workers int) (tl *batchTo
 		name := fmt.Sprintf("mb.%d", i)
 		// Ready once its grandchild runs: what the runner's death leaves.
 		req := plugin(t, sess, "leaver")
-		req.Ready = &runnerapi.Ready{Log: "^daemon ", TimeoutMillis: 10000}
+		req.Ready = &launch.Ready{Log: "^daemon ", Timeout: launch.Duration(10000 * time.Millisecond)}
 		tl.wg.Go(func() {
 			for {
 				var st runnerapi.Started

@@ -44,5 +44,5 @@ func TestEnvIsWhatTheHostSends(t *testing.T) {
 	bad.InheritEnv = []string{"A=B"}
 	_, status, body := h.tryStart("bad", bad)
 	assert.Equal(t, http.StatusBadRequest, status)
-	assert.Contains(t, body.Error, `inheritEnv: bad name "A=B"`)
+	assert.Contains(t, body.Error, `inheritEnv[0]: bad environment variable name "A=B"`)
 }

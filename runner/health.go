@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"time"
-
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/spec"
 )
 
 // forwardHealth sends each result of the health checks of p, which its
@@ -33,20 +30,4 @@ func (r *Runner) forwardHealth(p *process) {
 			s.send(ev)
 		}
 	}
-}
-
-// healthOf is the health check a start asks for, with graft's defaults
-// where it leaves a window out; nil when it asks for none.
-func healthOf(h *runnerapi.Health) *spec.Health {
-	if h == nil {
-		return nil
-	}
-	ms := func(v int64, def time.Duration) spec.Duration {
-		if v <= 0 {
-			return spec.FromStd(def)
-		}
-		return spec.FromStd(time.Duration(v) * time.Millisecond)
-	}
-	return &spec.Health{TCP: h.TCP, HTTP: h.HTTP, Exec: h.Exec, Interval: ms(h.IntervalMillis, spec.DefaultHealthInterval),
-		Timeout: ms(h.TimeoutMillis, spec.DefaultHealthTimeout), StartPeriod: spec.FromStd(time.Duration(max(h.StartPeriodMillis, 0)) * time.Millisecond)}
 }

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
@@ -225,10 +226,12 @@ func plugin(t *testing.T, sess, role string, args ...string) runnerapi.Start {
 		Session: sess,
 		Plugin:  role,
 		Project: "test",
-		Command: append([]string{os.Args[0]}, args...),
-		// Under -race a program sleeps a second at exit unless told not to.
-		Env:        map[string]string{roleEnv: role, markEnv: mark(t), "GORACE": "atexit_sleep_ms=0"},
-		StopSignal: "SIGTERM",
+		Spec: launch.Spec{
+			Command: append([]string{os.Args[0]}, args...),
+			// Under -race a program sleeps a second at exit unless told not to.
+			Env:        map[string]string{roleEnv: role, markEnv: mark(t), "GORACE": "atexit_sleep_ms=0"},
+			StopSignal: "SIGTERM",
+		},
 	}
 }
 

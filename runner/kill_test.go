@@ -19,6 +19,7 @@ import (
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
@@ -208,7 +209,7 @@ func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
 	t := k.t
 	addr := freeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
-	slow.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 60000}
+	slow.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(60000 * time.Millisecond)}
 	go func() {
 		_, _, err := d.try("POST", "/v1/instances/k.start/start", slow, nil)
 		c.startAnswered <- err

@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"github.com/graftland/graft/launch"
 	"net/http"
 	"strings"
 	"testing"
@@ -137,7 +138,7 @@ func TestEndSessionDuringStart(t *testing.T) {
 	ev := h.events(sess)
 	addr := freeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
-	slow.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 60000}
+	slow.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(60000 * time.Millisecond)}
 	type answer struct {
 		status int
 		e      runnerapi.ErrorBody

@@ -13,7 +13,6 @@ import (
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
-	"github.com/graftland/graft/spec"
 )
 
 // EnvInvocation is set in every process's environment to an id of that
@@ -63,7 +62,7 @@ type startTimer interface {
 
 // defaultShutdown bounds the graceful part of a stop that asks for no
 // other (and of a replacement's stop of the process it replaces).
-const defaultShutdown = spec.ShutdownTimeout
+var defaultShutdown = runtime.DefaultTiming().ShutdownTimeout
 
 // start carries out a start request; see docs/runner-api.md.
 func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (*runnerapi.Started, error) {
@@ -187,7 +186,8 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	err := r.cutShort(ctx, s)
 	if err == nil {
 		h, err = r.local.Start(sctx, runtime.Request{
-			Plugin:   pluginOf(req),
+			Name:     req.Plugin,
+			Launch:   req.Spec.WithDefaults(),
 			Project:  req.Project,
 			Env:      map[string]string{EnvInvocation: p.inv},
 			Output:   p.out,
@@ -339,26 +339,4 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ki
 		e.body.Exit = &runtime.Exit{Code: -1, Error: err.Error(), At: time.Now()}
 		return e
 	}
-}
-
-// pluginOf is the spec of a start request, for the local placement.
-func pluginOf(req *runnerapi.Start) *spec.Plugin {
-	p := &spec.Plugin{
-		Name:       req.Plugin,
-		Run:        spec.Local,
-		Command:    req.Command,
-		Env:        req.Env,
-		InheritEnv: req.InheritEnv,
-		Dir:        req.Dir,
-		StopSignal: proc.SignalName(proc.SignalNamed(req.StopSignal)),
-	}
-	p.Health = healthOf(req.Health)
-	if rd := req.Ready; rd != nil {
-		timeout := spec.DefaultReadyTimeout
-		if rd.TimeoutMillis > 0 {
-			timeout = time.Duration(rd.TimeoutMillis) * time.Millisecond
-		}
-		p.Ready = &spec.Ready{Log: rd.Log, TCP: rd.TCP, HTTP: rd.HTTP, Exec: rd.Exec, Timeout: spec.FromStd(timeout)}
-	}
-	return p
 }

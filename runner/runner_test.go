@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"github.com/graftland/graft/launch"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -213,7 +214,7 @@ func TestStartFailed(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
 	req := plugin(t, sess, "exit", "4", "no luck")
-	req.Ready = &runnerapi.Ready{TCP: "127.0.0.1:1", TimeoutMillis: 5000}
+	req.Ready = &launch.Ready{Probe: launch.Probe{TCP: "127.0.0.1:1"}, Timeout: launch.Duration(5000 * time.Millisecond)}
 	_, status, e := h.tryStart("fails", req)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%+v", e)
 	assert.Equal(t, runnerapi.KindStartFailed, e.Kind)
@@ -240,7 +241,7 @@ func TestReady(t *testing.T) {
 	sess := h.open(0)
 	addr := freeAddr(t)
 	req := plugin(t, sess, "listen", "300ms", addr)
-	req.Ready = &runnerapi.Ready{TCP: addr, TimeoutMillis: 10000}
+	req.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(10000 * time.Millisecond)}
 	answered := make(chan runnerapi.Started, 1)
 	began := time.Now()
 	go func() {

@@ -6,6 +6,7 @@ package runnerapi
 import (
 	"time"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 )
 
@@ -112,46 +113,17 @@ type HealthResult struct {
 	At    time.Time `json:"at"`
 }
 
-// Health is a liveness check the runner runs on its machine while the
-// process runs, one at a time: exactly one of TCP, HTTP and Exec.
-type Health struct {
-	TCP               string   `json:"tcp,omitempty"`
-	HTTP              string   `json:"http,omitempty"`
-	Exec              []string `json:"exec,omitempty"`
-	IntervalMillis    int64    `json:"intervalMillis"`
-	TimeoutMillis     int64    `json:"timeoutMillis"`
-	StartPeriodMillis int64    `json:"startPeriodMillis,omitempty"`
-}
-
-// Ready is a readiness check run on the runner's machine: at most one of
-// TCP, HTTP and Exec, with or without Log, and at least one of the four.
-type Ready struct {
-	// Log is an RE2 pattern: ready once a line of the output matches.
-	Log           string   `json:"log,omitempty"`
-	TCP           string   `json:"tcp,omitempty"`
-	HTTP          string   `json:"http,omitempty"`
-	Exec          []string `json:"exec,omitempty"`
-	TimeoutMillis int64    `json:"timeoutMillis,omitempty"`
-}
-
-// Start is the body of POST /v1/instances/{instance}/start.
+// Start is the body of POST /v1/instances/{instance}/start: the session
+// and names the process belongs to, and the process itself, whose fields
+// are the request's own (launch.Spec: command, env, inheritEnv, dir,
+// stopSignal, ready and health). Health, when set, is checked on the
+// runner from the start on, each result sent as a health event; the host
+// counts the failures and decides.
 type Start struct {
-	Session string            `json:"session"`
-	Plugin  string            `json:"plugin"`
-	Project string            `json:"project"`
-	Command []string          `json:"command"`
-	Env     map[string]string `json:"env,omitempty"`
-	// InheritEnv names variables of the runner's own environment that the
-	// process gets, when set there; it gets nothing else of it but a
-	// minimal base (runtime.BaseEnv).
-	InheritEnv []string `json:"inheritEnv,omitempty"`
-	Dir        string   `json:"dir,omitempty"`
-	StopSignal string   `json:"stopSignal,omitempty"`
-	Ready      *Ready   `json:"ready,omitempty"`
-	// Health, when set, is checked on the runner from the start on, each
-	// result sent as a health event; the host counts the failures and
-	// decides.
-	Health *Health `json:"health,omitempty"`
+	Session string `json:"session"`
+	Plugin  string `json:"plugin"`
+	Project string `json:"project"`
+	launch.Spec
 }
 
 // Started answers a start.

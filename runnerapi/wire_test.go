@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 )
@@ -35,16 +36,19 @@ func TestWireIsStable(t *testing.T) {
 		{"Closed/empty", runnerapi.Closed{}},
 		{"Start", runnerapi.Start{
 			Session: "s1", Plugin: "api", Project: "shop",
-			Command:    []string{"./api", "--port", "80"},
-			Env:        map[string]string{"A": "1", "B": "2"},
-			InheritEnv: []string{"HOME"},
-			Dir:        "/srv/api",
-			StopSignal: "SIGINT",
-			Ready:      &runnerapi.Ready{Log: "listening", TCP: "127.0.0.1:80", HTTP: "http://127.0.0.1/", Exec: []string{"check", "-q"}, TimeoutMillis: 30000},
-			Health:     &runnerapi.Health{TCP: "127.0.0.1:80", HTTP: "http://127.0.0.1/", Exec: []string{"check"}, IntervalMillis: 10000, TimeoutMillis: 5000, StartPeriodMillis: 2000},
+			Spec: launch.Spec{
+				Command:    []string{"./api", "--port", "80"},
+				Env:        map[string]string{"A": "1", "B": "2"},
+				InheritEnv: []string{"HOME"},
+				Dir:        "/srv/api",
+				StopSignal: "SIGINT",
+				Ready:      &launch.Ready{Log: "listening", Probe: launch.Probe{TCP: "127.0.0.1:80", HTTP: "http://127.0.0.1/", Exec: []string{"check", "-q"}}, Timeout: launch.Duration(30 * time.Second)},
+				Health: &launch.Health{Probe: launch.Probe{TCP: "127.0.0.1:80", HTTP: "http://127.0.0.1/", Exec: []string{"check"}},
+					Interval: launch.Duration(10 * time.Second), Timeout: launch.Duration(5 * time.Second), StartPeriod: launch.Duration(2 * time.Second)},
+			},
 		}},
-		{"Start/least", runnerapi.Start{Session: "s1", Plugin: "api", Project: "shop", Command: []string{"./api"},
-			Ready: &runnerapi.Ready{Log: "up"}, Health: &runnerapi.Health{TCP: "127.0.0.1:80"}}},
+		{"Start/least", runnerapi.Start{Session: "s1", Plugin: "api", Project: "shop", Spec: launch.Spec{Command: []string{"./api"},
+			Ready: &launch.Ready{Log: "up"}, Health: &launch.Health{Probe: launch.Probe{TCP: "127.0.0.1:80"}}}}},
 		{"Start/none", runnerapi.Start{}},
 		{"Started", runnerapi.Started{Instance: "shop.api", Generation: 3, PID: 42, StartedAt: at}},
 		{"Stop", runnerapi.Stop{Session: "s1", Generation: 3, ShutdownTimeoutMillis: 5000, Force: true}},

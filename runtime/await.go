@@ -43,9 +43,9 @@ func (s *Supervisor) reached(cond spec.Condition) (bool, error) {
 	case cond == spec.UntilHealthy && st == Running && s.healthy():
 		return true, nil
 	case s.stopping:
-		return false, fmt.Errorf("%s was stopped before it was %s", s.req.Plugin.Name, cond)
+		return false, fmt.Errorf("%s was stopped before it was %s", s.req.Name, cond)
 	case (st == Failed || st == StopUnconfirmed) && s.state.NextRetry.IsZero():
-		return false, fmt.Errorf("%s failed before it was %s: %s", s.req.Plugin.Name, cond, s.state.LastError)
+		return false, fmt.Errorf("%s failed before it was %s: %s", s.req.Name, cond, s.state.LastError)
 	}
 	return false, nil
 }

@@ -86,7 +86,7 @@ func (s *Supervisor) logHealth(from, to health.Status, lastErr string) {
 	if s.req.Log == nil {
 		return
 	}
-	attrs := []any{"plugin", s.req.Plugin.Name, "from", string(from), "to", string(to),
+	attrs := []any{"plugin", s.req.Name, "from", string(from), "to", string(to),
 		"instance", s.state.Identity.ID, "generation", s.state.Identity.Generation}
 	if to == health.Healthy {
 		s.req.Log.Info("health", attrs...)

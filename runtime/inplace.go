@@ -33,7 +33,7 @@ type StopSignalSetter interface {
 func (s *Supervisor) Update(p *spec.Plugin) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.req.Plugin = p
+	s.req.Plugin, s.req.Launch = p, p.Launch()
 	s.retry = p.Retry
 	if d, ok := s.placement.(Retrier); ok && s.retry == nil {
 		s.retry = d.DefaultRetry()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/health"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/spec"
 )
 
@@ -43,7 +44,17 @@ type Placement interface {
 
 // Request is what a placement needs to start one plugin.
 type Request struct {
-	// Plugin is the plugin's spec, with defaults applied.
+	// Name is the plugin's name: its GRAFT_PLUGIN, and what messages
+	// call it.
+	Name string
+	// Launch is the plugin's process (spec.Plugin.Launch): what a local
+	// placement and a runner run, and the ready and health checks of
+	// every placement.
+	Launch launch.Spec
+	// Plugin is the plugin's spec, with defaults applied, for what a
+	// placement needs beyond Launch: a worker's module, a floating
+	// plugin's election, the Supervisor's retry. The requests of a
+	// runner to its local placement have none.
 	Plugin *spec.Plugin
 	// Project is the spec's project name.
 	Project string
@@ -66,6 +77,13 @@ type Request struct {
 	// placement's own (a fresh UUID and generation 1): a floating plugin
 	// gets its instance name and the election's epoch.
 	Identity *Identity
+}
+
+// For is r made the request to start plugin p: with p's name, its
+// process (spec.Plugin.Launch) and its spec.
+func (r Request) For(p *spec.Plugin) Request {
+	r.Name, r.Launch, r.Plugin = p.Name, p.Launch(), p
+	return r
 }
 
 // Path resolves a path of the plugin's spec: relative to Dir, the plugins

@@ -33,7 +33,7 @@ const (
 
 // fieldInfo is one field of a struct that flatten writes.
 type fieldInfo struct {
-	index int
+	index []int  // for reflect.Value.FieldByIndex
 	name  string // the yaml name
 	shape shape
 }
@@ -42,19 +42,16 @@ type fieldInfo struct {
 // reflection for every plugin of a large file is costly.
 var fieldInfos sync.Map // reflect.Type → []fieldInfo
 
-// fieldsOf lists the fields of struct type t that have a yaml name.
+// fieldsOf lists the fields of struct type t that have a yaml name, those
+// of a struct embedded inline under their own names (yamlFieldList).
 func fieldsOf(t reflect.Type) []fieldInfo {
 	if fs, ok := fieldInfos.Load(t); ok {
 		return fs.([]fieldInfo)
 	}
 	var fs []fieldInfo
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		fi := fieldInfo{index: i, name: name}
+	for _, yf := range yamlFieldList(t) {
+		f := t.FieldByIndex(yf.index)
+		fi := fieldInfo{index: yf.index, name: yf.name}
 		switch {
 		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
 			fi.shape = shapeStructPtr

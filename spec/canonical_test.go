@@ -23,8 +23,13 @@ import (
 
 func refFlatten(v reflect.Value, prefix string, out map[string]string) {
 	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
 		f := v.Field(i)
+		if opts == "inline" {
+			// Fields embedded inline (launch.Probe) were the struct's own.
+			refFlatten(f, prefix, out)
+			continue
+		}
 		if name == "" || name == "-" || f.IsZero() {
 			continue
 		}

@@ -293,7 +293,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			// yaml.v3 and Kubernetes: its default applies.
 		case known:
 			d.record(p, e.node(e.val))
-			d.decode(e.val, v.Field(i), p)
+			d.decode(e.val, v.FieldByIndex(i), p)
 		case e.key == "shutdownTimeout":
 			d.fixedShutdownTimeout(e.keyNode, p)
 		default:
@@ -305,7 +305,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 // structFields is a struct type's fields by yaml name, and the names in
 // order, for suggestions.
 type structFields struct {
-	index map[string]int
+	index map[string][]int
 	names []string
 }
 
@@ -313,21 +313,47 @@ type structFields struct {
 // plugins, and reading struct tags through reflection for each is costly.
 var structFieldsOf sync.Map // reflect.Type → structFields
 
-// yamlFields returns the fields of struct type t by yaml name.
-func yamlFields(t reflect.Type) (map[string]int, []string) {
+// yamlFields returns the fields of struct type t by yaml name, as indexes
+// for reflect.Value.FieldByIndex: the fields of a struct embedded with
+// `yaml:",inline"` (launch.Probe in a ready block) are written as the
+// outer struct's own.
+func yamlFields(t reflect.Type) (map[string][]int, []string) {
 	if f, ok := structFieldsOf.Load(t); ok {
 		return f.(structFields).index, f.(structFields).names
 	}
-	f := structFields{index: map[string]int{}}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
-			f.index[name] = i
-			f.names = append(f.names, name)
-		}
+	f := structFields{index: map[string][]int{}}
+	for _, yf := range yamlFieldList(t) {
+		f.index[yf.name] = yf.index
+		f.names = append(f.names, yf.name)
 	}
 	structFieldsOf.Store(t, f)
 	return f.index, f.names
+}
+
+// yamlField is a field of a struct type by its yaml name, and its index
+// for reflect.Value.FieldByIndex.
+type yamlField struct {
+	name  string
+	index []int
+}
+
+// yamlFieldList lists the fields of struct type t that have a yaml name,
+// in order, those of a struct embedded inline in its place.
+func yamlFieldList(t reflect.Type) []yamlField {
+	var out []yamlField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		switch {
+		case opts == "inline" && sf.Anonymous && sf.Type.Kind() == reflect.Struct:
+			for _, in := range yamlFieldList(sf.Type) {
+				out = append(out, yamlField{name: in.name, index: append([]int{i}, in.index...)})
+			}
+		case name != "" && name != "-":
+			out = append(out, yamlField{name: name, index: []int{i}})
+		}
+	}
+	return out
 }
 
 // fixedShutdownTimeout reports a shutdownTimeout key, wherever it is

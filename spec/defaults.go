@@ -4,19 +4,21 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/graftland/graft/launch"
 )
 
 // The defaults of plugins.yaml (docs/semantics.md, "Windows and defaults"
 // and "Floating plugins: the election"). They are applied in applyDefaults
 // and nowhere else.
 const (
-	DefaultStopSignal   = "SIGTERM"
-	DefaultMargin       = 5 * time.Second  // the host waits shutdown timeout + lease + margin
-	DefaultReadyTimeout = 30 * time.Second // how long a start waits for ready
+	DefaultStopSignal   = launch.DefaultStopSignal
+	DefaultMargin       = 5 * time.Second            // the host waits shutdown timeout + lease + margin
+	DefaultReadyTimeout = launch.DefaultReadyTimeout // how long a start waits for ready
 
-	DefaultHealthInterval = 10 * time.Second // between the starts of two health checks
-	DefaultHealthTimeout  = 5 * time.Second  // how long one health check may take
-	DefaultHealthFailures = 3                // failed checks in a row that make a plugin unhealthy
+	DefaultHealthInterval = launch.DefaultHealthInterval // between the starts of two health checks
+	DefaultHealthTimeout  = launch.DefaultHealthTimeout  // how long one health check may take
+	DefaultHealthFailures = 3                            // failed checks in a row that make a plugin unhealthy
 	DefaultRetryDelay     = 1 * time.Second
 	DefaultRetryFactor    = 2.0
 	DefaultRetryMax       = 1 * time.Minute

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/graftland/graft/launch"
 )
 
 // Duration is a span of time written the way Effect reads duration strings
@@ -261,20 +263,8 @@ func (d Duration) String() string {
 		return "Infinity"
 	case d.inf < 0:
 		return "-Infinity"
-	case d.ns == 0:
-		return "0 seconds"
 	}
-	for _, u := range durationUnits {
-		if d.ns%u.ns != 0 {
-			continue
-		}
-		n := d.ns / u.ns
-		if n == 1 || n == -1 {
-			return strconv.FormatInt(n, 10) + " " + u.name
-		}
-		return strconv.FormatInt(n, 10) + " " + u.name + "s"
-	}
-	panic("unreachable: every value is a whole number of nanos")
+	return launch.Duration(d.ns).String()
 }
 
 // MarshalText returns the canonical text of d, as String does.

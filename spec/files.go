@@ -10,6 +10,7 @@ import (
 
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/launch"
 )
 
 // File is an entry of a plugin's files: a file, or a directory taken
@@ -63,8 +64,10 @@ const DefaultReloadSignal = "SIGHUP"
 // filesValues checks the files entries and reloadSignal of a plugin and
 // fills in the entries' default onChange.
 func (d *decoder) filesValues(p *Plugin, path string) {
-	if rp := path + ".reloadSignal"; d.written(rp) && !slices.Contains(Signals, p.ReloadSignal) {
-		d.errorf(d.at(rp), rp, "unknown signal %q; want one of %s%s", p.ReloadSignal, strings.Join(Signals, ", "), signalHint(p.ReloadSignal))
+	if d.written(path + ".reloadSignal") {
+		if pr := launch.SignalProblem("reloadSignal", p.ReloadSignal); pr != nil {
+			d.problem(path, pr)
+		}
 	}
 	for i := range p.Files {
 		f, fp := &p.Files[i], fmt.Sprintf("%s.files[%d]", path, i)

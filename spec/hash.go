@@ -178,7 +178,7 @@ func (s *Spec) digestOf(hash func(name string) string) string {
 // hash of plugins that do not use it.
 func flatten(v reflect.Value, prefix string, out map[string]string) {
 	for _, fi := range fieldsOf(v.Type()) {
-		f := v.Field(fi.index)
+		f := v.FieldByIndex(fi.index)
 		if f.IsZero() {
 			continue
 		}

@@ -3,6 +3,8 @@ package spec
 import (
 	"path/filepath"
 	"time"
+
+	"github.com/graftland/graft/launch"
 )
 
 // Placement says where a plugin's process lives (README.md, the table of
@@ -169,32 +171,26 @@ type Mount struct {
 	Writable bool `yaml:"writable"`
 }
 
-// Ready is a readiness check: at most one of TCP, HTTP and Exec, with or
-// without Log, and at least one of the four.
+// Ready is a readiness check: at most one probe (launch.Kinds), with or
+// without Log, and at least one of the two.
 type Ready struct {
 	// Log is an RE2 regular expression: ready once a line of the plugin's
 	// output matches.
 	Log string `yaml:"log"`
-	// TCP is HOST:PORT that must accept a connection.
-	TCP string `yaml:"tcp"`
-	// HTTP is a URL that must answer GET with a 2xx or 3xx status.
-	HTTP string `yaml:"http"`
-	// Exec is a command that must exit 0.
-	Exec []string `yaml:"exec"`
+	// Probe is the check that must pass (launch.Probe): its fields are
+	// written in the ready block itself.
+	launch.Probe `yaml:",inline"`
 	// Timeout bounds the wait for readiness (default 30 seconds).
 	Timeout Duration `yaml:"timeout"`
 }
 
-// Health is a liveness check: exactly one of TCP, HTTP and Exec, tried
+// Health is a liveness check: exactly one probe (launch.Kinds), tried
 // every Interval once StartPeriod has passed (docs/semantics.md, "Health
 // checks").
 type Health struct {
-	// TCP is HOST:PORT that must accept a connection.
-	TCP string `yaml:"tcp"`
-	// HTTP is a URL that must answer GET with a 2xx or 3xx status.
-	HTTP string `yaml:"http"`
-	// Exec is a command that must exit 0.
-	Exec []string `yaml:"exec"`
+	// Probe is the check (launch.Probe): its fields are written in the
+	// health block itself.
+	launch.Probe `yaml:",inline"`
 	// Interval is the time between the starts of two checks (default 10
 	// seconds).
 	Interval Duration `yaml:"interval"`
@@ -205,12 +201,6 @@ type Health struct {
 	Failures int `yaml:"failures"`
 	// StartPeriod is how long after the start no check runs (default 0).
 	StartPeriod Duration `yaml:"startPeriod"`
-}
-
-// Probe is the check of h in the form of a ready check, whose probes
-// health checks share (internal/ready).
-func (h *Health) Probe() *Ready {
-	return &Ready{TCP: h.TCP, HTTP: h.HTTP, Exec: h.Exec, Timeout: h.Timeout}
 }
 
 // Retry is the restart schedule of a plugin that exits on its own:

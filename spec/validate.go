@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/graftland/graft/launch"
 )
 
 // maxNameLen keeps names usable as file names and DNS labels.
@@ -22,8 +24,8 @@ var (
 	instanceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 )
 
-// Signals are the names stopSignal accepts.
-var Signals = []string{"SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGWINCH"}
+// Signals are the names stopSignal and reloadSignal accept.
+var Signals = launch.Signals
 
 // checkValues checks the values the file wrote, before defaults fill the
 // rest: a duration written as "0 seconds" must be rejected, not replaced by
@@ -75,16 +77,14 @@ func (d *decoder) name(path, name, what string) {
 }
 
 // pluginValues checks the values of the plugin at path that its types
-// cannot: its placement, command, environment, uses, stop signal,
-// readiness, retry, instance name and election.
+// cannot: its placement, its process (launchValues), uses, readiness,
+// health, retry, instance name and election.
 func (d *decoder) pluginValues(p *Plugin, path string) {
 	if d.written(path+".run") && !slices.Contains(Placements, p.Run) {
 		d.errorf(d.at(path+".run"), path+".run", "unknown placement %q; want one of local, worker, runner, floating%s",
 			p.Run, didYouMean(string(p.Run), placementNames()))
 	}
-	d.argv(path+".command", p.Command)
-	d.envValues(p.Env, path+".env")
-	d.inheritEnv(p, path)
+	d.reservedEnv(p, path)
 	d.usesConditions(p, path)
 	seen := make(map[string]bool, len(p.Uses))
 	for i, u := range p.Uses {
@@ -94,16 +94,13 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 		}
 		seen[u] = true
 	}
-	if d.written(path+".stopSignal") && !slices.Contains(Signals, p.StopSignal) {
-		d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "unknown signal %q; want one of %s%s",
-			p.StopSignal, strings.Join(Signals, ", "), signalHint(p.StopSignal))
-	}
 	if r := p.Ready; r != nil {
-		d.readyValues(r, path+".ready")
+		d.positive(path+".ready.timeout", r.Timeout)
 	}
 	if hc := p.Health; hc != nil {
 		d.healthValues(hc, path+".health")
 	}
+	d.launchValues(p, path)
 	if r := p.Retry; r != nil {
 		d.retryValues(r, path+".retry")
 	}
@@ -117,18 +114,54 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	d.filesValues(p, path)
 }
 
-// envValues checks a plugin's env at path: names an environment can
-// hold, none in graft's reserved GRAFT_ prefix, and no NUL in a value.
-func (d *decoder) envValues(env map[string]string, path string) {
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		kp := path + "." + k
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			d.errorf(d.atKey(kp), kp, "bad environment variable name %q: it cannot be empty or hold '=' or NUL", k)
-		case strings.HasPrefix(strings.ToUpper(k), "GRAFT_"):
+// launchValues checks the plugin's process as every placement and the
+// runner check it (launch.Spec.Check), each problem at its field: a
+// field written empty is wrong, not absent. A field found bad already
+// (reservedEnv, a duration) is reported once.
+func (d *decoder) launchValues(p *Plugin, path string) {
+	l := p.Launch()
+	given := func(field string) bool {
+		_, ok := d.pos[path+"."+field]
+		return ok
+	}
+	for _, pr := range l.Check(given) {
+		d.problem(path, pr)
+	}
+}
+
+// problem reports launch's problem pr of the plugin at path, unless its
+// field is bad already: at the field's key when the problem is its name,
+// with a "did you mean" when its value must be one of a list.
+func (d *decoder) problem(path string, pr *launch.Problem) {
+	at := path + "." + pr.Field
+	if d.isBad(at) {
+		return
+	}
+	pos := d.at(at)
+	if pr.Key {
+		pos = d.atKey(at)
+	}
+	msg := pr.Msg
+	switch {
+	case pr.Suggest != "":
+		msg += fmt.Sprintf("; did you mean %q?", pr.Suggest)
+	case pr.Choices != nil:
+		msg += didYouMean(pr.Value, pr.Choices)
+	}
+	d.errorf(pos, at, "%s", msg)
+}
+
+// reservedEnv refuses, in a plugin's env and inheritEnv, graft's reserved
+// GRAFT_ prefix: graft sets those variables itself.
+func (d *decoder) reservedEnv(p *Plugin, path string) {
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		if kp := path + ".env." + k; strings.HasPrefix(strings.ToUpper(k), "GRAFT_") {
 			d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
-		case strings.ContainsRune(env[k], 0):
-			d.errorf(d.at(kp), kp, "value contains a NUL byte")
+		}
+	}
+	for i, k := range p.InheritEnv {
+		if ip := fmt.Sprintf("%s.inheritEnv[%d]", path, i); strings.HasPrefix(strings.ToUpper(k), "GRAFT_") {
+			d.errorf(d.at(ip), ip, "the GRAFT_ prefix is reserved: graft's own variables reach every plugin without inheritEnv")
 		}
 	}
 }
@@ -203,77 +236,15 @@ func (d *decoder) etcdValues(c *Etcd, path string) {
 	}
 }
 
-// argv checks a command line: a program name, and no NUL anywhere, which
-// no exec call can pass.
-func (d *decoder) argv(path string, args []string) {
-	for i, arg := range args {
-		ap := func() string { return fmt.Sprintf("%s[%d]", path, i) } // only for an error: a large file has many
-		if i == 0 && arg == "" {
-			d.errorf(d.at(ap()), ap(), "empty program name")
-		}
-		if strings.IndexByte(arg, 0) >= 0 {
-			d.errorf(d.at(ap()), ap(), "contains a NUL byte")
-		}
-	}
-}
-
-func (d *decoder) readyValues(r *Ready, path string) {
-	set := d.probeValues(r.TCP, r.HTTP, r.Exec, path)
-	_, log := d.pos[path+".log"]
-	if d.written(path + ".log") {
-		if _, err := regexp.Compile(r.Log); err != nil {
-			d.errorf(d.at(path+".log"), path+".log", "bad regular expression (RE2): %v", err)
-		}
-	}
-	switch {
-	case set > 1:
-		d.errorf(d.at(path), path, "want at most one of tcp, http and exec (log may go with any), found %d", set)
-	case set == 0 && !log:
-		d.errorf(d.at(path), path, "want one of log, tcp, http and exec")
-	}
-	d.positive(path+".timeout", r.Timeout)
-}
-
-// healthValues checks a health check at path: exactly one probe, positive
-// durations and at least one failure.
+// healthValues checks a health check at path beyond its probe
+// (launchValues): positive durations and at least one failure.
 func (d *decoder) healthValues(hc *Health, path string) {
-	if set := d.probeValues(hc.TCP, hc.HTTP, hc.Exec, path); set != 1 {
-		d.errorf(d.at(path), path, "want exactly one of tcp, http and exec, found %d", set)
-	}
-	for _, k := range []string{"interval", "timeout", "startPeriod"} {
-		d.positive(path+"."+k, map[string]Duration{"interval": hc.Interval, "timeout": hc.Timeout, "startPeriod": hc.StartPeriod}[k])
-	}
+	d.positive(path+".interval", hc.Interval)
+	d.positive(path+".timeout", hc.Timeout)
+	d.positive(path+".startPeriod", hc.StartPeriod)
 	if d.written(path+".failures") && hc.Failures < 1 {
 		d.errorf(d.at(path+".failures"), path+".failures", "want 1 or more, got %d", hc.Failures)
 	}
-}
-
-// probeValues checks the probe fields of a ready or health check at path
-// and returns how many of them the file set.
-func (d *decoder) probeValues(tcp, http string, exec []string, path string) int {
-	set := 0
-	for _, k := range []string{"tcp", "http", "exec"} {
-		if _, ok := d.pos[path+"."+k]; ok {
-			set++
-		}
-	}
-	if d.written(path + ".tcp") {
-		if err := checkHostPort(tcp); err != nil {
-			d.errorf(d.at(path+".tcp"), path+".tcp", "%v", err)
-		}
-	}
-	if d.written(path + ".http") {
-		if u, err := url.Parse(http); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			d.errorf(d.at(path+".http"), path+".http", "want an http:// or https:// URL with a host, got %q", http)
-		}
-	}
-	if d.written(path + ".exec") {
-		if len(exec) == 0 {
-			d.errorf(d.at(path+".exec"), path+".exec", "want a command, such as [pg_isready, -q]")
-		}
-		d.argv(path+".exec", exec)
-	}
-	return set
 }
 
 // positive checks that a duration the file wrote is finite and above zero:
@@ -301,39 +272,4 @@ func placementNames() []string {
 		names[i] = string(p)
 	}
 	return names
-}
-
-func signalHint(sig string) string {
-	up := strings.ToUpper(sig)
-	if !strings.HasPrefix(up, "SIG") {
-		up = "SIG" + up
-	}
-	if slices.Contains(Signals, up) {
-		return fmt.Sprintf("; did you mean %q?", up)
-	}
-	return didYouMean(sig, Signals)
-}
-
-// inheritEnv checks the names a plugin inherits from the environment of
-// the daemon that starts it: names env could set, each once, none that
-// env sets too, and none of graft's own (GRAFT_ variables pass on anyway).
-// A name that is not set where the plugin starts is fine: it is not
-// passed on.
-func (d *decoder) inheritEnv(p *Plugin, path string) {
-	seen := map[string]bool{}
-	for i, k := range p.InheritEnv {
-		ip := fmt.Sprintf("%s.inheritEnv[%d]", path, i)
-		_, inEnv := p.Env[k]
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			d.errorf(d.at(ip), ip, "bad environment variable name %q: it cannot be empty or hold '=' or NUL", k)
-		case strings.HasPrefix(strings.ToUpper(k), "GRAFT_"):
-			d.errorf(d.at(ip), ip, "the GRAFT_ prefix is reserved: graft's own variables reach every plugin without inheritEnv")
-		case seen[k]:
-			d.errorf(d.at(ip), ip, "%q is listed twice", k)
-		case inEnv:
-			d.errorf(d.at(ip), ip, "%q is set in env too: inherit it or set it, not both", k)
-		}
-		seen[k] = true
-	}
 }

@@ -89,9 +89,8 @@ func graftRound(sleep string, n int) [4][]time.Duration {
 	out := bench.Discard{}
 	req := func(i int) runtime.Request {
 		return runtime.Request{
-			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
-			Dir:    os.TempDir(), Output: out,
-		}
+			Dir: os.TempDir(), Output: out,
+		}.For(&spec.Plugin{Name: fmt.Sprintf("s%d", i), Run: spec.Local, Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"})
 	}
 	var d [4][]time.Duration
 	began := time.Now()

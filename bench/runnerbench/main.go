@@ -119,10 +119,9 @@ func run(p runtime.Placement, sleep string, n, par, round int) (start, stop time
 	began := time.Now()
 	each(n, par, func(i int) {
 		h, err := p.Start(context.Background(), runtime.Request{
-			Plugin: &spec.Plugin{Name: fmt.Sprintf("s%d", i), Instance: fmt.Sprintf("bench.s%d", i), Run: spec.Local,
-				Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"},
 			Project: "bench", Dir: os.TempDir(), Output: bench.Discard{},
-		})
+		}.For(&spec.Plugin{Name: fmt.Sprintf("s%d", i), Instance: fmt.Sprintf("bench.s%d", i), Run: spec.Local,
+			Command: []string{sleep, "3600"}, StopSignal: "SIGTERM"}))
 		if err != nil {
 			log.Fatalf("round %d: %v", round, err)
 		}

@@ -112,7 +112,7 @@ func warm(cacheDir, module string) {
 		log.Fatal(err)
 	}
 	defer w.Close()
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: plugin("warm", module), Output: newFirstLine(nil)})
+	h, err := w.Start(context.Background(), runtime.Request{Output: newFirstLine(nil)}.For(plugin("warm", module)))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func measure(n int, p runtime.Placement, plugin func(int) *spec.Plugin) result {
 	var own int64
 	r := run(n, func(lines *lines) {
 		for i := range n {
-			req := runtime.Request{Plugin: plugin(i), Dir: os.TempDir(), Output: newFirstLine(lines)}
+			req := runtime.Request{Dir: os.TempDir(), Output: newFirstLine(lines)}.For(plugin(i))
 			if plugin(i).Run == spec.Local {
 				req.Output = discard{}
 				defer lines.Done() // a sleep writes nothing: started is running

@@ -123,7 +123,7 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 
 // fromEtcd asks etcd who leads floating plugin p of s.
 func fromEtcd(s *spec.Spec, p *spec.Plugin) (*hostapi.LeaderInfo, error) {
-	cfg, err := floating.EtcdConfig(runtime.Request{Plugin: p, Project: s.Name, Dir: s.Dir}, "-")
+	cfg, err := floating.EtcdConfig(runtime.Request{Project: s.Name, Dir: s.Dir}.For(p), "-")
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/health"
-	"github.com/graftland/graft/spec"
+	"github.com/graftland/graft/launch"
 )
 
 // The loop of a liveness check (docs/semantics.md, "Health checks"),
@@ -17,7 +17,7 @@ import (
 // begins an interval after this one began, or at once when this one took
 // longer, so a check never runs in parallel with itself. exec runs an
 // exec check as the plugin runs; nil refuses one.
-func Health(ctx context.Context, hc *spec.Health, exec Exec, report func(health.Result)) {
+func Health(ctx context.Context, hc *launch.Health, exec Exec, report func(health.Result)) {
 	if exec == nil {
 		exec = func(context.Context, []string) error {
 			return errors.New("exec checks cannot run for this placement")
@@ -26,11 +26,10 @@ func Health(ctx context.Context, hc *spec.Health, exec Exec, report func(health.
 	if !sleep(ctx, hc.StartPeriod.Std()) {
 		return
 	}
-	probe := hc.Probe()
 	for {
 		began := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, hc.Timeout.Std())
-		err := Probe(cctx, probe, exec)
+		err := Probe(cctx, hc.Probe, exec)
 		if err != nil && ctx.Err() == nil && (cctx.Err() != nil || timedOut(err)) {
 			err = &TimeoutError{Timeout: hc.Timeout.Std(), Last: err}
 		}
@@ -52,7 +51,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return "no answer within " + spec.FromStd(e.Timeout).String() + ": " + e.Last.Error()
+	return "no answer within " + launch.Duration(e.Timeout).String() + ": " + e.Last.Error()
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Last }
@@ -84,7 +83,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // it returns, which it closes when it stops. A result waits until it is
 // taken, or gone: so no check begins before the last one's result is
 // taken, and none is lost. Without hc it returns nil.
-func HealthChecks(hc *spec.Health, exec Exec, gone <-chan struct{}) <-chan health.Result {
+func HealthChecks(hc *launch.Health, exec Exec, gone <-chan struct{}) <-chan health.Result {
 	if hc == nil {
 		return nil
 	}

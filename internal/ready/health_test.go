@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/health"
-	"github.com/graftland/graft/spec"
+	"github.com/graftland/graft/launch"
 )
 
-func check(interval, timeout, startPeriod time.Duration) *spec.Health {
-	return &spec.Health{Interval: spec.FromStd(interval), Timeout: spec.FromStd(timeout), StartPeriod: spec.FromStd(startPeriod), Failures: 3}
+func check(interval, timeout, startPeriod time.Duration) *launch.Health {
+	return &launch.Health{Interval: launch.Duration(interval), Timeout: launch.Duration(timeout), StartPeriod: launch.Duration(startPeriod)}
 }
 
 // TestRunTCP: a TCP check passes while something listens, and fails,

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"sync"
 
-	"github.com/graftland/graft/spec"
+	"github.com/graftland/graft/launch"
 )
 
 // Output is where a plugin's output goes: runtime.Output, which this
@@ -25,7 +25,7 @@ const maxLine = 64 << 10
 // matches. Without a pattern it returns out and a nil seen. The pattern
 // was checked when the spec was loaded; one that does not compile is
 // never seen.
-func Watch(r *spec.Ready, out Output) (Output, <-chan struct{}) {
+func Watch(r *launch.Ready, out Output) (Output, <-chan struct{}) {
 	if r == nil || r.Log == "" {
 		return out, nil
 	}

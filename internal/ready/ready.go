@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/graftland/graft/spec"
+	"github.com/graftland/graft/launch"
 )
 
 // Exec runs a ready command to completion and returns nil when it exits 0.
@@ -29,7 +29,7 @@ type NotReadyError struct {
 }
 
 func (e *NotReadyError) Error() string {
-	return fmt.Sprintf("not ready after %s: %v", spec.FromStd(e.Timeout), e.Last)
+	return fmt.Sprintf("not ready after %s: %v", launch.Duration(e.Timeout), e.Last)
 }
 
 func (e *NotReadyError) Unwrap() error { return e.Last }
@@ -46,7 +46,7 @@ const (
 // it passes, returning nil; until r's timeout passes, both waits
 // together (*NotReadyError); until gone is closed, meaning the plugin
 // ended (ErrGone); or until ctx is done (ctx's error).
-func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}, seen <-chan struct{}) error {
+func Wait(parent context.Context, r *launch.Ready, exec Exec, gone <-chan struct{}, seen <-chan struct{}) error {
 	timeout := r.Timeout.Std()
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -61,7 +61,7 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 			}
 			return &NotReadyError{Timeout: timeout, Last: fmt.Errorf("no line of its output matched %q", r.Log)}
 		}
-		if r.TCP == "" && r.HTTP == "" && len(r.Exec) == 0 {
+		if r.Kind() == "" {
 			return nil
 		}
 	}
@@ -70,7 +70,7 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	for {
 		attempt, stop := context.WithCancel(ctx)
 		res := make(chan error, 1)
-		go func() { res <- Probe(attempt, r, exec) }()
+		go func() { res <- Probe(attempt, r.Probe, exec) }()
 		select {
 		case last = <-res:
 		case <-gone:
@@ -96,36 +96,48 @@ func Wait(parent context.Context, r *spec.Ready, exec Exec, gone <-chan struct{}
 	}
 }
 
-// Probe makes one attempt of r's check (its tcp, http or exec), bounded
-// by ctx: the probe that ready checks and health checks (internal/health)
-// share.
-func Probe(ctx context.Context, r *spec.Ready, exec Exec) error {
-	switch {
-	case r.TCP != "":
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", r.TCP)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	case r.HTTP != "":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.HTTP, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := probeClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode >= 400 {
-			return fmt.Errorf("GET %s: %s", r.HTTP, resp.Status)
-		}
-		return nil
-	case len(r.Exec) > 0:
-		return exec(ctx, r.Exec)
+// Probe makes one attempt of p, bounded by ctx: the probe that ready
+// checks and health checks (internal/health) share.
+func Probe(ctx context.Context, p launch.Probe, exec Exec) error {
+	attempt := attempts[p.Kind()]
+	if attempt == nil {
+		return errors.New("ready: no check")
 	}
-	return errors.New("ready: no check")
+	return attempt(ctx, p, exec)
+}
+
+// attempts makes one attempt of each kind of probe (launch.Kinds).
+var attempts = map[string]func(ctx context.Context, p launch.Probe, exec Exec) error{
+	"tcp":  dialTCP,
+	"http": getHTTP,
+	"exec": func(ctx context.Context, p launch.Probe, exec Exec) error { return exec(ctx, p.Exec) },
+}
+
+// dialTCP passes when p.TCP accepts a connection.
+func dialTCP(ctx context.Context, p launch.Probe, _ Exec) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", p.TCP)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// getHTTP passes when p.HTTP answers GET with a status below 400.
+func getHTTP(ctx context.Context, p launch.Probe, _ Exec) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.HTTP, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return fmt.Errorf("GET %s: %s", p.HTTP, resp.Status)
+	}
+	return nil
 }
 
 // probeClient follows no redirects (a 3xx is an answer) and keeps no

@@ -15,14 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/graftland/graft/spec"
+	"github.com/graftland/graft/launch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func readyOf(r spec.Ready) *spec.Ready {
-	if r.Timeout.IsZero() {
-		r.Timeout = spec.FromStd(5 * time.Second)
+// readyOf is r with a timeout of 5 seconds when it has none.
+func readyOf(r launch.Ready) *launch.Ready {
+	if r.Timeout == 0 {
+		r.Timeout = launch.Duration(5 * time.Second)
 	}
 	return &r
 }
@@ -49,7 +50,7 @@ func TestTCP(t *testing.T) {
 		close(ln)
 	}()
 	began := time.Now()
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr}), noExec, nil, nil)
+	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: addr}}), noExec, nil, nil)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, time.Since(began), 150*time.Millisecond)
 	if l := <-ln; l != nil {
@@ -60,7 +61,7 @@ func TestTCP(t *testing.T) {
 func TestNotReady(t *testing.T) {
 	addr := freeAddr(t)
 	began := time.Now()
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: addr, Timeout: spec.FromStd(300 * time.Millisecond)}), noExec, nil, nil)
+	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(300 * time.Millisecond)}), noExec, nil, nil)
 	var nr *NotReadyError
 	require.ErrorAs(t, err, &nr)
 	assert.Contains(t, err.Error(), "not ready after 300 millis: dial tcp "+addr)
@@ -88,10 +89,10 @@ func TestHTTP(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/flaky"}), noExec, nil, nil))
+	require.NoError(t, Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{HTTP: srv.URL + "/flaky"}}), noExec, nil, nil))
 	assert.Equal(t, int32(3), calls.Load(), "tried until it answered 200")
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/moved"}), noExec, nil, nil), "a redirect is an answer")
-	err := Wait(context.Background(), readyOf(spec.Ready{HTTP: srv.URL + "/broken", Timeout: spec.FromStd(200 * time.Millisecond)}), noExec, nil, nil)
+	require.NoError(t, Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{HTTP: srv.URL + "/moved"}}), noExec, nil, nil), "a redirect is an answer")
+	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{HTTP: srv.URL + "/broken"}, Timeout: launch.Duration(200 * time.Millisecond)}), noExec, nil, nil)
 	assert.ErrorContains(t, err, "500 Internal Server Error")
 }
 
@@ -104,21 +105,21 @@ func TestExec(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, Wait(context.Background(), readyOf(spec.Ready{Exec: []string{"pg_isready", "-q"}}), exec, nil, nil))
+	require.NoError(t, Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{Exec: []string{"pg_isready", "-q"}}}), exec, nil, nil))
 	assert.Equal(t, 2, n)
 }
 
 func TestGone(t *testing.T) {
 	gone := make(chan struct{})
 	time.AfterFunc(100*time.Millisecond, func() { close(gone) })
-	err := Wait(context.Background(), readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, gone, nil)
+	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: freeAddr(t)}}), noExec, gone, nil)
 	assert.ErrorIs(t, err, ErrGone)
 }
 
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := Wait(ctx, readyOf(spec.Ready{TCP: freeAddr(t)}), noExec, nil, nil)
+	err := Wait(ctx, readyOf(launch.Ready{Probe: launch.Probe{TCP: freeAddr(t)}}), noExec, nil, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	var nr *NotReadyError
 	assert.False(t, errors.As(err, &nr), "the caller's deadline is not the check's timeout")
@@ -134,7 +135,7 @@ func (m *memOut) Tail() []string              { return strings.Split(m.b.String(
 // however the output is cut into writes, and passed on whole; a check
 // composes with it, and the timeout covers both.
 func TestLogReady(t *testing.T) {
-	r := readyOf(spec.Ready{Log: `^listening on :\d+$`})
+	r := readyOf(launch.Ready{Log: `^listening on :\d+$`})
 	mem := &memOut{}
 	out, seen := Watch(r, mem)
 	for _, part := range []string{"starting\nlisten", "ing on :80", "80\r\nmore\n"} {
@@ -147,7 +148,7 @@ func TestLogReady(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
-	both := readyOf(spec.Ready{Log: "up", TCP: ln.Addr().String(), Timeout: spec.FromStd(300 * time.Millisecond)})
+	both := readyOf(launch.Ready{Log: "up", Probe: launch.Probe{TCP: ln.Addr().String()}, Timeout: launch.Duration(300 * time.Millisecond)})
 	_, seen = Watch(both, &memOut{})
 	err = Wait(context.Background(), both, noExec, nil, seen)
 	var nr *NotReadyError
@@ -157,5 +158,8 @@ func TestLogReady(t *testing.T) {
 	out, seen = Watch(both, &memOut{})
 	go out.Write([]byte("up\n"))
 	assert.NoError(t, Wait(context.Background(), both, noExec, nil, seen))
-	assert.Nil(t, func() <-chan struct{} { _, s := Watch(readyOf(spec.Ready{TCP: "x:1"}), mem); return s }(), "no pattern, no watch")
+	assert.Nil(t, func() <-chan struct{} {
+		_, s := Watch(readyOf(launch.Ready{Probe: launch.Probe{TCP: "x:1"}}), mem)
+		return s
+	}(), "no pattern, no watch")
 }

@@ -46,7 +46,7 @@ func etcdFleet(t *testing.T, srv *etcdtest.Server, n int) []*fhost {
 		p.Elect = &spec.Elect{Address: f.addr, Renew: spec.FromStd(etcdRenew), Poll: spec.FromStd(fencePoll),
 			Etcd: &spec.Etcd{Endpoints: []string{srv.Endpoint()}, Prefix: "/graft-test/", SessionTTL: spec.FromStd(etcdTTL)}}
 		wg.Go(func() {
-			h, err := f.p.Start(context.Background(), runtime.Request{Plugin: p, Project: "fleet", Output: runtimetest.NewRecorder()})
+			h, err := f.p.Start(context.Background(), runtime.Request{Project: "fleet", Output: runtimetest.NewRecorder()}.For(p))
 			if assert.NoError(t, err, "host %s", f.id) {
 				f.h = h
 			}
@@ -138,7 +138,7 @@ func TestEtcdConfig(t *testing.T) {
 		Endpoints: []string{"https://10.0.0.5:2379"}, Prefix: "/p/", SessionTTL: spec.FromStd(9 * time.Second),
 		TLS:      &spec.EtcdTLS{CA: "ca.pem", Cert: "/abs/host.pem", Key: "host.key"},
 		Username: "graft", PasswordFile: "pw"}}
-	req := runtime.Request{Plugin: p, Dir: dir}
+	req := runtime.Request{Dir: dir}.For(p)
 	cfg, err := EtcdConfig(req, "10.0.0.7:80")
 	require.NoError(t, err)
 	assert.Equal(t, elect.EtcdConfig{Endpoints: []string{"https://10.0.0.5:2379"}, Prefix: "/p/", Instance: "relay",

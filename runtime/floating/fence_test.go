@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -104,7 +105,7 @@ func fencedFleet(t *testing.T, n int, mk func(addr string) *spec.Plugin) []*fenc
 		p.Elect.TTL, p.Elect.Renew, p.Elect.Poll = spec.FromStd(fenceTTL), spec.FromStd(fenceRenew), spec.FromStd(fencePoll)
 		p.Elect.LockStale = spec.FromStd(500 * time.Millisecond)
 		wg.Go(func() {
-			h, err := f.p.Start(context.Background(), runtime.Request{Plugin: p, Project: "fleet", Output: runtimetest.NewRecorder()})
+			h, err := f.p.Start(context.Background(), runtime.Request{Project: "fleet", Output: runtimetest.NewRecorder()}.For(p))
 			if assert.NoError(t, err, "host %s", f.id) {
 				f.h = h
 			}
@@ -221,7 +222,7 @@ func TestWedgedLeader(t *testing.T) {
 	dir := t.TempDir()
 	hosts := fencedFleet(t, 2, func(addr string) *spec.Plugin {
 		p := plugin("relay", dir, addr, "serve", addr)
-		p.Ready = &spec.Ready{HTTP: "http://" + addr + "/", Timeout: spec.FromStd(5 * time.Second)}
+		p.Ready = &spec.Ready{Probe: launch.Probe{HTTP: "http://" + addr + "/"}, Timeout: spec.FromStd(5 * time.Second)}
 		probe := true // the plugin is published at an address, not a port
 		p.Elect.Probe = &probe
 		return p

@@ -123,8 +123,7 @@ func fleet(t *testing.T, dir string, n int, skews ...time.Duration) []*fhost {
 		f.p = newPlacement(t, f.id, f.clock)
 		hosts[i] = f
 		wg.Go(func() {
-			h, err := f.p.Start(context.Background(), runtime.Request{
-				Plugin: plugin("relay", dir, f.addr, "listen", "0s", f.addr), Project: "fleet", Output: runtimetest.NewRecorder()})
+			h, err := f.p.Start(context.Background(), runtime.Request{Project: "fleet", Output: runtimetest.NewRecorder()}.For(plugin("relay", dir, f.addr, "listen", "0s", f.addr)))
 			if assert.NoError(t, err, "host %s", f.id) {
 				f.h = h
 			}
@@ -325,7 +324,7 @@ func TestEpochExhausted(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "relay.lease.json"), b, 0o644))
 	p := newPlacement(t, "a", nil)
 	began := time.Now()
-	h, err := p.Start(context.Background(), runtime.Request{Plugin: plugin("relay", dir, "127.0.0.1:1", "cooperative"), Output: runtimetest.NewRecorder()})
+	h, err := p.Start(context.Background(), runtime.Request{Output: runtimetest.NewRecorder()}.For(plugin("relay", dir, "127.0.0.1:1", "cooperative")))
 	var exhausted *elect.ExhaustedError
 	require.ErrorAs(t, err, &exhausted)
 	assert.Nil(t, h)

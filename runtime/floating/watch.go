@@ -142,8 +142,8 @@ func (h *handle) probeOnce(ctx context.Context) error {
 	e := h.req.Plugin.Elect
 	ctx, cancel := context.WithTimeout(ctx, min(elect.DialTimeout, e.Renew.Std()))
 	defer cancel()
-	if r := h.req.Plugin.Ready; r != nil && (r.TCP != "" || r.HTTP != "") {
-		return ready.Probe(ctx, r, nil)
+	if r := h.req.Launch.Ready; r != nil && (r.TCP != "" || r.HTTP != "") {
+		return ready.Probe(ctx, r.Probe, nil)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", h.addr)

@@ -28,7 +28,7 @@ func envOf(t *testing.T, parent []string, p *spec.Plugin) map[string]string {
 	out := runtimetest.NewRecorder()
 	p.Name, p.Run, p.StopSignal = "env", spec.Local, "SIGTERM"
 	p.Command = []string{"/bin/sh", "-c", "env"}
-	h, err := l.Start(context.Background(), runtime.Request{Plugin: p, Project: "test", Dir: t.TempDir(), Output: out})
+	h, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, err)
 	select {
 	case <-h.Done():

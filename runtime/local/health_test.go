@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/health"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
@@ -27,9 +28,8 @@ func TestUnhealthyReplaced(t *testing.T) {
 	okFile := filepath.Join(dir, "ok")
 	require.NoError(t, os.WriteFile(okFile, nil, 0o644))
 	p := helper("api", "cooperative")
-	p.Health = &spec.Health{Exec: []string{"test", "-e", okFile}, Interval: spec.FromStd(30 * time.Millisecond),
-		Timeout: spec.FromStd(5 * time.Second), Failures: 2}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: dir, Output: &stamps{}})
+	p.Health = &spec.Health{Probe: launch.Probe{Exec: []string{"test", "-e", okFile}}, Interval: spec.FromStd(30 * time.Millisecond), Timeout: spec.FromStd(5 * time.Second), Failures: 2}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: dir, Output: &stamps{}}.For(p))
 	require.NoError(t, s.Start(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

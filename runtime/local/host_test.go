@@ -51,7 +51,7 @@ func hostMain() {
 	started := make(chan runtime.Handle)
 	go func() {
 		goruntime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		h, err := l.Start(context.Background(), runtime.Request{Plugin: helper("stubborn", "stubborn"), Dir: os.TempDir(), Output: out})
+		h, err := l.Start(context.Background(), runtime.Request{Dir: os.TempDir(), Output: out}.For(helper("stubborn", "stubborn")))
 		if err != nil {
 			fmt.Println("start:", err)
 			os.Exit(1)
@@ -60,7 +60,7 @@ func hostMain() {
 	}()
 	h := <-started
 	dout := runtimetest.NewRecorder()
-	if _, err := l.Start(context.Background(), runtime.Request{Plugin: helper("daemon", "daemon"), Dir: os.TempDir(), Output: dout}); err != nil {
+	if _, err := l.Start(context.Background(), runtime.Request{Dir: os.TempDir(), Output: dout}.For(helper("daemon", "daemon"))); err != nil {
 		fmt.Println("start:", err)
 		os.Exit(1)
 	}

@@ -32,7 +32,7 @@ func TestReloadAndUpdateInPlace(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("web", "reloader")
 	out := &stamps{mark: "ready"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	require.NoError(t, s.Start(context.Background()))
 	waitLine(t, out, "ready")
@@ -73,7 +73,7 @@ func TestReloadAndUpdateInPlace(t *testing.T) {
 func TestReloadNotRunning(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("gone", "exit", "1")
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: &stamps{}})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{}}.For(p))
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	_ = s.Start(context.Background())
 	waitState(t, s, 20*time.Second, func(st runtime.State) bool { return st.Status == runtime.Failed })
@@ -88,7 +88,7 @@ func TestReloadKills(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("plain", "cooperative") // SIGHUP's default action: it dies
 	p.Retry = retrying(50*time.Millisecond, time.Second, 1)
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: &stamps{}})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{}}.For(p))
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	require.NoError(t, s.Start(context.Background()))
 	pid := s.State().PID

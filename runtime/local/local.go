@@ -72,19 +72,19 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity) []
 		}
 		vars[k] = v
 	}
-	for _, kv := range append(base[:len(base):len(base)], runtime.Inherited(parent, req.Plugin.InheritEnv)...) {
+	for _, kv := range append(base[:len(base):len(base)], runtime.Inherited(parent, req.Launch.InheritEnv)...) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			set(k, v)
 		}
 	}
-	for _, env := range []map[string]string{req.Plugin.Env, req.Env} {
+	for _, env := range []map[string]string{req.Launch.Env, req.Env} {
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			set(k, env[k])
 		}
 	}
 	set(instance.EnvID, id.ID)
 	set(instance.EnvGeneration, strconv.FormatInt(id.Generation, 10))
-	set(instance.EnvPlugin, req.Plugin.Name)
+	set(instance.EnvPlugin, req.Name)
 	out := make([]string, len(order))
 	for i, k := range order {
 		out[i] = k + "=" + vars[k]
@@ -93,4 +93,4 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity) []
 }
 
 // workDir is where the plugin runs: its dir, relative to the spec's.
-func workDir(req runtime.Request) string { return req.Path(req.Plugin.Dir) }
+func workDir(req runtime.Request) string { return req.Path(req.Launch.Dir) }

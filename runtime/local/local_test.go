@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
 	"github.com/graftland/graft/spec"
@@ -65,7 +66,7 @@ func newLocal(t *testing.T, timing runtime.Timing) *Local {
 
 func startHelper(t *testing.T, l *Local, p *spec.Plugin, out *runtimetest.Recorder) runtime.Handle {
 	t.Helper()
-	h, err := l.Start(context.Background(), runtime.Request{Plugin: p, Project: "test", Dir: t.TempDir(), Output: out})
+	h, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, err)
 	return h
 }
@@ -205,7 +206,7 @@ func TestIdentityAndEnvironment(t *testing.T) {
 	p := helper("who", "identity")
 	p.Env["EXTRA"] = "from-spec"
 	dir := t.TempDir()
-	h, err := l.Start(context.Background(), runtime.Request{Plugin: p, Project: "test", Dir: dir, Output: out})
+	h, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: dir, Output: out}.For(p))
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("plugin=who extra=from-spec", 10*time.Second), "%q", out.Tail())
 	assert.True(t, out.WaitFor("id="+h.Identity().ID+" generation=1", time.Second))
@@ -221,15 +222,11 @@ func TestIdentityAndEnvironment(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	l := newLocal(t, short)
-	_, err := l.Start(context.Background(), runtime.Request{
-		Plugin: &spec.Plugin{Name: "nope", Command: []string{"graft-no-such-program"}}, Dir: t.TempDir(), Output: runtimetest.NewRecorder(),
-	})
+	_, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(&spec.Plugin{Name: "nope", Command: []string{"graft-no-such-program"}}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "start nope: start graft-no-such-program: executable file not found in $PATH")
 
-	_, err = l.Start(context.Background(), runtime.Request{
-		Plugin: &spec.Plugin{Name: "rel", Command: []string{"./missing"}}, Dir: t.TempDir(), Output: runtimetest.NewRecorder(),
-	})
+	_, err = l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(&spec.Plugin{Name: "rel", Command: []string{"./missing"}}))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -254,7 +251,7 @@ func TestReady(t *testing.T) {
 	t.Run("tcp", func(t *testing.T) {
 		addr := freePort(t)
 		p := helper("listener", "listen", "300ms", addr)
-		p.Ready = ready(spec.Ready{TCP: addr})
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: addr}})
 		h := startHelper(t, l, p, runtimetest.NewRecorder())
 		conn, err := net.Dial("tcp", addr)
 		require.NoError(t, err, "Start returns once the plugin listens")
@@ -267,7 +264,7 @@ func TestReady(t *testing.T) {
 		addr := freePort(t)
 		p := helper("listener", "listen", "200ms", addr)
 		// The probe is this binary too: it exits 0 once addr answers.
-		p.Ready = ready(spec.Ready{Exec: []string{os.Args[0], "--probe", addr}})
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{Exec: []string{os.Args[0], "--probe", addr}}})
 		h := startHelper(t, l, p, runtimetest.NewRecorder())
 		conn, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
@@ -278,8 +275,8 @@ func TestReady(t *testing.T) {
 
 	t.Run("exits first", func(t *testing.T) {
 		p := helper("crash", "exit", "4", "config error: no such file /etc/app.conf")
-		p.Ready = ready(spec.Ready{TCP: freePort(t)})
-		_, err := l.Start(context.Background(), runtime.Request{Plugin: p, Dir: t.TempDir(), Output: runtimetest.NewRecorder()})
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: freePort(t)}})
+		_, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(p))
 		var se *runtime.StartError
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, 4, se.Exit.Code)
@@ -291,9 +288,9 @@ func TestReady(t *testing.T) {
 		p := helper("late", "identity")
 		// Long enough for this test binary, run again under -race on a
 		// loaded machine, to have printed the line the error quotes.
-		p.Ready = ready(spec.Ready{TCP: addr, Timeout: spec.FromStd(time.Second)})
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: addr}, Timeout: spec.FromStd(time.Second)})
 		began := time.Now()
-		_, err := l.Start(context.Background(), runtime.Request{Plugin: p, Dir: t.TempDir(), Output: runtimetest.NewRecorder()})
+		_, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(p))
 		var se *runtime.StartError
 		require.ErrorAs(t, err, &se)
 		assert.Contains(t, err.Error(), "not ready after 1 second: dial tcp "+addr)
@@ -366,9 +363,8 @@ func TestIdleOutputHoldsNoBuffer(t *testing.T) {
 	hs := make([]runtime.Handle, n)
 	for i := range hs {
 		h, err := l.Start(context.Background(), runtime.Request{
-			Plugin: &spec.Plugin{Name: fmt.Sprintf("idle%d", i), Run: spec.Local, Command: []string{sleep, "60"}, StopSignal: "SIGTERM"},
 			Output: runtimetest.NewRecorder(),
-		})
+		}.For(&spec.Plugin{Name: fmt.Sprintf("idle%d", i), Run: spec.Local, Command: []string{sleep, "60"}, StopSignal: "SIGTERM"}))
 		require.NoError(t, err)
 		hs[i] = h
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
@@ -23,7 +24,7 @@ func TestOnceCompletes(t *testing.T) {
 	p.Once = true
 	p.Retry = retrying(50*time.Millisecond, time.Second, 0)
 	out := &stamps{mark: "migrated"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -50,7 +51,7 @@ func TestOnceFailsThroughRetries(t *testing.T) {
 	p.Once = true
 	p.Retry = retrying(50*time.Millisecond, time.Second, 2)
 	out := &stamps{mark: "no database"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -68,8 +69,8 @@ func TestOnceFailsThroughRetries(t *testing.T) {
 func TestAwaitStarted(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("slowready", "cooperative")
-	p.Ready = &spec.Ready{Exec: []string{"sleep", "0.5"}, Timeout: spec.FromStd(10 * time.Second)}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: &stamps{}})
+	p.Ready = &spec.Ready{Probe: launch.Probe{Exec: []string{"sleep", "0.5"}}, Timeout: spec.FromStd(10 * time.Second)}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{}}.For(p))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	started := make(chan error, 1)
@@ -94,7 +95,7 @@ func TestOnceStopped(t *testing.T) {
 	p := helper("migrate", "cooperative")
 	p.Once = true
 	out := &stamps{mark: "stopping"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

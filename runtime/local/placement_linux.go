@@ -58,7 +58,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	}
 	env := environ(l.base, l.opt.Env, req, id)
 	var seen <-chan struct{}
-	req.Output, seen = ready.Watch(req.Plugin.Ready, req.Output)
+	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
 	r, w, err := proc.OutputPipe()
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, errors.New("local: placement closed")
 	}
 	pp, err := l.spawner.Start(proc.Cmd{
-		Argv:    req.Plugin.Command,
+		Argv:    req.Launch.Command,
 		Dir:     workDir(req),
 		Env:     env,
 		Output:  w,
@@ -82,7 +82,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	if err != nil {
 		l.mu.Unlock()
 		r.Close()
-		return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, err)
+		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
 	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
@@ -95,7 +95,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		req.Started()
 	}
 
-	if req.Plugin.Ready != nil {
+	if req.Launch.Ready != nil {
 		if err := l.awaitReady(ctx, req, p, pp, seen); err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		p.Stop(canceled)
 		return nil, ctx.Err()
 	}
-	p.health = ready.HealthChecks(req.Plugin.Health, p.probe, p.done)
+	p.health = ready.HealthChecks(req.Launch.Health, p.probe, p.done)
 	return p, nil
 }
 
@@ -112,19 +112,19 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 // When it cannot, p is stopped (forced if ctx ended) and the error is the
 // start's: a *runtime.StartError with p's exit, or ctx's.
 func (l *Local) awaitReady(ctx context.Context, req runtime.Request, p *process, pp *proc.Process, seen <-chan struct{}) error {
-	err := ready.Wait(ctx, req.Plugin.Ready, p.probe, pp.Exited(), seen)
+	err := ready.Wait(ctx, req.Launch.Ready, p.probe, pp.Exited(), seen)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, ready.ErrGone):
 		<-p.done
-		return &runtime.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+		return &runtime.StartError{Plugin: req.Name, Reason: err.Error(), Exit: p.exit}
 	case ctx.Err() != nil:
 		p.Stop(canceled)
 		return ctx.Err()
 	default:
 		p.Stop(context.Background())
-		return &runtime.StartError{Plugin: req.Plugin.Name, Reason: err.Error(), Exit: p.exit}
+		return &runtime.StartError{Plugin: req.Name, Reason: err.Error(), Exit: p.exit}
 	}
 }
 

@@ -22,7 +22,7 @@ func New(opt Options) *Local { return &Local{opt: opt} }
 
 // start fails with proc.ErrUnsupported.
 func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
-	return nil, fmt.Errorf("start %s: %w", req.Plugin.Name, proc.ErrUnsupported)
+	return nil, fmt.Errorf("start %s: %w", req.Name, proc.ErrUnsupported)
 }
 
 // Isolation reports that processes are not supported.

@@ -67,7 +67,7 @@ func (p *process) Probe(ctx context.Context, argv []string) error { return p.pro
 // closes.
 func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing, gone func(*process)) *process {
 	p := &process{
-		name:   req.Plugin.Name,
+		name:   req.Name,
 		id:     id,
 		p:      pp,
 		out:    req.Output,
@@ -77,7 +77,7 @@ func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe
 		copied: make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	p.signal.Store(int32(proc.SignalNamed(req.Plugin.StopSignal)))
+	p.signal.Store(int32(proc.SignalNamed(req.Launch.StopSignal)))
 	go p.copy(pipe)
 	go p.run(pipe, gone)
 	return p

@@ -56,7 +56,7 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	path := filepath.Join(l.opt.Records, inv)
 	f, err := safefs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: record it in the state dir first: %w", req.Plugin.Name, err)
+		return nil, fmt.Errorf("start %s: record it in the state dir first: %w", req.Name, err)
 	}
 	f.Close()
 	h, err := l.start(ctx, req)

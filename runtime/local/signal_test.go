@@ -23,7 +23,7 @@ func TestSignalAndStarted(t *testing.T) {
 	l := New(Options{Timing: short, Started: func(h runtime.Handle) { started = append(started, h) }})
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
 	out := runtimetest.NewRecorder()
-	h, err := l.Start(context.Background(), runtime.Request{Plugin: helper("forker", "forker", "2"), Dir: t.TempDir(), Output: out})
+	h, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: out}.For(helper("forker", "forker", "2")))
 	require.NoError(t, err)
 	require.Equal(t, []runtime.Handle{h}, started)
 	require.True(t, out.WaitFor("children ", 10*time.Second))

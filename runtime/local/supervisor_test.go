@@ -80,7 +80,7 @@ func TestRetryBacksOff(t *testing.T) {
 	p := helper("crashy", "exit", "1", "boom: cannot open /var/lib/crashy")
 	p.Retry = retrying(100*time.Millisecond, time.Second, 3)
 	out := &stamps{mark: "boom"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()), "the process started; that it exits is another matter")
 	st := waitState(t, s, 10*time.Second, func(st runtime.State) bool {
 		return st.Status == runtime.Failed && st.Restarts == 3 && st.NextRetry.IsZero()
@@ -107,7 +107,7 @@ func TestRetryBacksOff(t *testing.T) {
 func TestNoRetryStaysFailed(t *testing.T) {
 	l := newLocal(t, short)
 	out := &stamps{mark: "bye"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: helper("once", "exit", "2", "bye"), Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(helper("once", "exit", "2", "bye")))
 	require.NoError(t, s.Start(context.Background()))
 	st := waitState(t, s, 10*time.Second, func(st runtime.State) bool { return st.Status == runtime.Failed })
 	assert.Zero(t, st.Restarts)
@@ -126,7 +126,7 @@ func TestStopCancelsRetry(t *testing.T) {
 	p := helper("crashy", "exit", "1", "boom")
 	p.Retry = retrying(300*time.Millisecond, time.Second, 0)
 	out := &stamps{mark: "boom"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: p, Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()))
 	waitState(t, s, 10*time.Second, func(st runtime.State) bool { return !st.NextRetry.IsZero() })
 	began := time.Now()
@@ -145,7 +145,7 @@ func TestStopCancelsRetry(t *testing.T) {
 func TestSupervisorStop(t *testing.T) {
 	l := newLocal(t, short)
 	out := &stamps{mark: "ready"}
-	s := runtime.NewSupervisor(l, runtime.Request{Plugin: helper("coop", "cooperative"), Dir: t.TempDir(), Output: out})
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(helper("coop", "cooperative")))
 	require.NoError(t, s.Start(context.Background()))
 	st := s.State()
 	assert.Equal(t, runtime.Running, st.Status)

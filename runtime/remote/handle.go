@@ -151,24 +151,24 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	}
 	res, waited, err := h.askStop(ctx, op, shutdown)
 	if err != nil {
-		cause := &runtime.RemoteTerminationUnconfirmed{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
-		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Plugin.Name, "remote.instance", h.instance,
+		cause := &runtime.RemoteTerminationUnconfirmed{Plugin: h.req.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name, Cause: err}
+		r.log.Warn("Remote execution unconfirmed", "plugin", h.req.Name, "remote.instance", h.instance,
 			"remote.generation", h.gen, "bound", waited, "err", err)
 		h.finish(runtime.Exit{Code: -1, Error: cause.Error(), Requested: true, Outcome: runtime.Unconfirmed})
-		return runtime.Unconfirmed, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)}
+		return runtime.Unconfirmed, &runtime.CleanupError{Plugin: h.req.Name, Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)}
 	}
 	if h.confirmed() {
 		return h.Exit().Outcome, nil // it exited on its own meanwhile
 	}
-	r.log.Info("Remote execution terminated", "plugin", h.req.Plugin.Name,
+	r.log.Info("Remote execution terminated", "plugin", h.req.Name,
 		"remote.termination", string(res.Outcome), "remote.instance", h.instance, "remote.generation", h.gen)
 	exit := res.Exit
 	exit.Requested, exit.Outcome = true, res.Outcome
 	h.finish(exit)
 	h.s.untrack(h)
 	if res.Outcome == runtime.Killed {
-		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Plugin.Name, Outcome: runtime.Killed,
-			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Plugin.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
+		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Name, Outcome: runtime.Killed,
+			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
 	}
 	return res.Outcome, nil
 }

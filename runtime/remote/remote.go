@@ -129,28 +129,17 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p := req.Plugin
-	inst := p.Instance
+	inst := req.Plugin.Instance
 	if inst == "" {
-		inst = req.Project + "." + p.Name
+		inst = req.Project + "." + req.Name
 	}
 	op := "start " + inst
 	s, err := r.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	body := runnerapi.Start{
-		Session:    s.id,
-		Plugin:     p.Name,
-		Project:    req.Project,
-		Command:    p.Command,
-		Env:        env(p.Env, req.Env),
-		InheritEnv: p.InheritEnv,
-		Dir:        r.dir(req),
-		StopSignal: p.StopSignal,
-		Ready:      ready(p.Ready),
-		Health:     healthOf(p.Health),
-	}
+	body := runnerapi.Start{Session: s.id, Plugin: req.Name, Project: req.Project, Spec: req.Launch}
+	body.Env, body.Dir = env(req.Launch.Env, req.Env), r.dir(req)
 	// The call ends with its caller or the session. The runner stops a
 	// start whose caller went away, and its process with it.
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -171,7 +160,7 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		if errors.As(err, &api) && api.Generation > 0 {
 			s.forget(key{inst, api.Generation})
 		}
-		return nil, r.startError(p.Name, err)
+		return nil, r.startError(req.Name, err)
 	}
 	h := s.track(req, inst, started)
 	r.mu.Lock()
@@ -219,9 +208,9 @@ func (r *Remote) startError(plugin string, err error) error {
 // dir is the working directory to ask for.
 func (r *Remote) dir(req runtime.Request) string {
 	if r.cfg.SameMachine {
-		return req.Path(req.Plugin.Dir)
+		return req.Path(req.Launch.Dir)
 	}
-	return req.Plugin.Dir
+	return req.Launch.Dir
 }
 
 func env(spec, extra map[string]string) map[string]string {
@@ -234,21 +223,6 @@ func env(spec, extra map[string]string) map[string]string {
 	}
 	maps.Copy(out, extra)
 	return out
-}
-
-func ready(r *spec.Ready) *runnerapi.Ready {
-	if r == nil {
-		return nil
-	}
-	return &runnerapi.Ready{Log: r.Log, TCP: r.TCP, HTTP: r.HTTP, Exec: r.Exec, TimeoutMillis: r.Timeout.Std().Milliseconds()}
-}
-
-func healthOf(hc *spec.Health) *runnerapi.Health {
-	if hc == nil {
-		return nil
-	}
-	return &runnerapi.Health{TCP: hc.TCP, HTTP: hc.HTTP, Exec: hc.Exec, IntervalMillis: hc.Interval.Std().Milliseconds(),
-		TimeoutMillis: hc.Timeout.Std().Milliseconds(), StartPeriodMillis: hc.StartPeriod.Std().Milliseconds()}
 }
 
 // session returns the live session, opening one if there is none.

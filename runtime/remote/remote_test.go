@@ -22,6 +22,7 @@ import (
 
 	"github.com/graftland/graft/internal/faultproxy"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runner"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
@@ -174,7 +175,7 @@ func TestTerminatedIsLogged(t *testing.T) {
 	r := newRemote(t, testRunner(t), log)
 	defer r.Close()
 	out := runtimetest.NewRecorder()
-	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	h, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative")))
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
 	outcome, err := h.Stop(context.Background())
@@ -194,7 +195,7 @@ func TestConnectionLoss(t *testing.T) {
 	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	out := runtimetest.NewRecorder()
-	req := runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out}
+	req := runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative"))
 	h, err := r.Start(context.Background(), req)
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
@@ -242,16 +243,16 @@ func TestInFlightCallFails(t *testing.T) {
 	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	// Open the session first, so only the start is in flight.
-	warm, err := r.Start(context.Background(), runtime.Request{Plugin: helper("warm", "cooperative"), Project: "shop", Output: runtimetest.NewRecorder()})
+	warm, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: runtimetest.NewRecorder()}.For(helper("warm", "cooperative")))
 	require.NoError(t, err)
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	port := ln.Addr().String()
 	ln.Close()
 	p := helper("slow", "listen", "3s", port)
-	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(20 * time.Second)}
+	p.Ready = &spec.Ready{Probe: launch.Probe{TCP: port}, Timeout: spec.FromStd(20 * time.Second)}
 	errs := make(chan error, 1)
 	go func() {
-		_, err := r.Start(context.Background(), runtime.Request{Plugin: p, Project: "shop", Output: runtimetest.NewRecorder()})
+		_, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: runtimetest.NewRecorder()}.For(p))
 		errs <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -277,7 +278,7 @@ func TestStopUnconfirmed(t *testing.T) {
 	r := newRemote(t, "tcp://"+px.Addr(), nil)
 	defer r.Close()
 	out := runtimetest.NewRecorder()
-	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	h, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative")))
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
 	px.Dark()
@@ -321,12 +322,12 @@ func TestStartCancelled(t *testing.T) {
 	port := ln.Addr().String()
 	ln.Close()
 	p := helper("slow", "listen", "1h", port)
-	p.Ready = &spec.Ready{TCP: port, Timeout: spec.FromStd(time.Minute)}
+	p.Ready = &spec.Ready{Probe: launch.Probe{TCP: port}, Timeout: spec.FromStd(time.Minute)}
 	out := runtimetest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, err := r.Start(ctx, runtime.Request{Plugin: p, Project: "shop", Output: out})
+	_, err := r.Start(ctx, runtime.Request{Project: "shop", Output: out}.For(p))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(began), 2*time.Second)
 
@@ -359,15 +360,15 @@ func TestStoppedHandlesAreForgotten(t *testing.T) {
 	defer r.Close()
 	for range 3 {
 		out := runtimetest.NewRecorder()
-		h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+		h, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative")))
 		require.NoError(t, err)
 		require.True(t, out.WaitFor("ready", 10*time.Second))
 		_, err = h.Stop(context.Background())
 		require.NoError(t, err)
 
 		p := helper("bad", "exit", "3", "it fails")
-		p.Ready = &spec.Ready{TCP: "127.0.0.1:1", Timeout: spec.FromStd(5 * time.Second)}
-		_, err = r.Start(context.Background(), runtime.Request{Plugin: p, Project: "shop", Output: runtimetest.NewRecorder()})
+		p.Ready = &spec.Ready{Probe: launch.Probe{TCP: "127.0.0.1:1"}, Timeout: spec.FromStd(5 * time.Second)}
+		_, err = r.Start(context.Background(), runtime.Request{Project: "shop", Output: runtimetest.NewRecorder()}.For(p))
 		var se *runtime.StartError
 		require.ErrorAs(t, err, &se)
 	}
@@ -402,7 +403,7 @@ func TestUpdate(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	out := runtimetest.NewRecorder()
-	h, err := r.Start(context.Background(), runtime.Request{Plugin: helper("api", "cooperative"), Project: "shop", Output: out})
+	h, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative")))
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
 
@@ -418,7 +419,7 @@ func TestUpdate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Exited, outcome, "it ended before: the runner confirms it")
 	out = runtimetest.NewRecorder()
-	h, err = r.Start(context.Background(), runtime.Request{Plugin: helper("api", "identity"), Project: "shop", Output: out})
+	h, err = r.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "identity")))
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), h.Identity().Generation)
 	require.True(t, out.WaitFor("generation=2", 10*time.Second))

@@ -144,11 +144,10 @@ func newPlacement(t *testing.T, kit Kit, timing runtime.Timing) runtime.Placemen
 func start(t *testing.T, p runtime.Placement, kit Kit, name string, b Behavior, out *Recorder) runtime.Handle {
 	t.Helper()
 	h, err := p.Start(context.Background(), runtime.Request{
-		Plugin:  kit.Plugin(t, name, b),
 		Project: "conformance",
 		Env:     map[string]string{"EXTRA": "from-request"},
 		Output:  out,
-	})
+	}.For(kit.Plugin(t, name, b)))
 	require.NoError(t, err)
 	return h
 }
@@ -237,7 +236,7 @@ func testCancelledStart(t *testing.T, kit Kit) {
 	p := newPlacement(t, kit, kit.Timing)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	h, err := p.Start(ctx, runtime.Request{Plugin: kit.Plugin(t, "never", Cooperative), Project: "conformance", Output: NewRecorder()})
+	h, err := p.Start(ctx, runtime.Request{Project: "conformance", Output: NewRecorder()}.For(kit.Plugin(t, "never", Cooperative)))
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Nil(t, h)
 }

@@ -28,7 +28,7 @@ func TestModuleReadOnceWhileUnchanged(t *testing.T) {
 	p := &spec.Plugin{Name: "m", Run: spec.Worker, Module: "m.wasm", Args: []string{"cooperative"}}
 	run := func() error {
 		out := runtimetest.NewRecorder()
-		h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+		h, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: out}.For(p))
 		if err != nil {
 			return err
 		}

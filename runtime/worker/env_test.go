@@ -16,7 +16,7 @@ func TestEnvironIsTheFiles(t *testing.T) {
 	t.Setenv("WORKER_TEST_SECRET", "hunter2")
 	t.Setenv("WORKER_TEST_REGION", "eu-west-1")
 	p := &spec.Plugin{Name: "thumbs", Env: map[string]string{"OWN": "1"}, InheritEnv: []string{"WORKER_TEST_REGION", "NOT_SET"}}
-	env := environ(runtime.Request{Plugin: p, Env: map[string]string{"GRAFT_ADDR_KV": "127.0.0.1:1"}}, runtime.Identity{ID: "id", Generation: 1})
+	env := environ(runtime.Request{Env: map[string]string{"GRAFT_ADDR_KV": "127.0.0.1:1"}}.For(p), runtime.Identity{ID: "id", Generation: 1})
 	assert.Equal(t, map[string]string{
 		"WORKER_TEST_REGION": "eu-west-1",
 		"OWN":                "1",

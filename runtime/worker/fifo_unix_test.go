@@ -34,7 +34,7 @@ func TestBlockedInTheHostsFiles(t *testing.T) {
 	p := plug("fifo", "fifo")
 	p.Mounts = []spec.Mount{{Host: "in", Guest: "/in"}}
 	out := runtimetest.NewRecorder()
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+	h, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: out}.For(p))
 	require.NoError(t, err)
 	require.True(t, out.WaitFor("ready", 10*time.Second))
 	time.Sleep(100 * time.Millisecond) // into the open

@@ -170,7 +170,7 @@ func (m *module) stopInOrder() (runtime.Outcome, error) {
 // is ready; a module that ends first, or is not ready in time, is a
 // *runtime.StartError and nothing of it is left.
 func wait(ctx context.Context, m *module, req runtime.Request, seen <-chan struct{}) error {
-	r := req.Plugin.Ready
+	r := req.Launch.Ready
 	if r == nil {
 		if ctx.Err() != nil {
 			m.Stop(canceled)

@@ -94,7 +94,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 		return nil, errors.New("worker: start without an output")
 	}
 	var seen <-chan struct{}
-	req.Output, seen = ready.Watch(p.Ready, req.Output)
+	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err := wait(ctx, m, req, seen); err != nil {
 		return nil, err
 	}
-	m.health = ready.HealthChecks(p.Health, nil, m.done)
+	m.health = ready.HealthChecks(req.Launch.Health, nil, m.done)
 	return m, nil
 }
 
@@ -152,7 +152,7 @@ func moduleConfig(run context.Context, req runtime.Request, id runtime.Identity,
 	p := req.Plugin
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithArgs(append([]string{p.Name}, p.Args...)...).
+		WithArgs(append([]string{req.Name}, p.Args...)...).
 		WithStdin(stdin).
 		WithStdout(req.Output).
 		WithStderr(req.Output).
@@ -227,14 +227,14 @@ func (w *Worker) Close() error {
 // sees nothing else of the host's environment, not even a base.
 func environ(req runtime.Request, id runtime.Identity) map[string]string {
 	env := map[string]string{}
-	for _, kv := range runtime.Inherited(os.Environ(), req.Plugin.InheritEnv) {
+	for _, kv := range runtime.Inherited(os.Environ(), req.Launch.InheritEnv) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	maps.Copy(env, req.Plugin.Env)
+	maps.Copy(env, req.Launch.Env)
 	maps.Copy(env, req.Env)
 	env[instance.EnvID] = id.ID
 	env[instance.EnvGeneration] = strconv.FormatInt(id.Generation, 10)
-	env[instance.EnvPlugin] = req.Plugin.Name
+	env[instance.EnvPlugin] = req.Name
 	return env
 }

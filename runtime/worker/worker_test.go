@@ -56,7 +56,7 @@ func newWorker(t *testing.T, timing runtime.Timing) *Worker {
 
 func start(t *testing.T, w *Worker, p *spec.Plugin, out *runtimetest.Recorder) runtime.Handle {
 	t.Helper()
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Project: "test", Dir: t.TempDir(), Output: out})
+	h, err := w.Start(context.Background(), runtime.Request{Project: "test", Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, err)
 	return h
 }
@@ -125,9 +125,7 @@ func TestTrap(t *testing.T) {
 	w := newWorker(t, short)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "trap.wasm"), trapWasm, 0o644))
-	h, err := w.Start(context.Background(), runtime.Request{
-		Plugin: &spec.Plugin{Name: "trap", Run: spec.Worker, Module: "trap.wasm"}, Dir: dir, Output: runtimetest.NewRecorder(),
-	})
+	h, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: runtimetest.NewRecorder()}.For(&spec.Plugin{Name: "trap", Run: spec.Worker, Module: "trap.wasm"}))
 	require.NoError(t, err)
 	select {
 	case <-h.Done():
@@ -175,7 +173,7 @@ func TestMounts(t *testing.T) {
 	p := plug("files", "mounts")
 	p.Mounts = []spec.Mount{{Host: "in", Guest: "/in"}, {Host: "out", Guest: "/out", Writable: true}}
 	out := runtimetest.NewRecorder()
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+	h, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: out}.For(p))
 	require.NoError(t, err)
 	<-h.Done()
 	assert.True(t, h.Exit().Success(), "%v", h.Exit())
@@ -196,7 +194,7 @@ func TestCompilationCache(t *testing.T) {
 		defer w.Close()
 		out := runtimetest.NewRecorder()
 		began := time.Now()
-		h, err := w.Start(context.Background(), runtime.Request{Plugin: plug("c", "cooperative"), Dir: t.TempDir(), Output: out})
+		h, err := w.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: out}.For(plug("c", "cooperative")))
 		require.NoError(t, err)
 		require.True(t, out.WaitFor("ready", 30*time.Second))
 		took := time.Since(began)
@@ -216,10 +214,10 @@ func TestCompilationCache(t *testing.T) {
 func TestStartErrors(t *testing.T) {
 	w := newWorker(t, short)
 	dir := t.TempDir()
-	_, err := w.Start(context.Background(), runtime.Request{Plugin: &spec.Plugin{Name: "nope", Run: spec.Worker, Module: "nope.wasm"}, Dir: dir, Output: runtimetest.NewRecorder()})
+	_, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: runtimetest.NewRecorder()}.For(&spec.Plugin{Name: "nope", Run: spec.Worker, Module: "nope.wasm"}))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.wasm"), []byte("not wasm"), 0o644))
-	_, err = w.Start(context.Background(), runtime.Request{Plugin: &spec.Plugin{Name: "bad", Run: spec.Worker, Module: "bad.wasm"}, Dir: dir, Output: runtimetest.NewRecorder()})
+	_, err = w.Start(context.Background(), runtime.Request{Dir: dir, Output: runtimetest.NewRecorder()}.For(&spec.Plugin{Name: "bad", Run: spec.Worker, Module: "bad.wasm"}))
 	assert.ErrorContains(t, err, "start bad: compile bad.wasm: ")
 }
 
@@ -400,7 +398,7 @@ func TestNoSymlinkOutOfAMount(t *testing.T) {
 	p := plug("escape", "escape")
 	p.Mounts = []spec.Mount{{Host: "out", Guest: "/out", Writable: true}}
 	out := runtimetest.NewRecorder()
-	h, err := w.Start(context.Background(), runtime.Request{Plugin: p, Dir: dir, Output: out})
+	h, err := w.Start(context.Background(), runtime.Request{Dir: dir, Output: out}.For(p))
 	require.NoError(t, err)
 	<-h.Done()
 	assert.True(t, h.Exit().Success(), "%v", h.Exit())
