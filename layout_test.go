@@ -112,6 +112,13 @@ func TestLayout(t *testing.T) {
 		if rel == "runtime/remote" && slices.Contains(deps, "runner") {
 			t.Errorf("runtime/remote links the runner daemon: it may import runnerapi only")
 		}
+		if rel == "runnerapi" {
+			for _, d := range deps {
+				if d == "runtime" || strings.HasPrefix(d, "runtime/") || d == "spec" {
+					t.Errorf("runnerapi imports %s: the runner's wire types are their own, converted at the edges (runner, runtime/remote)", d)
+				}
+			}
+		}
 		if rel == "runner" && slices.Contains(p.Imports, module+"/spec") {
 			t.Errorf("runner imports spec: it runs a start's launch.Spec as it comes, and plugins.yaml is none of its business")
 		}

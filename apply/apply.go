@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
@@ -107,6 +109,10 @@ func (e *StepError) Unwrap() error { return e.Err }
 // ErrCancelled is among the errors of an apply whose context ended
 // before every step began.
 var ErrCancelled = errors.New("apply cancelled: steps not begun were skipped")
+
+// ErrCancelled crosses the host's API as kind "cancelled", and comes
+// back as itself (internal/errkind).
+var _ = errkind.Sentinel("cancelled", http.StatusInternalServerError, ErrCancelled)
 
 // Run carries out p's steps through ex. A step begins once every step it
 // waits on has succeeded; a failed step skips the steps that wait on it,

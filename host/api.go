@@ -16,10 +16,9 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
-	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/spec"
 )
 
 // maxBody bounds a request body: a spec, or a saved plan with its spec.
@@ -202,22 +201,15 @@ type NotFoundError struct{ What string }
 
 func (e *NotFoundError) Error() string { return e.What }
 
+// statusFor is the HTTP status of an answer that is err: 404 for what the
+// host does not have, else its kind's (internal/errkind), else 500.
 func statusFor(err error) int {
-	var (
-		notFound *NotFoundError
-		locked   *hostapi.LockedError
-		stale    *hostapi.StaleError
-		nothing  *hostapi.NothingAppliedError
-		bad      spec.Errors
-		badPlan  *plan.CheckError
-	)
-	switch {
-	case errors.As(err, &notFound):
+	var notFound *NotFoundError
+	if errors.As(err, &notFound) {
 		return http.StatusNotFound
-	case errors.As(err, &locked), errors.As(err, &stale), errors.As(err, &nothing):
-		return http.StatusConflict
-	case errors.As(err, &bad), errors.As(err, &badPlan):
-		return http.StatusBadRequest
+	}
+	if k, _ := errkind.Of(err); k != nil {
+		return k.Status
 	}
 	return http.StatusInternalServerError
 }

@@ -3,11 +3,11 @@ package hostapi
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime"
-	"github.com/graftland/graft/spec"
 )
 
 // ErrorBody is an error as it crosses the API: the body of an error
@@ -25,57 +25,40 @@ type ErrorBody struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-// The kinds of errors.
+// The kinds of the host's own refusals; the other kinds that cross the
+// API are declared by the packages whose errors they are
+// (internal/errkind): "spec" (a bad spec), "plan" (a saved plan its
+// checks refuse), "cleanup" and "start" (a stop that failed, its end
+// unconfirmed, and a start that ran and failed), "cancelled" (an apply
+// cancelled before every step began).
 const (
-	KindLocked    = "locked"    // a *LockedError: another apply holds the apply lock
-	KindStale     = "stale"     // a *StaleError: a saved plan no longer matches what runs
-	KindSpec      = "spec"      // the spec is bad
-	KindNoSpec    = "nospec"    // a *NothingAppliedError (graft restart)
-	KindCleanup   = "cleanup"   // a *runtime.CleanupError: a stop that failed, its end unconfirmed
-	KindStart     = "start"     // a *runtime.StartError: a start that ran and failed
-	KindCancelled = "cancelled" // apply.ErrCancelled
-	KindPlan      = "plan"      // a *plan.CheckError: a saved plan refused by its checks
+	KindLocked = "locked" // a *LockedError: another apply holds the apply lock
+	KindStale  = "stale"  // a *StaleError: a saved plan no longer matches what runs
+	KindNoSpec = "nospec" // a *NothingAppliedError (graft restart)
 )
 
-// Encode is err as it crosses the API, with its kind and fields, which
+var (
+	_ = errkind.Type(KindLocked, http.StatusConflict, (*LockedError)(nil), true)
+	_ = errkind.Type(KindStale, http.StatusConflict, (*StaleError)(nil), true)
+	_ = errkind.Type(KindNoSpec, http.StatusConflict, (*NothingAppliedError)(nil), false)
+)
+
+// Encode is err as it crosses the API: its message, the kind of the
+// outermost error of its chain that has one (internal/errkind) with that
+// error's fields, its step when it is a step's, and its hint, which
 // ErrorBody.Err gives back.
 func Encode(err error) ErrorBody {
 	var (
-		step    *apply.StepError
-		locked  *LockedError
-		stale   *StaleError
-		nothing *NothingAppliedError
-		cleanup *runtime.CleanupError
-		start   *runtime.StartError
-		bad     spec.Errors
-		badPlan *plan.CheckError
-		hint    interface{ Hint() string }
+		step *apply.StepError
+		hint interface{ Hint() string }
 	)
 	b := ErrorBody{Error: err.Error()}
 	if errors.As(err, &step) {
 		b.Step = &step.Step
 	}
-	var detail any
-	switch {
-	case errors.As(err, &nothing):
-		b.Kind = KindNoSpec
-	case errors.As(err, &locked):
-		b.Kind, detail = KindLocked, locked
-	case errors.As(err, &stale):
-		b.Kind, detail = KindStale, stale
-	case errors.As(err, &bad):
-		b.Kind = KindSpec
-	case errors.As(err, &badPlan):
-		b.Kind, detail = KindPlan, badPlan
-	case errors.As(err, &cleanup):
-		b.Kind, detail = KindCleanup, cleanup
-	case errors.As(err, &start):
-		b.Kind, detail = KindStart, start
-	case errors.Is(err, apply.ErrCancelled):
-		b.Kind = KindCancelled
-	}
-	if detail != nil {
-		b.Detail, _ = json.Marshal(detail) // the types above always marshal
+	if k, e := errkind.Of(err); k != nil {
+		b.Kind = k.Name
+		b.Detail, _ = k.Detail(e) // the declared types always marshal
 	}
 	if errors.As(err, &hint) {
 		b.Hint = hint.Hint()
@@ -83,42 +66,22 @@ func Encode(err error) ErrorBody {
 	return b
 }
 
-// Err gives the error of b its type back, as the host had it: a kind it
-// knows becomes its type, wrapped in an *apply.StepError when it is a
-// step's; another is an error with b's message and hint.
+// Err gives the error of b its type back, as the host had it: a kind
+// declared in this program becomes its type, wrapped in an
+// *apply.StepError when it is a step's; another is an error with b's
+// message and hint.
 func (b ErrorBody) Err() error {
 	var err error
-	switch b.Kind {
-	case KindLocked:
-		err = decodeDetail(b, &LockedError{})
-	case KindStale:
-		err = decodeDetail(b, &StaleError{})
-	case KindNoSpec:
-		err = &NothingAppliedError{}
-	case KindCleanup:
-		err = decodeDetail(b, &runtime.CleanupError{})
-	case KindStart:
-		err = decodeDetail(b, &runtime.StartError{})
-	case KindCancelled:
-		err = apply.ErrCancelled
-	case KindPlan:
-		err = decodeDetail(b, &plan.CheckError{})
-	default:
+	if k := errkind.Lookup(b.Kind); k != nil {
+		err = k.New(b.Detail)
+	}
+	if err == nil {
 		err = &hinted{msg: b.Error, hint: b.Hint}
 	}
 	if b.Step != nil {
 		return &apply.StepError{Step: *b.Step, Err: err}
 	}
 	return err
-}
-
-// decodeDetail fills e from b's detail; one that does not decode (a host
-// of another version) is known by its message.
-func decodeDetail(b ErrorBody, e error) error {
-	if len(b.Detail) == 0 || json.Unmarshal(b.Detail, e) != nil {
-		return &hinted{msg: b.Error, hint: b.Hint}
-	}
-	return e
 }
 
 // hinted is an error known by its message, with the hint the host gave.

@@ -2,8 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/graftland/graft/internal/errkind"
 
 	"github.com/graftland/graft/spec"
 )
@@ -30,6 +33,10 @@ func (e *CheckError) Error() string {
 func (e *CheckError) Hint() string {
 	return "make a new plan with graft plan --out and apply it as it was saved: a saved plan is never edited"
 }
+
+// A refused plan crosses the host's API as kind "plan", with its fields
+// (internal/errkind).
+var _ = errkind.Type("plan", http.StatusBadRequest, (*CheckError)(nil), true)
 
 func badPlan(step, format string, args ...any) *CheckError {
 	return &CheckError{Step: step, Reason: fmt.Sprintf(format, args...)}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/runnerapi"
 )
@@ -185,23 +186,10 @@ func writeError(w http.ResponseWriter, err error) {
 	writeBody(w, statusOf(e.body.Kind), e.body)
 }
 
-// statusOf is the HTTP status of an error answer of kind: the one place
-// the runner's domain errors meet HTTP.
-func statusOf(kind string) int {
-	switch kind {
-	case runnerapi.KindBadRequest:
-		return http.StatusBadRequest
-	case runnerapi.KindUnauthorized:
-		return http.StatusUnauthorized
-	case runnerapi.KindNoSession, runnerapi.KindNoInstance:
-		return http.StatusNotFound
-	case runnerapi.KindBusy, runnerapi.KindUnconfirmed, runnerapi.KindExhausted:
-		return http.StatusConflict
-	case runnerapi.KindStartFailed:
-		return http.StatusUnprocessableEntity
-	}
-	return http.StatusInternalServerError // KindState, KindInternal
-}
+// statusOf is the HTTP status of an error answer of kind, as the kind
+// declares it (runnerapi, internal/errkind): the one place the runner's
+// domain errors meet HTTP.
+func statusOf(kind string) int { return errkind.StatusOf(kind, http.StatusInternalServerError) }
 
 // writeRouteError answers a request no route takes: HTTP's own matter
 // (404, 405), not the runner's.

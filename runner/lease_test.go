@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/runnerapi"
-	"github.com/graftland/graft/runtime"
 )
 
 // The lease tests' durations: short, with generous slack for a loaded
@@ -95,7 +94,7 @@ func TestRenewalsKeepItAlive(t *testing.T) {
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Less(t, time.Since(began), time.Second)
-	assert.Equal(t, []runnerapi.Stopped{{Instance: "renewed", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "renewed", Generation: 1, Outcome: runnerapi.Killed}}, closed.Stopped)
 	assert.False(t, alive(st.PID), "stopped before the answer")
 	assert.Equal(t, http.StatusNotFound, h.renew(sess))
 	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
@@ -156,7 +155,7 @@ func TestEndSessionDuringStart(t *testing.T) {
 	status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, &closed)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.False(t, alive(ps[0].pid), "gone before the session's end answers")
-	assert.Equal(t, []runnerapi.Stopped{{Instance: "end.slow", Generation: 1, Outcome: runtime.Killed}}, closed.Stopped)
+	assert.Equal(t, []runnerapi.Stopped{{Instance: "end.slow", Generation: 1, Outcome: runnerapi.Killed}}, closed.Stopped)
 	a := <-started
 	assert.Equal(t, http.StatusNotFound, a.status)
 	assert.Equal(t, runnerapi.KindNoSession, a.e.Kind)
@@ -180,7 +179,7 @@ func TestStopThroughANewSession(t *testing.T) {
 
 	res, status, e := h.stop(sess, "again.coop", coop.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Exited, res.Outcome)
+	assert.Equal(t, runnerapi.Exited, res.Outcome)
 	assert.False(t, alive(coop.PID))
 	last()
 
@@ -196,11 +195,11 @@ func TestStopThroughANewSession(t *testing.T) {
 	}, testLease+slack, 2*time.Millisecond, "the end of the old lease stops it")
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Killed, res.Outcome)
+	assert.Equal(t, runnerapi.Killed, res.Outcome)
 	assert.False(t, alive(stub.PID))
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Killed, res.Outcome, "remembered")
+	assert.Equal(t, runnerapi.Killed, res.Outcome, "remembered")
 
 	_, status, e = h.stop(sess, "again.stub", stub.Generation+1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)
@@ -213,7 +212,7 @@ func TestStopThroughANewSession(t *testing.T) {
 	sess = h.open(0)
 	res, status, e = h.stop(sess, "again.stub", stub.Generation, time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Exited, res.Outcome)
+	assert.Equal(t, runnerapi.Exited, res.Outcome)
 	assert.Equal(t, -1, res.Exit.Code)
 	_, status, _ = h.stop(sess, "again.never", 1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)

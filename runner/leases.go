@@ -206,7 +206,7 @@ func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, 
 		return nil, unconfirmed("stop", name, p.gen)
 	}
 	r.log.Info("stopped", "instance", name, "generation", p.gen, "pid", p.pid, "session", s.id, "outcome", string(exit.Outcome))
-	return &runnerapi.StopResult{Instance: name, Generation: p.gen, Outcome: exit.Outcome, Exit: exit}, nil
+	return &runnerapi.StopResult{Instance: name, Generation: p.gen, Outcome: runnerapi.Outcome(exit.Outcome), Exit: wireExit(exit)}, nil
 }
 
 // stopped answers a stop of generation gen of inst, which does not run:
@@ -218,7 +218,7 @@ func (r *Runner) answerStop(name string, s *session, p *process, mode stopMode, 
 func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.StopResult, error) {
 	if inst != nil {
 		if exit, ok := inst.exitOf(gen); ok {
-			return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: exit.Outcome, Exit: exit}, nil
+			return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: runnerapi.Outcome(exit.Outcome), Exit: wireExit(exit)}, nil
 		}
 		if rec := inst.recovered; rec != nil && rec.Generation == gen {
 			return nil, unconfirmed("stop", name, gen)
@@ -234,8 +234,8 @@ func (r *Runner) stopped(name string, inst *instance, gen int64) (*runnerapi.Sto
 	if gen < 1 || gen > last {
 		return nil, kindErr(runnerapi.KindNoInstance, "stop %s: generation %d of %s was never started", name, gen, name)
 	}
-	exit := runtime.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: runtime.Exited, At: time.Now()}
-	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: runtime.Exited, Exit: exit}, nil
+	exit := runnerapi.Exit{Code: -1, Error: "it ended earlier; how is not known to this runner", Outcome: runnerapi.Exited, At: time.Now()}
+	return &runnerapi.StopResult{Instance: name, Generation: gen, Outcome: runnerapi.Exited, Exit: exit}, nil
 }
 
 // status is the runner's state for GET /v1/status.

@@ -198,7 +198,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	delete(r.starting, id)
 	if err != nil && s.ended && p.pid != 0 {
 		// It ran, and local killed it when the session ended.
-		s.late = append(s.late, runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: runtime.Killed})
+		s.late = append(s.late, runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: runnerapi.Killed})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -232,9 +232,9 @@ func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*
 		go r.watch(p)
 		r.mu.Unlock()
 		exit, ok := r.stopProcess(p, stopForced, 0)
-		st := runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
+		st := runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: runnerapi.Outcome(exit.Outcome)}
 		if !ok {
-			st.Outcome = runtime.Unconfirmed
+			st.Outcome = runnerapi.Unconfirmed
 		}
 		r.mu.Lock()
 		s.late = append(s.late, st)
@@ -321,8 +321,8 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ki
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &se):
-		exit := se.Exit
-		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", exit.String())
+		exit := wireExit(se.Exit)
+		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "reason", se.Reason, "exit", se.Exit.String())
 		e := kindErr(runnerapi.KindStartFailed, "start %s generation %d: %s", name, gen, se.Reason)
 		e.body.Exit = &exit
 		return e
@@ -336,7 +336,7 @@ func (r *Runner) startFailure(name string, gen int64, s *session, err error) *ki
 		// It never ran: the command was not found, say.
 		r.log.Warn("start failed", "instance", name, "generation", gen, "session", s.id, "err", err)
 		e := kindErr(runnerapi.KindStartFailed, "start %s generation %d: %v", name, gen, err)
-		e.body.Exit = &runtime.Exit{Code: -1, Error: err.Error(), At: time.Now()}
+		e.body.Exit = &runnerapi.Exit{Code: -1, Error: err.Error(), At: time.Now()}
 		return e
 	}
 }

@@ -272,7 +272,7 @@ func (r *Runner) Close() error {
 	r.cancel()
 	var errs *multierror.Error
 	for _, st := range r.stopAll(procs) {
-		if st.Outcome == runtime.Unconfirmed {
+		if st.Outcome == runnerapi.Unconfirmed {
 			errs = multierror.Append(errs, fmt.Errorf("stop %s generation %d: its exit is not confirmed", st.Instance, st.Generation))
 		}
 	}
@@ -310,9 +310,9 @@ func (r *Runner) stopAll(procs []*process) []runnerapi.Stopped {
 		go func() {
 			defer wg.Done()
 			exit, ok := r.stopProcess(p, stopForced, 0)
-			out[i] = runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: exit.Outcome}
+			out[i] = runnerapi.Stopped{Instance: p.name, Generation: p.gen, Outcome: runnerapi.Outcome(exit.Outcome)}
 			if !ok {
-				out[i].Outcome = runtime.Unconfirmed
+				out[i].Outcome = runnerapi.Unconfirmed
 			}
 		}()
 	}

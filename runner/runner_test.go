@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/runnerapi"
-	"github.com/graftland/graft/runtime"
 )
 
 // TestGenerations: each start of an instance gets the next generation,
@@ -49,7 +48,7 @@ func TestGenerations(t *testing.T) {
 			require.NotNil(t, exit, "the replaced process's exit: %+v", evs)
 			assert.Equal(t, last.Generation, exit.Generation)
 			assert.True(t, exit.Exit.Requested)
-			assert.Equal(t, runtime.Exited, exit.Exit.Outcome)
+			assert.Equal(t, runnerapi.Exited, exit.Exit.Outcome)
 			assert.False(t, alive(last.PID))
 		}
 		last = st
@@ -85,8 +84,8 @@ func TestStopCooperative(t *testing.T) {
 	res, status, e := h.stop(sess, "stop.coop", st.Generation, 5*time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Less(t, time.Since(began), 2*time.Second)
-	assert.Equal(t, runtime.Exited, res.Outcome)
-	assert.Equal(t, runtime.Exited, res.Exit.Outcome)
+	assert.Equal(t, runnerapi.Exited, res.Outcome)
+	assert.Equal(t, runnerapi.Exited, res.Exit.Outcome)
 	assert.True(t, res.Exit.Requested)
 	assert.Equal(t, 0, res.Exit.Code)
 	assert.Contains(t, strings.Join(res.Exit.Tail, "\n"), "got terminated, bye")
@@ -119,7 +118,7 @@ func TestStopStubborn(t *testing.T) {
 	res, status, e := h.stop(sess, "stop.stubborn", st.Generation, 300*time.Millisecond)
 	took := time.Since(began)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Killed, res.Outcome)
+	assert.Equal(t, runnerapi.Killed, res.Outcome)
 	assert.Equal(t, "SIGKILL", res.Exit.Signal)
 	assert.Equal(t, -1, res.Exit.Code)
 	assert.GreaterOrEqual(t, took, 500*time.Millisecond, "shutdown timeout, then grace")
@@ -157,7 +156,7 @@ func TestGrandchildrenDie(t *testing.T) {
 	}
 	res, status, e := h.stop(sess, "forker", st.Generation, 200*time.Millisecond)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
-	assert.Equal(t, runtime.Killed, res.Outcome)
+	assert.Equal(t, runnerapi.Killed, res.Outcome)
 	waitGone(t, time.Second, append(pids, st.PID)...)
 }
 
@@ -182,7 +181,7 @@ func TestEvents(t *testing.T) {
 	require.NotNil(t, exit)
 	assert.Equal(t, 3, exit.Code)
 	assert.False(t, exit.Requested)
-	assert.Equal(t, runtime.Exited, exit.Outcome)
+	assert.Equal(t, runnerapi.Exited, exit.Outcome)
 	assert.Equal(t, []string{"one", "two", "three"}, exit.Tail)
 	assert.False(t, exit.At.IsZero())
 

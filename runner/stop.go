@@ -48,7 +48,8 @@ func (r *Runner) watch(p *process) {
 	inst.remember(p.gen, exit)
 	delete(s.procs, p)
 	if !s.ended && (!exit.Requested || p.notify) {
-		s.send(runnerapi.Event{Type: runnerapi.EventExit, Instance: p.name, Generation: p.gen, Exit: &exit})
+		w := wireExit(exit)
+		s.send(runnerapi.Event{Type: runnerapi.EventExit, Instance: p.name, Generation: p.gen, Exit: &w})
 	}
 	close(p.done)
 	r.mu.Unlock()

@@ -4,10 +4,12 @@
 package runnerapi
 
 import (
+	"net/http"
 	"time"
 
+	"github.com/graftland/graft/internal/errkind"
+
 	"github.com/graftland/graft/launch"
-	"github.com/graftland/graft/runtime"
 )
 
 // The types of the runner's HTTP API, /v1 (docs/runner-api.md). Within
@@ -20,20 +22,31 @@ const DefaultLease = 15 * time.Second
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
-// The kinds of error answers (docs/runner-api.md, "Errors").
+// The kinds of error answers (docs/runner-api.md, "Errors"), each with
+// the HTTP status of its answer (internal/errkind).
 const (
-	KindBadRequest   = "bad-request"
-	KindUnauthorized = "unauthorized"
-	KindNoSession    = "no-session"
-	KindNoInstance   = "no-instance"
-	KindUnconfirmed  = "unconfirmed"
+	KindBadRequest   = errkind.BadRequest   // 400
+	KindUnauthorized = errkind.Unauthorized // 401
+	KindNoSession    = "no-session"         // 404
+	KindNoInstance   = "no-instance"        // 404
+	KindUnconfirmed  = "unconfirmed"        // 409
 	// KindBusy: another start or stop of the instance is under way (a
 	// 409); the request did nothing, and may be sent again.
-	KindBusy        = "busy"
-	KindStartFailed = "start-failed"
-	KindState       = "state"
-	KindExhausted   = "exhausted"
-	KindInternal    = "internal"
+	KindBusy        = "busy"           // 409
+	KindExhausted   = "exhausted"      // 409
+	KindStartFailed = "start-failed"   // 422
+	KindState       = "state"          // 500
+	KindInternal    = errkind.Internal // 500
+)
+
+var (
+	_ = errkind.Define(KindNoSession, http.StatusNotFound)
+	_ = errkind.Define(KindNoInstance, http.StatusNotFound)
+	_ = errkind.Define(KindUnconfirmed, http.StatusConflict)
+	_ = errkind.Define(KindBusy, http.StatusConflict)
+	_ = errkind.Define(KindExhausted, http.StatusConflict)
+	_ = errkind.Define(KindStartFailed, http.StatusUnprocessableEntity)
+	_ = errkind.Define(KindState, http.StatusInternalServerError)
 )
 
 // ErrorBody is the body of every error answer.
@@ -41,11 +54,45 @@ type ErrorBody struct {
 	Error string `json:"error"`
 	Kind  string `json:"kind"`
 	// Exit is how the process ended, on start-failed.
-	Exit *runtime.Exit `json:"exit,omitempty"`
+	Exit *Exit `json:"exit,omitempty"`
 	// Generation is the generation a failed start took, when it took
 	// one: the output events of that generation are all its process
 	// wrote.
 	Generation int64 `json:"generation,omitempty"`
+}
+
+// Outcome is how a stop ended (docs/semantics.md, "Outcomes").
+type Outcome string
+
+// The outcomes of a stop.
+const (
+	// Exited: the process stopped and its exit was confirmed.
+	Exited Outcome = "Exited"
+	// Killed: the process was killed and the kill confirmed.
+	Killed Outcome = "Killed"
+	// Unconfirmed: no one could confirm the exit; it may still run.
+	Unconfirmed Outcome = "RemoteTerminationUnconfirmed"
+)
+
+// Exit is how a process ended.
+type Exit struct {
+	// Code is the exit status, or -1 when a signal ended the process.
+	Code int `json:"code"`
+	// Signal names the signal that ended it, such as "SIGKILL".
+	Signal string `json:"signal,omitempty"`
+	// Error says what ended it when no exit status can.
+	Error string `json:"error,omitempty"`
+	// Requested is true when a stop ended it, false when it ended on its
+	// own.
+	Requested bool `json:"requested"`
+	// Lost is true when the runner lost track of it.
+	Lost bool `json:"lost,omitempty"`
+	// Outcome is Exited, or Killed when it had to be killed.
+	Outcome Outcome `json:"outcome"`
+	// Tail is the last lines of its output.
+	Tail []string `json:"tail,omitempty"`
+	// At is when its end was confirmed.
+	At time.Time `json:"at"`
 }
 
 // OpenSession is the body of POST /v1/sessions.
@@ -74,9 +121,9 @@ type Renewed struct {
 
 // Stopped is one process a session's end stopped.
 type Stopped struct {
-	Instance   string          `json:"instance"`
-	Generation int64           `json:"generation"`
-	Outcome    runtime.Outcome `json:"outcome"`
+	Instance   string  `json:"instance"`
+	Generation int64   `json:"generation"`
+	Outcome    Outcome `json:"outcome"`
 }
 
 // Closed answers DELETE /v1/sessions/{session}.
@@ -96,11 +143,11 @@ const (
 
 // Event is one line of GET /v1/sessions/{session}/events.
 type Event struct {
-	Type       string        `json:"type"`
-	Instance   string        `json:"instance,omitempty"`
-	Generation int64         `json:"generation,omitempty"`
-	Line       string        `json:"line,omitempty"`
-	Exit       *runtime.Exit `json:"exit,omitempty"`
+	Type       string `json:"type"`
+	Instance   string `json:"instance,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	Line       string `json:"line,omitempty"`
+	Exit       *Exit  `json:"exit,omitempty"`
 	// Health is a health event's result.
 	Health *HealthResult `json:"health,omitempty"`
 }
@@ -146,10 +193,10 @@ type Stop struct {
 
 // StopResult answers a stop once the exit is confirmed.
 type StopResult struct {
-	Instance   string          `json:"instance"`
-	Generation int64           `json:"generation"`
-	Outcome    runtime.Outcome `json:"outcome"`
-	Exit       runtime.Exit    `json:"exit"`
+	Instance   string  `json:"instance"`
+	Generation int64   `json:"generation"`
+	Outcome    Outcome `json:"outcome"`
+	Exit       Exit    `json:"exit"`
 }
 
 // SessionStatus is one session in GET /v1/status.

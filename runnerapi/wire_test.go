@@ -13,7 +13,6 @@ import (
 
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
-	"github.com/graftland/graft/runtime"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/wire.golden")
@@ -24,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite testdata/wire.golden")
 // runner of different versions of graft read each other's bodies.
 func TestWireIsStable(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	exit := runtime.Exit{Code: -1, Signal: "SIGKILL", Error: "terminated", Requested: true, Lost: true, Outcome: runtime.Killed, Tail: []string{"a", "b"}, At: at}
+	exit := runnerapi.Exit{Code: -1, Signal: "SIGKILL", Error: "terminated", Requested: true, Lost: true, Outcome: runnerapi.Killed, Tail: []string{"a", "b"}, At: at}
 	bodies := []struct {
 		name string
 		v    any
@@ -32,7 +31,7 @@ func TestWireIsStable(t *testing.T) {
 		{"OpenSession", runnerapi.OpenSession{Holder: "graft host h1 (pid 7)", LeaseMillis: 15000}},
 		{"Session", runnerapi.Session{Session: "s1", LeaseMillis: 15000, GraceMillis: 5000, Runner: "v1", BootID: "b"}},
 		{"Renewed", runnerapi.Renewed{LeaseMillis: 15000}},
-		{"Closed", runnerapi.Closed{Stopped: []runnerapi.Stopped{{Instance: "shop.api", Generation: 3, Outcome: runtime.Exited}}}},
+		{"Closed", runnerapi.Closed{Stopped: []runnerapi.Stopped{{Instance: "shop.api", Generation: 3, Outcome: runnerapi.Exited}}}},
 		{"Closed/empty", runnerapi.Closed{}},
 		{"Start", runnerapi.Start{
 			Session: "s1", Plugin: "api", Project: "shop",
@@ -53,8 +52,8 @@ func TestWireIsStable(t *testing.T) {
 		{"Started", runnerapi.Started{Instance: "shop.api", Generation: 3, PID: 42, StartedAt: at}},
 		{"Stop", runnerapi.Stop{Session: "s1", Generation: 3, ShutdownTimeoutMillis: 5000, Force: true}},
 		{"Stop/least", runnerapi.Stop{Session: "s1", Generation: 3}},
-		{"StopResult", runnerapi.StopResult{Instance: "shop.api", Generation: 3, Outcome: runtime.Killed, Exit: exit}},
-		{"StopResult/least", runnerapi.StopResult{Instance: "shop.api", Generation: 3, Outcome: runtime.Exited, Exit: runtime.Exit{Outcome: runtime.Exited, At: at}}},
+		{"StopResult", runnerapi.StopResult{Instance: "shop.api", Generation: 3, Outcome: runnerapi.Killed, Exit: exit}},
+		{"StopResult/least", runnerapi.StopResult{Instance: "shop.api", Generation: 3, Outcome: runnerapi.Exited, Exit: runnerapi.Exit{Outcome: runnerapi.Exited, At: at}}},
 		{"ErrorBody", runnerapi.ErrorBody{Error: "start failed", Kind: runnerapi.KindStartFailed, Exit: &exit, Generation: 3}},
 		{"ErrorBody/least", runnerapi.ErrorBody{Error: "no session", Kind: runnerapi.KindNoSession}},
 		{"Event/output", runnerapi.Event{Type: runnerapi.EventOutput, Instance: "shop.api", Generation: 3, Line: "hello"}},

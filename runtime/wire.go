@@ -4,33 +4,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/graftland/graft/internal/errkind"
 )
 
 // The errors of a stop cross the host's API (an apply's events and
-// failures) as JSON. Each cause carries a kind that names its type, so
+// failures) as JSON. Each cause carries its kind (internal/errkind), so
 // that the far side rebuilds the same types and errors.As finds them
 // there too; a cause of another type travels as its message.
 
-// causeKinds makes an empty cause of each kind, to decode into.
-var causeKinds = map[string]func() error{
-	"LocalTerminationTimeout":      func() error { return new(LocalTerminationTimeout) },
-	"RemoteTerminationUnconfirmed": func() error { return new(RemoteTerminationUnconfirmed) },
-	"RemoteForced":                 func() error { return new(RemoteForced) },
-}
+// The kinds of a stop's errors and its causes, and of a failed start.
+var (
+	_ = errkind.Type("cleanup", http.StatusInternalServerError, (*CleanupError)(nil), true)
+	_ = errkind.Type("start", http.StatusInternalServerError, (*StartError)(nil), true)
+	_ = errkind.Type("LocalTerminationTimeout", http.StatusInternalServerError, (*LocalTerminationTimeout)(nil), true)
+	_ = errkind.Type("RemoteTerminationUnconfirmed", http.StatusInternalServerError, (*RemoteTerminationUnconfirmed)(nil), true)
+	_ = errkind.Type("RemoteForced", http.StatusInternalServerError, (*RemoteForced)(nil), true)
+)
 
 // CauseKind names the type of a stop's cause (LocalTerminationTimeout,
 // RemoteTerminationUnconfirmed, RemoteForced), or is empty for another
 // error.
 func CauseKind(err error) string {
-	switch err.(type) {
-	case *LocalTerminationTimeout:
-		return "LocalTerminationTimeout"
-	case *RemoteTerminationUnconfirmed:
-		return "RemoteTerminationUnconfirmed"
-	case *RemoteForced:
-		return "RemoteForced"
+	if k := errkind.Exact(err); k != nil {
+		return k.Name
 	}
 	return ""
 }
@@ -53,13 +53,13 @@ type wireCause struct {
 func (e *CleanupError) MarshalJSON() ([]byte, error) {
 	w := wireCleanup{Plugin: e.Plugin, Outcome: e.Outcome, Causes: []wireCause{}}
 	for _, c := range e.Causes.WrappedErrors() {
-		wc := wireCause{Kind: CauseKind(c), Message: c.Error()}
-		if wc.Kind != "" {
-			d, err := json.Marshal(c)
+		wc := wireCause{Message: c.Error()}
+		if k := errkind.Exact(c); k != nil {
+			d, err := k.Detail(c)
 			if err != nil {
 				return nil, err
 			}
-			wc.Detail = d
+			wc.Kind, wc.Detail = k.Name, d
 		}
 		w.Causes = append(w.Causes, wc)
 	}
@@ -76,10 +76,10 @@ func (e *CleanupError) UnmarshalJSON(b []byte) error {
 	*e = CleanupError{Plugin: w.Plugin, Outcome: w.Outcome, Causes: &multierror.Error{}}
 	for _, wc := range w.Causes {
 		var cause error = &wireMessage{wc.Message}
-		if mk := causeKinds[wc.Kind]; mk != nil && len(wc.Detail) > 0 {
-			c := mk()
-			if err := json.Unmarshal(wc.Detail, c); err != nil {
-				return fmt.Errorf("cause %s: %w", wc.Kind, err)
+		if k := errkind.Lookup(wc.Kind); k != nil && len(wc.Detail) > 0 {
+			c := k.New(wc.Detail)
+			if c == nil {
+				return fmt.Errorf("cause %s: its detail does not decode", wc.Kind)
 			}
 			cause = c
 		}

@@ -3,8 +3,11 @@ package spec
 import (
 	"cmp"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/graftland/graft/internal/errkind"
 )
 
 // Pos is a position in the plugins file, 1-based.
@@ -73,3 +76,7 @@ func (es Errors) sort() Errors {
 	})
 	return slices.CompactFunc(es, func(a, b *Error) bool { return *a == *b })
 }
+
+// A bad spec crosses the host's API as kind "spec", by its message
+// (internal/errkind).
+var _ = errkind.Type("spec", http.StatusBadRequest, Errors(nil), false)

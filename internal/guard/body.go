@@ -64,21 +64,21 @@ func readUpTo(dst *bytes.Buffer, src io.Reader, limit int64) (eof bool, err erro
 var errWaitedTurn = errors.New("waited too long for another large body to be read")
 
 func (g *guard) tooLarge() *failure {
-	return &failure{status: http.StatusRequestEntityTooLarge, kind: KindTooLarge,
+	return &failure{kind: KindTooLarge,
 		msg: fmt.Sprintf("the %s refused the request: its body is over %s", g.c.Daemon, size(g.c.MaxBody))}
 }
 
 func (g *guard) readFailure(err error) *failure {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errWaitedTurn) {
-		return &failure{status: http.StatusRequestTimeout, kind: KindTimeout,
+		return &failure{kind: KindTimeout,
 			msg: fmt.Sprintf("the %s refused the request: its body did not come within %s", g.c.Daemon, g.c.Limits.BodyTimeout)}
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return g.tooLarge()
 	}
-	return &failure{status: http.StatusBadRequest, kind: KindBadRequest,
+	return &failure{kind: KindBadRequest,
 		msg: fmt.Sprintf("the %s could not read the request's body: %v", g.c.Daemon, err)}
 }
 

@@ -102,18 +102,18 @@ func (g *guard) check(r *http.Request) *failure {
 	// graft sends them.
 	if len(r.Header.Values("Origin")) > 0 || len(r.Header.Values("Sec-Fetch-Site")) > 0 {
 		g.refusals.note(g.c.Log, "refused a request from a web browser", r)
-		return &failure{status: http.StatusForbidden, kind: KindForbidden,
+		return &failure{kind: KindForbidden,
 			msg:  "the " + g.c.Daemon + " refused the request: it comes from a web browser (it carries an Origin or Sec-Fetch-Site header)",
 			hint: "graft's daemons answer graft's clients only"}
 	}
 	if g.want != nil && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), g.want) != 1 {
 		g.refusals.note(g.c.Log, "refused a request with a bad or missing token", r)
-		return &failure{status: http.StatusUnauthorized, kind: KindUnauthorized, auth: true,
+		return &failure{kind: KindUnauthorized, auth: true,
 			msg: "the " + g.c.Daemon + " refused the request: bad or missing token", hint: g.c.TokenHint}
 	}
 	if r.Method == http.MethodPost || r.ContentLength != 0 {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			return &failure{status: http.StatusUnsupportedMediaType, kind: KindMediaType,
+			return &failure{kind: KindMediaType,
 				msg: "the " + g.c.Daemon + " refused the request: want Content-Type: application/json, for every POST and every body"}
 		}
 	}

@@ -53,7 +53,7 @@ func (g *guard) recover(rec *recorder, r *http.Request) {
 	if rec.wrote {
 		panic(http.ErrAbortHandler)
 	}
-	(&failure{status: http.StatusInternalServerError, kind: KindInternal,
+	(&failure{kind: KindInternal,
 		msg:  "the " + g.c.Daemon + " failed to answer: an internal error",
 		hint: "the " + g.c.Daemon + "'s log has its stack; please report it"}).write(rec)
 }

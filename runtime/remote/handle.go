@@ -162,15 +162,15 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	}
 	r.log.Info("Remote execution terminated", "plugin", h.req.Name,
 		"remote.termination", string(res.Outcome), "remote.instance", h.instance, "remote.generation", h.gen)
-	exit := res.Exit
-	exit.Requested, exit.Outcome = true, res.Outcome
+	exit, outcome := exitOf(res.Exit), runtime.Outcome(res.Outcome)
+	exit.Requested, exit.Outcome = true, outcome
 	h.finish(exit)
 	h.s.untrack(h)
-	if res.Outcome == runtime.Killed {
-		return res.Outcome, &runtime.CleanupError{Plugin: h.req.Name, Outcome: runtime.Killed,
+	if outcome == runtime.Killed {
+		return outcome, &runtime.CleanupError{Plugin: h.req.Name, Outcome: runtime.Killed,
 			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
 	}
-	return res.Outcome, nil
+	return outcome, nil
 }
 
 // askStop sends the stop through the live session (a new one if the

@@ -198,7 +198,7 @@ func (r *Remote) startError(plugin string, err error) error {
 	var api *APIError
 	if errors.As(err, &api) {
 		if api.Kind == runnerapi.KindStartFailed && api.Exit != nil {
-			return &runtime.StartError{Plugin: plugin, Reason: api.ErrorBody.Error, Exit: *api.Exit}
+			return &runtime.StartError{Plugin: plugin, Reason: api.ErrorBody.Error, Exit: exitOf(*api.Exit)}
 		}
 		return fmt.Errorf("start %s on runner %s: %w", plugin, r.cfg.Name, api)
 	}

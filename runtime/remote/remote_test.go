@@ -382,7 +382,7 @@ func TestStoppedHandlesAreForgotten(t *testing.T) {
 	// A failed start's line may come after the failure's answer (the
 	// stream is another connection): it is dropped as well.
 	s.event(runnerapi.Event{Type: runnerapi.EventOutput, Instance: failed[0].instance, Generation: failed[0].gen, Line: "late"})
-	s.event(runnerapi.Event{Type: runnerapi.EventExit, Instance: failed[0].instance, Generation: failed[0].gen, Exit: &runtime.Exit{Code: 3}})
+	s.event(runnerapi.Event{Type: runnerapi.EventExit, Instance: failed[0].instance, Generation: failed[0].gen, Exit: &runnerapi.Exit{Code: 3}})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	assert.Empty(t, s.handles)

@@ -230,13 +230,13 @@ func (s *session) event(ev runnerapi.Event) {
 	case ev.Type == runnerapi.EventExit && ev.Exit != nil:
 		if h == nil {
 			roomFor(s.early, k)
-			s.early[k] = *ev.Exit
+			s.early[k] = exitOf(*ev.Exit)
 		}
 		delete(s.handles, k)
 	}
 	s.mu.Unlock()
 	if h != nil && ev.Type == runnerapi.EventExit && ev.Exit != nil {
-		h.finish(*ev.Exit)
+		h.finish(exitOf(*ev.Exit))
 	}
 }
 
