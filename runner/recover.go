@@ -1,13 +1,12 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"syscall"
-	"time"
 
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 )
 
 // recoverRecords deals with the records a previous runner left: those of
@@ -90,8 +89,10 @@ func (r *Runner) recorded(rec record, marked []proc.Member) []proc.Member {
 	return out
 }
 
-// recover stops what lives of a recorded process: SIGTERM, SIGKILL grace
-// later, then the wait until it is gone; then looks again, for what it
+// recover stops what lives of a recorded process by the ladder of a
+// leftover (local.LeftoverLadder) with grace for its KillAfter: SIGTERM,
+// SIGKILL grace later, then up to killWait for its end, and past it the
+// wait until it is gone; then looks again, for what it
 // forked meanwhile. Once nothing is left its instance may start again.
 // Whatever survives SIGKILL keeps the instance refusing starts until it
 // is gone or the runner closes.
@@ -99,15 +100,15 @@ func (r *Runner) recover(rec record, members []proc.Member) {
 	defer r.wg.Done()
 	log := r.log.With("instance", rec.Instance, "generation", rec.Generation, "pid", rec.PID)
 	for round := 0; len(members) > 0; round++ {
-		signalAll(members, syscall.SIGTERM)
-		if !waitMembers(members, r.opt.Grace) {
+		l := local.LeftoverLadder(members, r.opt.Grace)
+		l.KillWait = killWait
+		l.Killing = func() {
 			log.Info("killing a recorded process: still running after the interrupt", "grace", r.opt.Grace)
-			signalAll(members, syscall.SIGKILL)
-			if !waitMembers(members, killWait) {
-				log.Error("a recorded process is still running after SIGKILL: its instance refuses starts until it is gone")
-				if !proc.WaitMembers(members, r.ctx.Done()) {
-					return // the runner closes; the record stays
-				}
+		}
+		if outcome, _ := l.Run(); outcome == runtime.Unconfirmed {
+			log.Error("a recorded process is still running after SIGKILL: its instance refuses starts until it is gone")
+			if !proc.WaitMembers(members, r.ctx.Done()) {
+				return // the runner closes; the record stays
 			}
 		}
 		members = r.findRecorded(rec)
@@ -128,17 +129,4 @@ func (r *Runner) recover(rec record, members []proc.Member) {
 	r.mu.Unlock()
 	r.metrics.recoveries.WithLabelValues(recoveredStopped).Inc()
 	log.Info("a recorded process is gone: its instance may start again")
-}
-
-func signalAll(ms []proc.Member, sig syscall.Signal) {
-	for _, m := range ms {
-		m.Signal(sig)
-	}
-}
-
-// waitMembers waits up to d for every member to be gone.
-func waitMembers(ms []proc.Member, d time.Duration) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return proc.WaitMembers(ms, ctx.Done())
 }

@@ -214,10 +214,6 @@ func (p *process) stopInOrder() (runtime.Outcome, error) {
 	return outcome, p.cleanupError(outcome, causes)
 }
 
-// killWait bounds the wait after SIGKILL, which only a process stuck in
-// the kernel survives.
-const killWait = 10 * time.Second
-
 func (p *process) cleanupError(o runtime.Outcome, causes *multierror.Error) error {
 	if causes.ErrorOrNil() == nil {
 		return nil

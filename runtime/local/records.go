@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,26 +95,11 @@ func StopLeftovers(dir, daemon string, log *slog.Logger) {
 	}
 	if len(left) > 0 {
 		log.Warn("stopping what a previous "+daemon+" left running", "processes", len(left))
-		signalAll(left, syscall.SIGTERM)
-		if !proc.WaitMembers(left, after(time.Second)) {
-			signalAll(left, syscall.SIGKILL)
-			proc.WaitMembers(left, after(10*time.Second))
-		}
+		// One that survives SIGKILL is waited for no longer: its record
+		// goes all the same.
+		LeftoverLadder(left, time.Second).Run()
 	}
 	for _, e := range ents {
 		os.Remove(filepath.Join(dir, e.Name()))
 	}
-}
-
-func signalAll(ms []proc.Member, sig syscall.Signal) {
-	for _, m := range ms {
-		m.Signal(sig)
-	}
-}
-
-// after returns a channel closed after d.
-func after(d time.Duration) <-chan struct{} {
-	c := make(chan struct{})
-	time.AfterFunc(d, func() { close(c) })
-	return c
 }
