@@ -61,7 +61,7 @@ func graftDeps(p pkg) []string {
 
 func TestLayout(t *testing.T) {
 	pkgs := listPackages(t)
-	for _, must := range []string{"launch", "spec", "plan", "apply", "runtime", "runtime/local", "runtime/remote", "runtime/floating", "runner", "runnerapi", "host", "hostapi"} {
+	for _, must := range []string{"launch", "spec", "plan", "apply", "runtime", "runtime/local", "runtime/remote", "runtime/floating", "runner", "runnerapi", "host", "host/server", "hostapi"} {
 		if _, ok := pkgs[must]; !ok {
 			t.Fatalf("no package %s: the layout moved; update this test and the README", must)
 		}
@@ -69,7 +69,7 @@ func TestLayout(t *testing.T) {
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
 	running := []string{"internal/proc", "internal/output", "internal/ready", "runtime/local", "runtime/worker",
-		"runtime/remote", "runtime/floating", "runner", "host", "host/runners", "elect", "elect/etcd"}
+		"runtime/remote", "runtime/floating", "runner", "host", "host/runners", "host/server", "elect", "elect/etcd"}
 	placements := []string{"runtime/local", "runtime/worker", "runtime/remote", "runtime/floating"}
 
 	for rel, p := range pkgs {
@@ -118,6 +118,16 @@ func TestLayout(t *testing.T) {
 					t.Errorf("runnerapi imports %s: the runner's wire types are their own, converted at the edges (runner, runtime/remote)", d)
 				}
 			}
+		}
+		if rel == "hostapi" {
+			for _, d := range deps {
+				if d == "plan" || d == "apply" || d == "runtime" || strings.HasPrefix(d, "runtime/") {
+					t.Errorf("hostapi imports %s: the host's wire types are its own, converted at the host's edge (host/server) and the CLI's", d)
+				}
+			}
+		}
+		if (rel == "host" || strings.HasPrefix(rel, "host/")) && rel != "host/server" && slices.Contains(p.Imports, "net/http") {
+			t.Errorf("%s imports net/http: the host's HTTP is host/server's alone, which calls the host's domain methods", rel)
 		}
 		if rel == "runner" && slices.Contains(p.Imports, module+"/spec") {
 			t.Errorf("runner imports spec: it runs a start's launch.Spec as it comes, and plugins.yaml is none of its business")

@@ -8,42 +8,40 @@ import (
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
 
 // Apply brings about the spec of req and returns the plan it carried out.
-// events, when set, receives the plan and every step's progress. Applies
+// report receives the plan and every step's progress. Applies
 // run one at a time: while one is under way another fails with a
 // *hostapi.LockedError, or waits up to req.LockWait. Cancelling ctx begins no
 // further step; the steps under way finish (see apply.Run).
-func (h *Host) Apply(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) (*plan.Plan, error) {
-	return h.apply(ctx, req, events, true)
+func (h *Host) Apply(ctx context.Context, req ApplyRequest, report Report) (*plan.Plan, error) {
+	return h.apply(ctx, req, report, true)
 }
 
 // apply is Apply; save records the spec as the last applied one (the
 // host's own shutdown does not).
-func (h *Host) apply(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (*plan.Plan, error) {
+func (h *Host) apply(ctx context.Context, req ApplyRequest, report Report, save bool) (*plan.Plan, error) {
 	if err := h.lockApply(ctx, req); err != nil {
 		return nil, err
 	}
 	defer h.unlockApply()
-	return h.applyLocked(ctx, req, events, save)
+	return h.applyLocked(ctx, req, report, save)
 }
 
 // applyLocked is apply, with the apply lock held.
-func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message), save bool) (p *plan.Plan, err error) {
+func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, report Report, save bool) (p *plan.Plan, err error) {
 	defer func(start time.Time) { h.metrics.applied(resultOf(err, p != nil), time.Since(start)) }(time.Now())
-	if events == nil {
-		events = func(hostapi.Message) {}
-	}
 
 	desired, err := h.desired(req.Source)
 	if err != nil {
 		return nil, err
 	}
-	running := h.Status().State()
+	running := h.State()
 	planned, err := h.plan(req, desired, running)
 	if err != nil {
 		return nil, err
@@ -57,7 +55,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 			return nil, fmt.Errorf("record the applied spec: %w", err)
 		}
 	}
-	events(hostapi.Message{Type: hostapi.MsgPlan, Plan: p})
+	report.plan(p)
 	h.runners.Refresh(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
@@ -65,7 +63,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 		Parallelism: req.Parallelism,
 		Events: func(e apply.Event) {
 			h.logEvent(e)
-			events(hostapi.Message{Type: hostapi.MsgEvent, Event: &e})
+			report.event(e)
 		},
 	})
 	h.closeUnusedLogs()
@@ -77,7 +75,7 @@ func (h *Host) applyLocked(ctx context.Context, req hostapi.ApplyRequest, events
 
 // lockApply takes the apply lock, waiting as req allows, or for the
 // host's own start-up apply, which any apply waits for.
-func (h *Host) lockApply(ctx context.Context, req hostapi.ApplyRequest) error {
+func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 	select {
 	case h.applying <- struct{}{}:
 		h.setHolder(req.Holder)
@@ -87,7 +85,7 @@ func (h *Host) lockApply(ctx context.Context, req hostapi.ApplyRequest) error {
 	h.mu.Lock()
 	held := h.holder
 	h.mu.Unlock()
-	wait := time.Duration(req.LockWait) * time.Millisecond
+	wait := req.LockWait
 	if held.who == startupHolder {
 		wait = 24 * time.Hour // part of starting the host: wait for it
 	}
@@ -158,7 +156,7 @@ func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) 
 // plan is the plan of an apply: a saved one, checked against what runs
 // and against the plan its spec and that state give (plan.Plan.Check), or
 // a fresh diff.
-func (h *Host) plan(req hostapi.ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
+func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	if req.Plan == nil {
 		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
 		if err == nil && req.Source.YAML == "" {
@@ -238,7 +236,7 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome
 	outcome, err := e.unit.Stop(ctx)
 	h.metrics.stopped(name, outcome, time.Since(began))
 	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
-	for _, c := range unwrapAll(err) {
+	for _, c := range errkind.List(err) {
 		last.Causes = append(last.Causes, hostapi.StopCause{Kind: runtime.CauseKind(c), Message: c.Error()})
 	}
 	h.mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
@@ -23,7 +24,7 @@ import (
 // completedFile records the one-shots that completed, so that a host
 // started again (after a crash, a restart, an upgrade) does not run them
 // again (docs/state-dir.md, docs/semantics.md "One-shot plugins").
-const completedFile = "completed.json"
+const completedFile = statedir.Completed
 
 // maxCompleted bounds completed.json: a few hundred bytes a plugin, for
 // more plugins than a spec holds.

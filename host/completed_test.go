@@ -73,7 +73,7 @@ func TestCompletedSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, nil)
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]plan.Status{"migrate": plan.Completed, "api": plan.Running}, statuses(h))
 	before := pluginStatus(h, "migrate")
@@ -97,12 +97,12 @@ func TestCompletedSurvivesRestart(t *testing.T) {
 	assert.Zero(t, after.PID)
 	assert.Equal(t, 1, runs(t, ran), "not run again by the start-up's apply")
 
-	p, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, nil)
+	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, plan.Summary{Keep: 2}, p.Summary)
 	assert.Equal(t, 1, runs(t, ran))
 
-	p, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v2"))}, nil)
+	p, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v2"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, p.Summary.Replace, "a changed entry runs again")
 	assert.Equal(t, 2, runs(t, ran))
@@ -145,7 +145,7 @@ func TestCompletedUnreadable(t *testing.T) {
 			dir := t.TempDir()
 			state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 			h := open(t, state)
-			_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, nil)
+			_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
 			require.NoError(t, err)
 			require.NoError(t, h.Shutdown(context.Background()))
 			require.NoError(t, spoil(filepath.Join(state, completedFile)))
@@ -183,7 +183,7 @@ func TestCompletedForgotten(t *testing.T) {
 	h := open(t, state)
 	defer func() { h.Shutdown(context.Background()) }()
 	apply := func(yaml string) error {
-		_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, yaml)}, nil)
+		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, yaml)}, Report{})
 		return err
 	}
 	require.NoError(t, apply(gated))
@@ -194,7 +194,7 @@ func TestCompletedForgotten(t *testing.T) {
 	require.NoError(t, os.Remove(gate))
 	ran2 := make(chan error, 1)
 	go func() {
-		ran2 <- h.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"migrate"}, Once: true}, nil)
+		ran2 <- h.Restart(context.Background(), ApplyRequest{Restart: []string{"migrate"}, Once: true}, Report{})
 	}()
 	require.Eventually(t, func() bool { return runs(t, ran) == 2 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, plan.Running, statuses(h)["migrate"])
@@ -215,7 +215,7 @@ func TestCompletedForgotten(t *testing.T) {
 
 	require.NoError(t, apply(gated))
 	require.Contains(t, readCompleted(t, state), "migrate")
-	require.NoError(t, h.Down(context.Background(), hostapi.ApplyRequest{Holder: "test"}, nil))
+	require.NoError(t, h.Down(context.Background(), ApplyRequest{Holder: "test"}, Report{}))
 	assert.NoFileExists(t, filepath.Join(state, completedFile), "graft down forgets everything")
 }
 
@@ -228,7 +228,7 @@ func TestCompletedOtherEntry(t *testing.T) {
 			dir := t.TempDir()
 			state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 			h := open(t, state)
-			_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, nil)
+			_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
 			require.NoError(t, err)
 			require.NoError(t, h.Shutdown(context.Background()))
 			recs := readCompleted(t, state)

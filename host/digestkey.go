@@ -11,14 +11,15 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
-// DigestKeyFile is the file of a state dir that holds the host's
+// digestKeyFile is the file of a state dir that holds the host's
 // spec.DigestKey, mode 0600: the digests of env values in the host's
 // status and plans are keyed with it (docs/plan-format.md).
-const DigestKeyFile = "digest.key"
+const digestKeyFile = statedir.DigestKey
 
 // openDigestKey returns the digest key of state dir dir, made at random
 // the first time. The host holds the state dir's lock, so no other
@@ -29,7 +30,7 @@ func openDigestKey(dir string) (spec.DigestKey, error) {
 		return k, err
 	}
 	k = spec.NewDigestKey()
-	if err := atomicfile.Write(filepath.Join(dir, DigestKeyFile), []byte(k.Hex()+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, digestKeyFile), []byte(k.Hex()+"\n"), 0o600); err != nil {
 		return k, fmt.Errorf("make the digest key: %w", err)
 	}
 	return k, nil
@@ -40,7 +41,7 @@ func openDigestKey(dir string) (spec.DigestKey, error) {
 // may read is refused with a *DigestKeyError: whoever reads it can test
 // guesses of env values against every status and plan.
 func ReadDigestKey(dir string) (spec.DigestKey, error) {
-	path := filepath.Join(dir, DigestKeyFile)
+	path := filepath.Join(dir, digestKeyFile)
 	f, err := safefs.Open(path) // no link, no pipe
 	if err != nil {
 		return spec.DigestKey{}, err

@@ -26,12 +26,12 @@ func TestDigestKeyKept(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	fi, err := os.Stat(filepath.Join(state, DigestKeyFile))
+	fi, err := os.Stat(filepath.Join(state, digestKeyFile))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	k, err := ReadDigestKey(state)
 	require.NoError(t, err)
-	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, withSecret)}, nil)
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, withSecret)}, Report{})
 	require.NoError(t, err)
 	before := h.Status().Plugins[0]
 	assert.Equal(t, k.ID(), before.KeyID)
@@ -59,7 +59,7 @@ func TestDigestKeyReadableRefused(t *testing.T) {
 	state := filepath.Join(t.TempDir(), ".graft")
 	h := open(t, state)
 	require.NoError(t, h.Shutdown(context.Background()))
-	path := filepath.Join(state, DigestKeyFile)
+	path := filepath.Join(state, digestKeyFile)
 	require.NoError(t, os.Chmod(path, 0o644))
 	_, err := Open(state, Options{Logger: quiet})
 	var bad *DigestKeyError
@@ -72,36 +72,6 @@ func TestDigestKeyReadableRefused(t *testing.T) {
 	_, err = ReadDigestKey(state)
 	require.ErrorAs(t, err, &bad)
 	assert.Contains(t, err.Error(), "a digest key is 64 hex digits")
-}
-
-// TestPlanEndpoint: POST /v1/plan answers the plan the host would carry
-// out, under its key; a bad spec comes back as its problems.
-func TestPlanEndpoint(t *testing.T) {
-	dir := t.TempDir()
-	h := open(t, filepath.Join(dir, ".graft"))
-	defer h.Shutdown(context.Background())
-	c := serve(t, h)
-	ctx := context.Background()
-	_, err := h.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, withSecret)}, nil)
-	require.NoError(t, err)
-
-	p, err := c.Plan(ctx, source(t, dir, withSecret))
-	require.NoError(t, err)
-	assert.False(t, p.HasChanges(), "the same spec under the host's key: nothing to do")
-	assert.Equal(t, h.key.ID(), p.KeyID)
-	assert.Equal(t, h.Status().State().Digest(), p.State)
-
-	p, err = c.Plan(ctx, source(t, dir, strings.Replace(withSecret, "4711", "4712", 1)))
-	require.NoError(t, err)
-	require.Len(t, p.Changes, 1)
-	assert.Equal(t, plan.Replace, p.Changes[0].Action)
-	assert.Equal(t, []string{"env.PIN"}, p.Changes[0].Fields)
-
-	_, err = c.Plan(ctx, source(t, dir, "name: shop\nplugins:\n  db: {}\n"))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "missing command")
-	_, err = c.Plan(ctx, plan.Source{})
-	assert.ErrorContains(t, err, "plan: no spec")
 }
 
 // TestSavedPlanKeys: a saved plan is checked under the key it was made
@@ -119,7 +89,7 @@ func TestSavedPlanKeys(t *testing.T) {
 	// Made elsewhere, under a key the host never saw: stale, saying so.
 	foreign, err := plan.Diff(desired.WithKey(spec.NewDigestKey()), &plan.State{})
 	require.NoError(t, err)
-	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: foreign}, nil)
+	_, err = h.Apply(ctx, ApplyRequest{Source: src, Plan: foreign}, Report{})
 	var stale *hostapi.StaleError
 	require.ErrorAs(t, err, &stale)
 	assert.Contains(t, stale.Reason, "it was made with digest key "+foreign.KeyID+", not this host's")
@@ -132,16 +102,16 @@ func TestSavedPlanKeys(t *testing.T) {
 	withKey.DigestKey = oneTime.Hex()
 	wrong := src
 	wrong.DigestKey = spec.NewDigestKey().Hex()
-	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: wrong, Plan: saved}, nil)
+	_, err = h.Apply(ctx, ApplyRequest{Source: wrong, Plan: saved}, Report{})
 	require.ErrorAs(t, err, &stale)
 	assert.Contains(t, stale.Reason, "the plan file was changed")
 	edited := withKey
 	edited.YAML = strings.Replace(withSecret, "4711", "4712", 1)
-	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: edited, Plan: saved}, nil)
+	_, err = h.Apply(ctx, ApplyRequest{Source: edited, Plan: saved}, Report{})
 	require.ErrorAs(t, err, &stale)
 	assert.Equal(t, "the plan's spec is not the one it was made from", stale.Reason)
 
-	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: withKey, Plan: saved}, nil)
+	_, err = h.Apply(ctx, ApplyRequest{Source: withKey, Plan: saved}, Report{})
 	require.NoError(t, err)
 	r := h.Status().Plugins[0]
 	assert.Equal(t, h.key.ID(), r.KeyID, "what runs is recorded under the host's key")
@@ -152,6 +122,6 @@ func TestSavedPlanKeys(t *testing.T) {
 	// Made by the host: checked under its key.
 	again, err := h.Plan(src)
 	require.NoError(t, err)
-	_, err = h.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: again}, nil)
+	_, err = h.Apply(ctx, ApplyRequest{Source: src, Plan: again}, Report{})
 	require.NoError(t, err)
 }

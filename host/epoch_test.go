@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -36,13 +35,13 @@ func TestFloatingEpochExhausted(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	src := source(t, dir, "name: shop\nplugins:\n  relay:\n    run: floating\n    command: [sleep, '60']\n    elect: {dir: shared, address: '127.0.0.1:1'}\n")
 	began := time.Now()
-	_, err = h.Apply(context.Background(), hostapi.ApplyRequest{Source: src}, nil)
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: src}, Report{})
 	var exhausted *elect.ExhaustedError
 	require.ErrorAs(t, err, &exhausted)
 	assert.Less(t, time.Since(began), 5*time.Second, "at once, not after ttl and poll")
 	st := h.Status()
 	require.Len(t, st.Plugins, 1)
-	assert.Equal(t, plan.Failed, st.Plugins[0].Status)
+	assert.Equal(t, string(plan.Failed), st.Plugins[0].Status)
 	assert.Contains(t, st.Plugins[0].LastError, "the lease has had epoch 9223372036854775807, the largest there is")
 	l, _, err := elect.Read(shared, "shop.relay")
 	require.NoError(t, err)

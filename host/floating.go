@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,12 +17,13 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/spec"
 )
 
 // Leader is the lease of floating plugin name as this host sees it.
 func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, error) {
-	if err := checkName(name); err != nil {
+	if err := CheckName(name); err != nil {
 		return hostapi.LeaderInfo{}, err
 	}
 	e := h.entry(name)
@@ -43,15 +43,6 @@ func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, err
 		AgeMillis: l.Age.Milliseconds(), TTLMillis: l.TTL.Milliseconds(),
 		Role: string(l.Role), HostID: h.hostID,
 	}, nil
-}
-
-func (h *Host) serveLeader(w http.ResponseWriter, r *http.Request) {
-	info, err := h.Leader(r.Context(), r.PathValue("plugin"))
-	if err != nil {
-		writeError(w, statusFor(err), hostapi.Encode(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
 }
 
 // addrVar is the environment variable that gives consumers the address of
@@ -107,8 +98,8 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 	}
 	slices.Sort(consumers)
 	h.background.Go(func(ctx context.Context) {
-		req := hostapi.ApplyRequest{Restart: consumers, Holder: "a restart for the new leader of " + name, LockWait: (24 * time.Hour).Milliseconds()}
-		if err := h.Restart(ctx, req, nil); err != nil && ctx.Err() == nil {
+		req := ApplyRequest{Restart: consumers, Holder: "a restart for the new leader of " + name, LockWait: 24 * time.Hour}
+		if err := h.Restart(ctx, req, Report{}); err != nil && ctx.Err() == nil {
 			h.log.Error("restart consumers for the new leader", "plugin", name, "consumers", consumers, "err", err)
 		}
 	})
@@ -116,7 +107,7 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 
 // hostIDFile keeps the part of the host id that tells two hosts of one
 // machine apart.
-const hostIDFile = "host-id"
+const hostIDFile = statedir.HostID
 
 // defaultHostID is the hostname and an id kept in the state dir, made
 // the first time (or when the file holds no id: a write a crash cut

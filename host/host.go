@@ -36,9 +36,9 @@ type Options struct {
 	Timing runtime.Timing
 	// Logger receives the host's own log; nil: slog's default.
 	Logger *slog.Logger
-	// TCP, when its Addr is set, is a second listener for remote clients.
-	TCP TCP
-	// Limits bound the connections of each listener; zero: the defaults.
+	// Limits bound the connections of the embedded runner's listener;
+	// zero: the defaults. (The host's own listeners are its server's:
+	// host/server.)
 	Limits guard.Limits
 	// HostID names the host in elections; default: the hostname and an id
 	// kept in the state dir, so two hosts of one machine differ.
@@ -48,9 +48,6 @@ type Options struct {
 	// NoNamespace runs local plugins outside a PID namespace, even where
 	// they can have one (see docs/stopping.md).
 	NoNamespace bool
-	// MetricsListen, tcp://HOST:PORT, when set, is a listener that serves
-	// GET /metrics alone, without a token, for Prometheus.
-	MetricsListen string
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -210,6 +207,13 @@ func (h *Host) openPlacements() error {
 // Dir is the host's state dir.
 func (h *Host) Dir() string { return h.dir }
 
+// Log is the host's log.
+func (h *Host) Log() *slog.Logger { return h.log }
+
+// Ending is closed once graft down has stopped every plugin and asks the
+// host to end: its server stops serving.
+func (h *Host) Ending() <-chan struct{} { return h.down }
+
 // close releases what Open took.
 func (h *Host) close() {
 	if h.floating != nil {
@@ -259,7 +263,7 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 	if a == nil {
 		return func(context.Context) error { return aerr }
 	}
-	req := hostapi.ApplyRequest{Source: a.Source, Holder: startupHolder}
+	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
 	locked := h.lockApply(context.Background(), req) == nil
 	return func(ctx context.Context) error {
 		if !locked {
@@ -272,7 +276,7 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 			return err
 		}
 		h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
-		_, err := h.applyLocked(ctx, req, nil, true)
+		_, err := h.applyLocked(ctx, req, Report{}, true)
 		return err
 	}
 }
@@ -285,13 +289,13 @@ const startupHolder = "the host's start-up"
 // empty spec, and keeps the last applied spec: the host's own shutdown.
 func (h *Host) StopAll(ctx context.Context) error {
 	h.freezeCompleted() // they stop with the host; they have not left the spec
-	_, err := h.apply(ctx, hostapi.ApplyRequest{Holder: "the host's shutdown"}, nil, false)
+	_, err := h.apply(ctx, ApplyRequest{Holder: "the host's shutdown"}, Report{}, false)
 	return err
 }
 
 // Restart replaces req.Restart's plugins of the last applied spec, and
 // restarts their consumers, planned as any apply.
-func (h *Host) Restart(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
+func (h *Host) Restart(ctx context.Context, req ApplyRequest, report Report) error {
 	h.mu.Lock()
 	a, aerr := h.spec, h.specErr
 	h.mu.Unlock()
@@ -312,16 +316,16 @@ func (h *Host) Restart(ctx context.Context, req hostapi.ApplyRequest, events fun
 		}
 	}
 	req.Source, req.Plan = a.Source, nil
-	_, err := h.Apply(ctx, req, events)
+	_, err := h.Apply(ctx, req, report)
 	return err
 }
 
 // Down stops every plugin, consumers first, whatever becomes of ctx, then
 // forgets the applied spec and the completed one-shots, and ends the host
 // (Serve returns). The next apply is a fresh deploy.
-func (h *Host) Down(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
+func (h *Host) Down(ctx context.Context, req ApplyRequest, report Report) error {
 	h.freezeCompleted()
-	_, err := h.apply(context.WithoutCancel(ctx), hostapi.ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, events, false)
+	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, report, false)
 	if err == nil {
 		err = h.forgetApplied()
 	}

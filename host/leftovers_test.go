@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
 	"github.com/graftland/graft/runtime"
@@ -51,7 +50,7 @@ func recordedBeforeReady(t *testing.T, noNamespace bool) {
 	yaml := fmt.Sprintf("name: shop\nplugins:\n  slow: {command: [sleep, '60'], ready: {tcp: '%s', timeout: 2 seconds}}\n", addr)
 	applied := make(chan error, 1)
 	go func() {
-		_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, yaml), Holder: "test"}, nil)
+		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, yaml), Holder: "test"}, Report{})
 		applied <- err
 	}()
 

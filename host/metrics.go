@@ -1,18 +1,11 @@
 package host
 
 import (
-	"fmt"
-	"net"
-	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
@@ -69,45 +62,9 @@ func newMetrics(h *Host) *metrics {
 	return m
 }
 
-// handler serves the metrics in Prometheus's text format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
-
-// CheckMetricsListen checks a --metrics-listen address, tcp://HOST:PORT,
-// before anything listens.
-func CheckMetricsListen(addr string) error {
-	hostport, ok := strings.CutPrefix(addr, "tcp://")
-	if !ok {
-		return fmt.Errorf("metrics listen %q: want tcp://HOST:PORT", addr)
-	}
-	if _, _, err := net.SplitHostPort(hostport); err != nil {
-		return fmt.Errorf("metrics listen %q: %w", addr, err)
-	}
-	return nil
-}
-
-// listenMetrics listens on addr, tcp://HOST:PORT.
-func listenMetrics(addr string) (net.Listener, error) {
-	if err := CheckMetricsListen(addr); err != nil {
-		return nil, err
-	}
-	return net.Listen("tcp", strings.TrimPrefix(addr, "tcp://"))
-}
-
-// metricsAPI is the handler of the metrics listener: GET /metrics alone,
-// without a token (what it tells is names and numbers, no secret), behind
-// the guard's other checks.
-func (h *Host) metricsAPI() http.Handler {
-	serve := func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s: this listener serves GET /metrics", r.Method, r.URL.EscapedPath())})
-			return
-		}
-		method(w, r, http.MethodGet, h.metrics.handler().ServeHTTP)
-	}
-	return guard.Handler(http.HandlerFunc(serve), guard.Config{Daemon: "host", MaxBody: 1, Limits: h.opt.Limits, Log: h.log})
-}
+// Gatherer is the host's metrics (README, "Metrics"), which its API
+// serves in Prometheus's text format.
+func (h *Host) Gatherer() prometheus.Gatherer { return h.metrics.reg }
 
 // stopped counts a plugin's stop.
 func (m *metrics) stopped(plugin string, outcome runtime.Outcome, took time.Duration) {

@@ -5,19 +5,23 @@ import (
 	"errors"
 )
 
+// Serve answers the host's API until its ctx ends or graft down (Ending),
+// calling ready once it listens: host/server's Serve.
+type Serve func(ctx context.Context, ready func()) error
+
 // Run is the host's life after Open: it takes the apply lock for the
 // start-up's apply of the kept spec before it listens (so no client's
 // apply comes between them: one that comes waits, then applies over it),
-// serves the API, calls ready once it listens, applies the kept spec
-// again, and serves until ctx ends or graft down; then it stops every
+// serves the API with serve, calls ready once it listens, applies the kept
+// spec again, and serves until ctx ends or graft down; then it stops every
 // plugin in order, consumers first, and releases the state dir. The host
 // is not used after Run.
-func (h *Host) Run(ctx context.Context, ready func()) error {
+func (h *Host) Run(ctx context.Context, serve Serve, ready func()) error {
 	reapply := h.BeginReapply()
 	listening := make(chan struct{})
 	served := make(chan error, 1)
 	go func() {
-		served <- h.Serve(ctx, func() { close(listening) })
+		served <- serve(ctx, func() { close(listening) })
 	}()
 	select {
 	case <-listening:

@@ -10,30 +10,23 @@ import (
 	"time"
 
 	"github.com/graftland/graft/host/runners"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
-// The files of a state dir; hostapi names those a client needs (the
-// socket, and host.log), runners those of the embedded runner.
+// The files of a state dir (internal/statedir).
 const (
-	lockFile     = "host.lock"    // held (flock) by the one host; holds its pid
-	appliedFile  = "applied.json" // the last applied spec
-	logDir       = "logs"         // one rotated log per plugin
-	wasmCacheDir = "wasm-cache"   // compiled WebAssembly modules, by content
-	digestsDir   = DigestsDir
-	// instancesDir records each local process the host started, by its
-	// invocation id, from before its start until it is gone
-	// (local.Options.Records).
-	instancesDir = "instances"
+	lockFile     = statedir.HostLock
+	appliedFile  = statedir.Applied
+	logDir       = statedir.Logs
+	wasmCacheDir = statedir.WasmCache
+	digestsDir   = statedir.Digests
+	instancesDir = statedir.Instances // local.Options.Records
 )
-
-// DigestsDir is the subdirectory of a state dir that caches the content
-// digests of the files specs name, by stat (contentdigest.Cache): the
-// host's, and graft plan's and graft validate's, when they can trust it.
-const DigestsDir = "digests"
 
 // applied is the last applied spec, as stored in the state dir.
 type applied struct {
@@ -50,7 +43,7 @@ type applied struct {
 
 // maxApplied bounds applied.json: a spec, as large as a request may be,
 // and a little more.
-const maxApplied = 2 * maxBody
+const maxApplied = 2 * hostapi.MaxBody
 
 // KeptSpecError is a last applied spec (applied.json) that cannot be read:
 // the host starts without it and runs nothing until an apply replaces it,

@@ -33,9 +33,10 @@ func (h *Host) Status() *hostapi.Status {
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
 		e := h.plugins[name]
-		r := hostapi.PluginStatus{Record: e.record}
+		rec := e.record
+		r := hostapi.PluginStatus{Name: rec.Name, Run: string(rec.Run), Hash: rec.Hash, Uses: rec.Uses, Fields: rec.Fields, KeyID: rec.KeyID, Runner: rec.Runner}
 		s := e.unit.State()
-		r.Status = statusOf(s.Status)
+		r.Status = string(statusOf(s.Status))
 		r.Role, r.Address, r.Backend = s.Role, s.Address, s.Backend
 		r.Health, r.HealthError = string(s.Health), s.HealthError
 		r.Instance = s.Identity.ID
@@ -45,6 +46,22 @@ func (h *Host) Status() *hostapi.Status {
 		r.Restarts = s.Restarts
 		r.LastError = s.LastError
 		r.LastStop = h.lastStops[name]
+		st.Plugins = append(st.Plugins, r)
+	}
+	return st
+}
+
+// State is what runs, as a plan reads it (plan.State): each plugin's
+// record as its spec decided it, with its status and last error now.
+func (h *Host) State() *plan.State {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := &plan.State{Plugins: make([]plan.Record, 0, len(h.plugins))}
+	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
+		e := h.plugins[name]
+		r := e.record
+		s := e.unit.State()
+		r.Status, r.LastError = statusOf(s.Status), s.LastError
 		st.Plugins = append(st.Plugins, r)
 	}
 	return st

@@ -1,12 +1,6 @@
 package host
 
-import (
-	"bytes"
-	"encoding/json"
-	"net/http"
-	"sync"
-	"time"
-)
+import "sync"
 
 // changes tells those who watch a host's status that it changed: a
 // plugin's status, error or restarts (runtime.Supervisor.OnChange), a
@@ -39,51 +33,7 @@ func (c *changes) notify() {
 	}
 }
 
-// watchSettle gathers the changes of a moment into one status: an apply
-// changes a plugin several times in a few milliseconds. A status is sent
-// at most once a moment.
-const watchSettle = 20 * time.Millisecond
-
-// serveWatch is GET /v1/status?watch=1: the status now, then again after
-// every change that shows in it, one JSON object a line, flushed as it
-// comes, until the client goes or the host ends. It is driven by the
-// host's changes, never by a clock: a host that changes nothing sends
-// nothing.
-func (h *Host) serveWatch(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	var last []byte
-	for {
-		next := h.changed.wait() // before the status is read, so no change is missed
-		b, err := json.Marshal(h.Status())
-		if err != nil {
-			return
-		}
-		if !bytes.Equal(b, last) {
-			if _, err := w.Write(append(b, '\n')); err != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			last = b
-		}
-		// The first change after a quiet moment is sent at once (an apply's
-		// taking of the lock, which a short apply would otherwise end
-		// within the moment); what follows it within watchSettle is
-		// gathered into the next status.
-		select {
-		case <-time.After(watchSettle):
-		case <-r.Context().Done():
-			return
-		}
-		select {
-		case <-next:
-		case <-r.Context().Done():
-			return
-		case <-h.down:
-			return
-		}
-	}
-}
+// Changes returns a channel closed at the host's next change that shows
+// in its status (see changes): who watches the status reads it again
+// then, and asks again.
+func (h *Host) Changes() <-chan struct{} { return h.changed.wait() }

@@ -7,7 +7,7 @@ import (
 )
 
 // ApplyError is an apply that ran and had failures: its steps' errors,
-// each with the type the host gave it (an *apply.StepError around a
+// each with the type the host gave it (a *StepError around a
 // *runtime.CleanupError or a *runtime.StartError, apply.ErrCancelled), so
 // that errors.As and errors.Is find them through it.
 type ApplyError struct{ Errors []error }

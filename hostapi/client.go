@@ -128,7 +128,8 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 // that no longer matches), spec problems, or another error of the host;
 // when steps failed, an *ApplyError that holds each failure with its type.
 // A forced stop whose end was confirmed is no failure: its step's event
-// carries the *runtime.CleanupError (apply.Result.Cleanup).
+// carries what it had to do (Event.Result.Cleanup; its Err gives the
+// *runtime.CleanupError back).
 func (c *Client) Apply(ctx context.Context, req ApplyRequest, on func(Message)) error {
 	return c.stream(ctx, "/v1/apply", req, on)
 }

@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
-	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/internal/errkind"
-	"github.com/graftland/graft/plan"
 )
 
 // ErrorBody is an error as it crosses the API: the body of an error
@@ -20,7 +19,7 @@ type ErrorBody struct {
 	// Detail holds the fields of the error's type, by Kind.
 	Detail json.RawMessage `json:"detail,omitempty"`
 	// Step is the step that failed, for a failure of an apply.
-	Step *plan.Step `json:"step,omitempty"`
+	Step *Step `json:"step,omitempty"`
 	// Hint tells the operator what to do.
 	Hint string `json:"hint,omitempty"`
 }
@@ -45,17 +44,11 @@ var (
 
 // Encode is err as it crosses the API: its message, the kind of the
 // outermost error of its chain that has one (internal/errkind) with that
-// error's fields, its step when it is a step's, and its hint, which
-// ErrorBody.Err gives back.
+// error's fields, and its hint, which ErrorBody.Err gives back. The host
+// adds the step of a step's failure.
 func Encode(err error) ErrorBody {
-	var (
-		step *apply.StepError
-		hint interface{ Hint() string }
-	)
+	var hint interface{ Hint() string }
 	b := ErrorBody{Error: err.Error()}
-	if errors.As(err, &step) {
-		b.Step = &step.Step
-	}
 	if k, e := errkind.Of(err); k != nil {
 		b.Kind = k.Name
 		b.Detail, _ = k.Detail(e) // the declared types always marshal
@@ -67,9 +60,8 @@ func Encode(err error) ErrorBody {
 }
 
 // Err gives the error of b its type back, as the host had it: a kind
-// declared in this program becomes its type, wrapped in an
-// *apply.StepError when it is a step's; another is an error with b's
-// message and hint.
+// declared in this program becomes its type, wrapped in a *StepError
+// when it is a step's; another is an error with b's message and hint.
 func (b ErrorBody) Err() error {
 	var err error
 	if k := errkind.Lookup(b.Kind); k != nil {
@@ -79,9 +71,38 @@ func (b ErrorBody) Err() error {
 		err = &hinted{msg: b.Error, hint: b.Hint}
 	}
 	if b.Step != nil {
-		return &apply.StepError{Step: *b.Step, Err: err}
+		return &StepError{Step: *b.Step, Err: err, msg: b.Error}
 	}
 	return err
+}
+
+// StepError is a step of an apply that failed, as a client has it: the
+// step, and its error with the type the host gave it.
+type StepError struct {
+	Step Step
+	Err  error
+	msg  string // the host's text of it
+}
+
+func (e *StepError) Error() string { return e.msg }
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Err gives back the error of a forced stop, as the host had it: a
+// *runtime.CleanupError where the program links runtime, else an error
+// with its causes' text.
+func (c *Cleanup) Err() error {
+	detail, _ := json.Marshal(c) // plain fields: always marshals
+	if k := errkind.Lookup("cleanup"); k != nil {
+		if err := k.New(detail); err != nil {
+			return err
+		}
+	}
+	msgs := make([]string, len(c.Causes))
+	for i, cause := range c.Causes {
+		msgs[i] = cause.Message
+	}
+	return errors.New("stop " + c.Plugin + ": " + c.Outcome + ": " + strings.Join(msgs, "; "))
 }
 
 // hinted is an error known by its message, with the hint the host gave.

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/plan"
 )
 
 // crossed is err as a client has it once it crossed the API as JSON.
@@ -43,12 +42,14 @@ func TestRefusalsCrossTheWire(t *testing.T) {
 	err = crossed(t, &NothingAppliedError{})
 	assert.ErrorAs(t, err, new(*NothingAppliedError))
 
-	step := plan.Step{ID: "start:db", Op: plan.OpStart, Plugin: "db"}
-	err = crossed(t, &apply.StepError{Step: step, Err: apply.ErrCancelled})
-	var stepErr *apply.StepError
+	b := Encode(fmt.Errorf("start db: %w", apply.ErrCancelled))
+	b.Step = &Step{ID: "start:db", Op: "start", Plugin: "db"}
+	err = b.Err()
+	var stepErr *StepError
 	require.ErrorAs(t, err, &stepErr)
 	assert.Equal(t, "start:db", stepErr.Step.ID)
 	assert.ErrorIs(t, err, apply.ErrCancelled)
+	assert.EqualError(t, err, "start db: apply cancelled: steps not begun were skipped", "the host's text")
 }
 
 // hintedErr is an error of a kind the API does not know, with a hint.

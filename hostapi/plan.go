@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-
-	"github.com/graftland/graft/plan"
 )
 
 // Plan asks the host for the plan of src against what it runs (POST
 // /v1/plan: the plan an apply of src would carry out if it began now, its
-// digests keyed with the host's key). Problems in src come back as the
-// spec.Errors' text.
-func (c *Client) Plan(ctx context.Context, src plan.Source) (*plan.Plan, error) {
+// digests keyed with the host's key), in its JSON form
+// (docs/plan-format.md), which plan.ReadJSON reads. Problems in src come
+// back as the spec's errors' text.
+func (c *Client) Plan(ctx context.Context, src Source) (json.RawMessage, error) {
 	body, err := json.Marshal(PlanRequest{Source: src})
 	if err != nil {
 		return nil, err
@@ -23,12 +22,9 @@ func (c *Client) Plan(ctx context.Context, src plan.Source) (*plan.Plan, error) 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var p plan.Plan
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+	var p json.RawMessage
+	if err := json.NewDecoder(limitAnswer(resp.Body)).Decode(&p); err != nil {
 		return nil, fmt.Errorf("read the host's plan: %w", err)
 	}
-	if p.Format != plan.Format {
-		return nil, fmt.Errorf("the host's plan has format %q, want %q: is the host another version of graft? (graft status shows its version)", p.Format, plan.Format)
-	}
-	return &p, nil
+	return p, nil
 }

@@ -9,14 +9,15 @@ import (
 
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 )
 
 // The files of a state dir that a client of its host needs
 // (docs/state-dir.md).
 const (
-	socketFile = "host.sock"      // the control socket, when its path is short enough
-	SocketLink = "host.sock.path" // else: the path of the socket, elsewhere
-	HostLog    = "host.log"       // the output of a host started in the background
+	socketFile = statedir.Socket     // the control socket, when its path is short enough
+	SocketLink = statedir.SocketLink // else: the path of the socket, elsewhere
+	HostLog    = statedir.HostLog    // the output of a host started in the background
 )
 
 // maxSocketPath is what a unix socket address holds on Linux, less the

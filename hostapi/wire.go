@@ -6,11 +6,16 @@
 // optional TCP listener); it is versioned by path (/v1/...). Applies
 // answer with a stream of Messages, one JSON object a line, so the CLI
 // shows progress as it happens.
+//
+// Its types are its own: the host converts its plans, events and errors
+// to them at its edge (host/server), and a client links nothing of the
+// daemon. A plan crosses in its documented JSON form (docs/plan-format.md),
+// which package plan reads and writes.
 package hostapi
 
 import (
-	"github.com/graftland/graft/apply"
-	"github.com/graftland/graft/plan"
+	"encoding/json"
+	"time"
 )
 
 // MaxBody bounds a request body (a spec, or a saved plan with its spec),
@@ -24,10 +29,11 @@ const MaxLogLines = 1 << 20
 // ApplyRequest asks the host to bring about a spec.
 type ApplyRequest struct {
 	// Source is the desired spec.
-	Source plan.Source `json:"source"`
-	// Plan, when set, is a saved plan to carry out exactly; the host
-	// refuses it if the running state changed since it was made.
-	Plan *plan.Plan `json:"plan,omitempty"`
+	Source Source `json:"source"`
+	// Plan, when set, is a saved plan to carry out exactly, in its JSON
+	// form (docs/plan-format.md); the host refuses it if the running
+	// state changed since it was made.
+	Plan json.RawMessage `json:"plan,omitempty"`
 	// Restart names plugins to replace though unchanged (graft restart);
 	// their consumers restart as for any replacement.
 	Restart []string `json:"restart,omitempty"`
@@ -55,14 +61,18 @@ const (
 
 // Message is one line of an apply's stream.
 type Message struct {
-	Type  MessageType  `json:"type"`
-	Plan  *plan.Plan   `json:"plan,omitempty"`
-	Event *apply.Event `json:"event,omitempty"`
+	Type MessageType `json:"type"`
+	// Plan is the plan being carried out, in its JSON form
+	// (docs/plan-format.md), on MsgPlan.
+	Plan json.RawMessage `json:"plan,omitempty"`
+	// Event is a step's progress, on MsgEvent.
+	Event *Event `json:"event,omitempty"`
 	// Errors are the apply's errors, on MsgDone, as text.
 	Errors []string `json:"errors,omitempty"`
 	// Failures are the same errors with their kinds, so the client gives
 	// each its type back (errors.As finds a *runtime.CleanupError, a
-	// *runtime.StartError, ...).
+	// *runtime.StartError, ..., in a *StepError, where the program links
+	// the package of the type: internal/errkind).
 	Failures []ErrorBody `json:"failures,omitempty"`
 }
 
@@ -103,5 +113,82 @@ type LeaderInfo struct {
 // of env values are keyed with.
 type PlanRequest struct {
 	// Source is the desired spec.
-	Source plan.Source `json:"source"`
+	Source Source `json:"source"`
+}
+
+// Source is a desired spec as it crosses the API: the plugins file's
+// content, where it was read, and the variables its ${VAR}s use (the
+// source of a saved plan too: docs/plan-format.md).
+type Source struct {
+	// File is the plugins file's path as it was given.
+	File string `json:"file"`
+	// Dir is the absolute directory relative paths of the spec resolve in.
+	Dir string `json:"dir"`
+	// YAML is the file's content.
+	YAML string `json:"yaml"`
+	// DigestKey is, for a plan saved without a host, the one-time key its
+	// digests were made with.
+	DigestKey string `json:"digestKey,omitempty"`
+	// Vars are the variables YAML's ${VAR}s use, with their values, from
+	// the environment of the graft command that sent it.
+	Vars map[string]string `json:"vars,omitempty"`
+}
+
+// Event is one step's progress in an apply's stream.
+type Event struct {
+	Step Step `json:"step"`
+	// Phase is where the step stands: began, succeeded, failed or
+	// skipped.
+	Phase string `json:"phase"`
+	// Result is set when the step ended.
+	Result Result `json:"result"`
+	// Error says why the step failed or was skipped.
+	Error string `json:"error,omitempty"`
+	// Took is how long the step ran.
+	Took time.Duration `json:"took"`
+	At   time.Time     `json:"at"`
+}
+
+// The phases of a step in an Event.
+const (
+	Began     = "began"
+	Succeeded = "succeeded"
+	Failed    = "failed"
+	Skipped   = "skipped"
+)
+
+// Step is one step of a plan: its id, op and plugin, and the steps it
+// waits on as the plan's JSON gives them (docs/plan-format.md, "Steps").
+type Step struct {
+	ID     string          `json:"id"`
+	Op     string          `json:"op"`
+	Plugin string          `json:"plugin"`
+	After  json.RawMessage `json:"after"`
+}
+
+// Result is what a step did.
+type Result struct {
+	// Outcome is how a stop ended: Exited, Killed or
+	// RemoteTerminationUnconfirmed.
+	Outcome string `json:"outcome,omitempty"`
+	// Identity is what a start's plugin sees.
+	Identity Identity `json:"identity"`
+	PID      int      `json:"pid,omitempty"`
+	// Cleanup is set on a stop that had to force its plugin and whose end
+	// was confirmed: the step succeeded, with a warning (docs/stopping.md).
+	Cleanup *Cleanup `json:"cleanup,omitempty"`
+}
+
+// Identity is what a plugin knows of itself: its instance and generation.
+type Identity struct {
+	ID         string `json:"id"`
+	Generation int64  `json:"generation"`
+}
+
+// Cleanup is a forced stop: its outcome and what it had to do, each cause
+// with its kind and fields (Err gives back the host's error).
+type Cleanup struct {
+	Plugin  string      `json:"plugin"`
+	Outcome string      `json:"outcome"`
+	Causes  []StopCause `json:"causes"`
 }

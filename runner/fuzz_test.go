@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -198,7 +199,7 @@ func FuzzRoute(f *testing.F) {
 		if err != nil || u.Host != "runner" || u.RawQuery != "" || u.Fragment != "" || !strings.HasPrefix(path, "/") {
 			return
 		}
-		seg, err := segments(u.EscapedPath())
+		seg, err := httpapi.Split(u.EscapedPath())
 		if err == nil && len(seg) >= 4 && seg[0] == "v1" && seg[1] == "instances" && (seg[len(seg)-1] == "start" || seg[len(seg)-1] == "stop") {
 			if checkName(strings.Join(seg[2:len(seg)-1], "/")) != nil {
 				serveFuzz(t, r, "POST", path, []byte(`{}`), http.StatusBadRequest)

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -38,14 +38,13 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		r.metrics.handler().ServeHTTP(w, req)
 		return
 	}
-	seg, err := segments(req.URL.EscapedPath())
+	seg, err := httpapi.Segments(req)
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
 		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)
 		return
 	}
 	method := func(m string, h func()) {
-		if req.Method != m {
-			w.Header().Set("Allow", m)
+		if !httpapi.Method(w, req, m) {
 			writeRouteError(w, http.StatusMethodNotAllowed, "%s %s: want %s", req.Method, req.URL.Path, m)
 			return
 		}
@@ -107,22 +106,9 @@ func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op s
 	}
 }
 
-// segments splits an escaped path into its unescaped segments.
-func segments(escaped string) ([]string, error) {
-	parts := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
-	for i, p := range parts {
-		u, err := url.PathUnescape(p)
-		if err != nil {
-			return nil, err
-		}
-		parts[i] = u
-	}
-	return parts, nil
-}
-
-// decodeRequest reads a request's JSON body into v, at most runnerapi.MaxBody
-// bytes, refusing unknown fields, and checks it; a body that fails gets
-// 400 and false.
+// decodeRequest reads a request's JSON body into v, at most
+// runnerapi.MaxBody bytes, refusing unknown fields, and checks it; a body
+// that fails gets 400 and false.
 func decodeRequest[T any](w http.ResponseWriter, req *http.Request, v *T, check func(*T) error) bool {
 	err := decode(http.MaxBytesReader(w, req.Body, runnerapi.MaxBody), v, check)
 	if err != nil {
@@ -132,33 +118,16 @@ func decodeRequest[T any](w http.ResponseWriter, req *http.Request, v *T, check 
 	return true
 }
 
-// decode reads exactly one JSON value of type T from body, refusing
-// unknown fields and anything after the value, and checks it.
+// decode reads exactly one JSON value of type T from body
+// (httpapi.Read), and checks it.
 func decode[T any](body io.Reader, v *T, check func(*T) error) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errors.New("the body is over 1 MiB")
-		}
-		return badBody(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errors.New("the body is over 1 MiB")
-		}
-		return errors.New("bad body: more after the JSON object")
+	switch err := httpapi.Read(body, v); {
+	case errors.Is(err, httpapi.ErrTooLarge):
+		return errors.New("the body is over 1 MiB")
+	case err != nil:
+		return errors.New("bad body: " + err.Error())
 	}
 	return check(v)
-}
-
-func badBody(err error) error {
-	if errors.Is(err, io.EOF) {
-		return errors.New("bad body: empty")
-	}
-	return errors.New("bad body: " + err.Error())
 }
 
 // answer writes v, or err's error answer.
@@ -170,11 +139,7 @@ func answer[T any](w http.ResponseWriter, v *T, err error) {
 	writeJSON(w, v)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, v any) { httpapi.WriteJSON(w, http.StatusOK, v, false) }
 
 // writeError answers err: a *kindError with the status of its kind,
 // anything else as internal.
@@ -198,10 +163,7 @@ func writeRouteError(w http.ResponseWriter, status int, format string, args ...a
 }
 
 func writeBody(w http.ResponseWriter, status int, body runnerapi.ErrorBody) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(body)
+	httpapi.WriteJSON(w, status, body, false)
 }
 
 // serveEvents streams the session's events until the session ends, the

@@ -14,15 +14,15 @@ import (
 
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 )
 
 // The files of a state dir (docs/runner-api.md, "The state dir").
 const (
-	lockFile    = "runner.lock" // held (flock) by the one runner; holds its pid
-	journalFile = "journal"     // the generations and records, appended
-	// The layout of older runners, folded into the journal at open.
-	generationsDir = "generations" // <escaped instance>: its last generation
-	recordsDir     = "records"     // <escaped instance>.json: its process that may run
+	lockFile       = statedir.RunnerLock
+	journalFile    = statedir.Journal
+	generationsDir = statedir.Generations // the layout of older runners, folded into the journal at open
+	recordsDir     = statedir.Records
 )
 
 // maxStateFile bounds a generation or a record file of the old layout:

@@ -66,14 +66,18 @@ func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, strin
 		if _, err := saved.Source.Spec(); err != nil {
 			return req, "", err
 		}
-		req.Source, req.Plan = *saved.Source, saved
+		body, err := json.Marshal(saved)
+		if err != nil {
+			return req, "", err
+		}
+		req.Source, req.Plan = hostapi.Source(*saved.Source), body
 		return req, g.stateDir(filepath.Join(saved.Source.Dir, filepath.Base(saved.Source.File))), nil
 	}
 	s, err := g.parseSpec(file, data)
 	if err != nil {
 		return req, "", err
 	}
-	req.Source = plan.SourceOf(s)
+	req.Source = hostapi.Source(plan.SourceOf(s))
 	return req, g.stateDir(file), nil
 }
 

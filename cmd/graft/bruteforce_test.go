@@ -163,7 +163,7 @@ func cmdOldStatus(ts *testscript.TestScript, neg bool, args []string) {
 	st := hostapi.Status{Host: &hostapi.HostInfo{}}
 	for _, n := range slices.Sorted(maps.Keys(s.Plugins)) {
 		f := oldFields(s, n, s.Plugins[n].Env)
-		r := hostapi.PluginStatus{Record: plan.Record{Name: n, Status: plan.Running, Hash: oldDigest(f), Fields: map[string]string{}}}
+		r := hostapi.PluginStatus{Name: n, Status: string(plan.Running), Hash: oldDigest(f), Fields: map[string]string{}}
 		for k, v := range f {
 			r.Fields[k] = oldFieldDigest(v)
 		}

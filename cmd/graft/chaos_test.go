@@ -188,7 +188,7 @@ func (c *chaos) check(round int) {
 
 	current := map[identity]bool{}
 	for _, r := range st.Plugins {
-		require.Equal(t, plan.Running, r.Status, "round %d: %s: %s", round, r.Name, r.LastError)
+		require.Equal(t, string(plan.Running), r.Status, "round %d: %s: %s", round, r.Name, r.LastError)
 		require.True(t, pidAlive(r.PID), "round %d: %s's pid %d lives", round, r.Name, r.PID)
 		id := identity{r.Instance, strconv.FormatInt(r.Generation, 10)}
 		current[id] = true

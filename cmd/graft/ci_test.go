@@ -165,7 +165,7 @@ func (s *ciScenario) killPlugin(plugin string) {
 	require.Positive(t, pid)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	deadline := time.Now().Add(15 * time.Second)
-	for status().Status != plan.Failed {
+	for status().Status != string(plan.Failed) {
 		require.False(t, time.Now().After(deadline), "%s is not failed 15 seconds after SIGKILL", plugin)
 		time.Sleep(50 * time.Millisecond)
 	}

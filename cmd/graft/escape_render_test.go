@@ -4,17 +4,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
@@ -33,12 +32,10 @@ func TestStatusEscaped(t *testing.T) {
 	st := &hostapi.Status{
 		Host: &hostapi.HostInfo{PID: 7, StateDir: "/srv/\u202e.graft", Applying: "evil\r\x1b[2K" + strings.Repeat("x", 300), Since: time.Now()},
 		Plugins: []hostapi.PluginStatus{{
-			Record: plan.Record{
-				Name: "web" + title, Run: "local\x1b[31m", Status: plan.Failed,
-				LastError: "start web: " + title + strings.Repeat("e", 100) + "\nlast output:\n  more",
-			},
-			Instance: "i\x9b",
-			LastStop: &hostapi.LastStop{Outcome: "Killed", Causes: []hostapi.StopCause{{Kind: "\x1b[2J"}}},
+			Name: "web" + title, Run: "local\x1b[31m", Status: string(plan.Failed),
+			LastError: "start web: " + title + strings.Repeat("e", 100) + "\nlast output:\n  more",
+			Instance:  "i\x9b",
+			LastStop:  &hostapi.LastStop{Outcome: "Killed", Causes: []hostapi.StopCause{{Kind: "\x1b[2J"}}},
 		}},
 	}
 	var b bytes.Buffer
@@ -69,16 +66,18 @@ func TestStatusEscaped(t *testing.T) {
 func TestProgressEscaped(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, false, false)
-	p.On(hostapi.Message{Type: hostapi.MsgPlan, Plan: &plan.Plan{Project: "shop" + title, Changes: []plan.Change{
+	planJSON, err := json.Marshal(&plan.Plan{Format: plan.Format, Project: "shop" + title, Changes: []plan.Change{
 		{Plugin: "web" + title, Action: plan.Start, Reason: "failed: " + title, Run: "local"},
 	}, Steps: []plan.Step{{ID: "start:web" + title, Op: plan.OpStart, Plugin: "web" + title}}, Waves: [][]string{{"start:web" + title}},
-		Summary: plan.Summary{Start: 1, Steps: 1, Waves: 1}}})
-	step := plan.Step{ID: "stop:db", Op: plan.OpStop, Plugin: "db" + title}
-	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began}})
-	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded,
-		Result: apply.Result{Outcome: runtime.Killed, Cleanup: &runtime.CleanupError{Plugin: "db", Causes: multierror.Append(nil, errors.New("cause "+title))}}}})
-	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Failed, Error: "start db: " + title + "\n  tail"}})
-	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Skipped, Error: "skipped: " + title}})
+		Summary: plan.Summary{Start: 1, Steps: 1, Waves: 1}})
+	require.NoError(t, err)
+	p.On(hostapi.Message{Type: hostapi.MsgPlan, Plan: planJSON})
+	step := hostapi.Step{ID: "stop:db", Op: "stop", Plugin: "db" + title}
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &hostapi.Event{Step: step, Phase: hostapi.Began}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &hostapi.Event{Step: step, Phase: hostapi.Succeeded,
+		Result: hostapi.Result{Outcome: string(runtime.Killed), Cleanup: &hostapi.Cleanup{Plugin: "db", Causes: []hostapi.StopCause{{Message: "cause " + title}}}}}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &hostapi.Event{Step: step, Phase: hostapi.Failed, Error: "start db: " + title + "\n  tail"}})
+	p.On(hostapi.Message{Type: hostapi.MsgEvent, Event: &hostapi.Event{Step: step, Phase: hostapi.Skipped, Error: "skipped: " + title}})
 	p.Close()
 	out := b.String()
 	assert.False(t, raw.MatchString(out), "%q", out)

@@ -10,7 +10,6 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/plan"
 )
 
 // applyas HOLDER FILE begins an apply of FILE on the host of $WORK/.graft
@@ -28,7 +27,7 @@ func cmdApplyAs(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	c, err := hostapi.NewClient(ts.MkAbs(".graft"))
 	ts.Check(err)
-	req := hostapi.ApplyRequest{Source: plan.Source{File: file, Dir: ts.MkAbs("."), YAML: string(data)}, Holder: holder}
+	req := hostapi.ApplyRequest{Source: hostapi.Source{File: file, Dir: ts.MkAbs("."), YAML: string(data)}, Holder: holder}
 	done := make(chan error, 1)
 	go func() { done <- c.Apply(context.Background(), req, nil) }()
 	ts.Defer(func() {

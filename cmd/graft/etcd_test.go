@@ -149,7 +149,7 @@ func TestEtcdFrozenLeader(t *testing.T) {
 	assert.Contains(t, frozen.stderr(), "renewal too late", "the term was lost without a word to etcd")
 	require.Eventually(t, func() bool {
 		r, err := frozen.relay()
-		return err == nil && r.Role == "follower" && r.Status == plan.Standby && r.Generation == l2.Epoch
+		return err == nil && r.Role == "follower" && r.Status == string(plan.Standby) && r.Generation == l2.Epoch
 	}, 5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, []string{l2.Holder}, f.leaders())
 	f.oneHostPerGeneration()

@@ -337,7 +337,7 @@ func (f *fleet) leaderAfter(epoch int64, d time.Duration) (elect.Lease, time.Tim
 			if seen.IsZero() {
 				seen = time.Now()
 			}
-			if r, err := f.host(l.Holder).relay(); err == nil && r.Role == "leader" && r.Status == plan.Running && r.Generation == l.Epoch {
+			if r, err := f.host(l.Holder).relay(); err == nil && r.Role == "leader" && r.Status == string(plan.Running) && r.Generation == l.Epoch {
 				return l, seen
 			}
 		}
@@ -368,7 +368,7 @@ func (h *fhost) waitClient(addr string, d time.Duration) {
 	for {
 		addrs := h.clientAddrs()
 		if len(addrs) > 0 && addrs[len(addrs)-1] == addr {
-			if r, err := h.record("client"); err == nil && r.Status == plan.Running {
+			if r, err := h.record("client"); err == nil && r.Status == string(plan.Running) {
 				return
 			}
 		}
@@ -496,7 +496,7 @@ func TestFloatingFailover(t *testing.T) {
 		assert.Equal(t, int64(1), r.Generation, h.id)
 		assert.Equal(t, l.Address, r.Address, h.id)
 		if h.id != l.Holder {
-			assert.Equal(t, plan.Standby, r.Status, h.id)
+			assert.Equal(t, string(plan.Standby), r.Status, h.id)
 			assert.Equal(t, "follower", r.Role, h.id)
 		}
 		h.waitClient(l.Address, 5*time.Second)
@@ -545,7 +545,7 @@ func TestFloatingFailover(t *testing.T) {
 	old.start()
 	r, err := old.relay()
 	require.NoError(t, err)
-	assert.Equal(t, plan.Standby, r.Status)
+	assert.Equal(t, string(plan.Standby), r.Status)
 	assert.Equal(t, int64(3), r.Generation)
 	old.waitClient(l3.Address, 5*time.Second)
 	assert.Equal(t, []string{l3.Holder}, f.leaders())
@@ -577,7 +577,7 @@ func TestFloatingFrozenLeader(t *testing.T) {
 	assert.Less(t, overlap, fRenew+fSlack)
 	require.Eventually(t, func() bool {
 		r, err := frozen.relay()
-		return err == nil && r.Role == "follower" && r.Status == plan.Standby && r.Generation == l2.Epoch
+		return err == nil && r.Role == "follower" && r.Status == string(plan.Standby) && r.Generation == l2.Epoch
 	}, 5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, []string{l2.Holder}, f.leaders())
 	frozen.waitClient(l2.Address, 5*time.Second)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/host/server"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/tlsconf"
 )
@@ -47,13 +48,13 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, MetricsListen: c.Metrics,
-		NoNamespace: c.PIDNamespace == "off"}
-	if opt.TCP, err = c.tcp(g); err != nil {
+	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off"}
+	sopt := server.Options{MetricsListen: c.Metrics}
+	if sopt.TCP, err = c.tcp(g); err != nil {
 		return err
 	}
 	if c.Metrics != "" {
-		if err := host.CheckMetricsListen(c.Metrics); err != nil {
+		if err := server.CheckMetricsListen(c.Metrics); err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
 	}
@@ -63,13 +64,14 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return h.Run(ctx, c.ready)
+	serve := func(ctx context.Context, ready func()) error { return server.Serve(ctx, h, sopt, ready) }
+	return h.Run(ctx, serve, c.ready)
 }
 
-// tcp is the TCP listener the flags ask for, checked (host.TCP.Check);
+// tcp is the TCP listener the flags ask for, checked (server.TCP.Check);
 // none without --listen.
-func (c *HostCmd) tcp(g *Globals) (host.TCP, error) {
-	t := host.TCP{Addr: c.Listen, InsecurePlaintext: c.Plaintext}
+func (c *HostCmd) tcp(g *Globals) (server.TCP, error) {
+	t := server.TCP{Addr: c.Listen, InsecurePlaintext: c.Plaintext}
 	tlsAsked := c.TLSCert != "" || c.TLSKey != "" || c.ClientCA != ""
 	switch {
 	case c.Listen == "" && tlsAsked:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/tlsconf"
+	"github.com/graftland/graft/plan"
 )
 
 // stateDir is --state-dir, else .graft beside the plugins file.
@@ -108,4 +110,17 @@ func (g *Globals) noHost(dir string) string {
 		return fmt.Sprintf("No host answers at %s.", g.Host)
 	}
 	return fmt.Sprintf("No host is running for %s.", dir)
+}
+
+// hostPlan reads a plan as a host sends it (its JSON form,
+// docs/plan-format.md).
+func hostPlan(raw json.RawMessage) (*plan.Plan, error) {
+	var p plan.Plan
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("read the host's plan: %w", err)
+	}
+	if p.Format != plan.Format {
+		return nil, fmt.Errorf("the host's plan has format %q, want %q: is the host another version of graft? (graft status shows its version)", p.Format, plan.Format)
+	}
+	return &p, nil
 }

@@ -4,9 +4,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/spec"
 )
 
@@ -29,7 +29,7 @@ func (g *Globals) parseSpec(file string, data []byte) (*spec.Spec, error) {
 		return nil, err
 	}
 	var dg spec.Digester
-	cache := filepath.Join(g.stateDir(file), host.DigestsDir)
+	cache := filepath.Join(g.stateDir(file), statedir.Digests)
 	if safefs.Check(cache) == nil {
 		dg = contentdigest.New(cache)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
@@ -150,8 +151,11 @@ func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *sp
 	}
 	if up {
 		defer cl.Close()
-		src := plan.SourceOf(desired)
-		p, err := cl.Plan(ctx, src)
+		raw, err := cl.Plan(ctx, hostapi.Source(plan.SourceOf(desired)))
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := hostPlan(raw)
 		return p, nil, err
 	}
 	fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", g.noHost(dir))

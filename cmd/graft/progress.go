@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/plan"
@@ -82,9 +81,14 @@ func (p *progress) On(m hostapi.Message) {
 	p.clearLive()
 	switch m.Type {
 	case hostapi.MsgPlan:
-		p.total = len(m.Plan.Steps)
-		m.Plan.WriteText(p.w, plan.TextOptions{Color: p.color})
-		if m.Plan.HasChanges() {
+		pl, err := hostPlan(m.Plan)
+		if err != nil {
+			fmt.Fprintf(p.w, "%s\n", termtext.Line(err.Error()))
+			break
+		}
+		p.total = len(pl.Steps)
+		pl.WriteText(p.w, plan.TextOptions{Color: p.color})
+		if pl.HasChanges() {
 			fmt.Fprintln(p.w, "\nApplying:")
 		}
 	case hostapi.MsgEvent:
@@ -96,20 +100,20 @@ func (p *progress) On(m hostapi.Message) {
 // event prints a step's progress. Everything in it comes from the host,
 // perhaps over TCP, and an error may hold a plugin's last output: what a
 // terminal would act on is escaped.
-func (p *progress) event(e apply.Event) {
+func (p *progress) event(e hostapi.Event) {
 	op := termtext.Line(fmt.Sprintf("%-5s %s", e.Step.Op, e.Step.Plugin))
 	switch e.Phase {
-	case apply.Began:
+	case hostapi.Began:
 		p.running[e.Step.ID] = time.Now()
 		if !p.live {
 			fmt.Fprintf(p.w, "  %s %s\n", p.paint("2", "…"), op)
 		}
-	case apply.Succeeded:
+	case hostapi.Succeeded:
 		delete(p.running, e.Step.ID)
 		p.done++
 		detail := ""
-		if e.Step.Op == plan.OpStop {
-			detail = string(e.Result.Outcome)
+		if e.Step.Op == string(plan.OpStop) {
+			detail = e.Result.Outcome
 		} else {
 			detail = fmt.Sprintf("instance %s, generation %d", e.Result.Identity.ID, e.Result.Identity.Generation)
 			if e.Result.PID != 0 {
@@ -121,17 +125,17 @@ func (p *progress) event(e apply.Event) {
 			// Forced, but gone: the step succeeded; say what it took.
 			p.forced++
 			fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "⚠"), op, roundTook(e.Took), detail)
-			for _, cause := range c.Causes.WrappedErrors() {
-				fmt.Fprintf(p.w, "      %s\n", termtext.Line(cause.Error()))
+			for _, cause := range c.Causes {
+				fmt.Fprintf(p.w, "      %s\n", termtext.Line(cause.Message))
 			}
 			return
 		}
 		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("32", "✓"), op, roundTook(e.Took), detail)
-	case apply.Failed:
+	case hostapi.Failed:
 		delete(p.running, e.Step.ID)
 		p.failed++
 		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("31", "✗"), op, roundTook(e.Took), termtext.Line(firstLine(e.Error)))
-	case apply.Skipped:
+	case hostapi.Skipped:
 		p.skipped++
 		fmt.Fprintf(p.w, "  %s %-30s %-8s %s\n", p.paint("33", "-"), op, "", termtext.Line(e.Error))
 	}

@@ -156,7 +156,7 @@ func TestHostFrozenPastLease(t *testing.T) {
 	require.NoError(t, err, out)
 	r, err := rig.api()
 	require.NoError(t, err)
-	require.Equal(t, plan.Running, r.Status)
+	require.Equal(t, string(plan.Running), r.Status)
 	require.NotZero(t, r.PID)
 
 	hostPid := hostPID(filepath.Join(rig.dir, ".graft"))
@@ -175,7 +175,7 @@ func TestHostFrozenPastLease(t *testing.T) {
 	// with the next generation once the runner confirmed the old one gone.
 	require.Eventually(t, func() bool {
 		r, err := rig.api()
-		return err == nil && r.Status == plan.Running && r.Generation == 2
+		return err == nil && r.Status == string(plan.Running) && r.Generation == 2
 	}, 15*time.Second, 50*time.Millisecond)
 	b, _ := os.ReadFile(filepath.Join(rig.dir, "runner.log"))
 	assert.Contains(t, string(b), "lease ran out")
@@ -199,7 +199,7 @@ func TestNetworkDark(t *testing.T) {
 	px.Dark()
 	require.Eventually(t, func() bool {
 		r, err := rig.api()
-		return err == nil && r.Status == plan.Unconfirmed && strings.Contains(r.LastError, "RemoteError")
+		return err == nil && r.Status == string(plan.Unconfirmed) && strings.Contains(r.LastError, "RemoteError")
 	}, rLease+10*time.Second, 50*time.Millisecond)
 	r, _ = rig.api()
 	t.Logf("unconfirmed: %s", r.LastError)
@@ -208,7 +208,7 @@ func TestNetworkDark(t *testing.T) {
 	px.Light()
 	require.Eventually(t, func() bool {
 		r, err := rig.api()
-		return err == nil && r.Status == plan.Running && r.Generation == 2
+		return err == nil && r.Status == string(plan.Running) && r.Generation == 2
 	}, 20*time.Second, 50*time.Millisecond)
 
 	// A replacement whose stop the runner cannot answer: the stop is
@@ -224,7 +224,7 @@ func TestNetworkDark(t *testing.T) {
 	assert.Contains(t, out, "RemoteTerminationUnconfirmed")
 	r, err = rig.api()
 	require.NoError(t, err)
-	assert.Equal(t, plan.Unconfirmed, r.Status)
+	assert.Equal(t, string(plan.Unconfirmed), r.Status)
 	assert.Equal(t, int64(2), r.Generation)
 
 	// Back on the network, the next apply asks again: the runner, which
@@ -235,7 +235,7 @@ func TestNetworkDark(t *testing.T) {
 	require.NoError(t, err, out)
 	r, err = rig.api()
 	require.NoError(t, err)
-	assert.Equal(t, plan.Running, r.Status)
+	assert.Equal(t, string(plan.Running), r.Status)
 	assert.Equal(t, int64(3), r.Generation)
 
 	// A down whose stop the runner cannot answer fails, and the host

@@ -86,7 +86,7 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 		if r.PID != 0 {
 			pid = fmt.Sprint(r.PID)
 		}
-		if r.Status == plan.Running && !r.Since.IsZero() {
+		if plan.Status(r.Status) == plan.Running && !r.Since.IsZero() {
 			uptime = since(r.Since)
 		}
 		health, lastErr := "-", r.LastError

@@ -1,9 +1,8 @@
 package runners
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 
@@ -16,10 +15,9 @@ import (
 // embedded is a runner inside the host, serving on a unix socket in its
 // state dir, for runner entries without an address.
 type embedded struct {
-	r    *runner.Runner
-	srv  *http.Server
-	path string
-	done chan struct{}
+	path   string
+	cancel context.CancelFunc // ends its Serve
+	done   chan error         // Serve's error, once it returned
 }
 
 // embeddedRunner starts the embedded runner if it does not run yet. g.mu
@@ -44,24 +42,18 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 		r.Close()
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	limits := g.opt.Limits.WithDefaults()
-	e := &embedded{r: r, srv: guard.Server(r.Handler(), limits, log), path: path, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &embedded{path: path, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		defer close(e.done)
-		if err := e.srv.Serve(guard.Listener(ln, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("embedded runner", "err", err)
-		}
+		e.done <- r.Serve(ctx, guard.Listener(ln, g.opt.Limits.WithDefaults().MaxConns), "unix://"+path, nil)
 	}()
 	g.embedded = e
-	log.Info("embedded runner listening", "socket", path)
 	return e, nil
 }
 
-// close stops the runner (what runs on it is stopped), then its server.
+// close stops the runner (what runs on it is stopped), then its server,
+// which removes its socket.
 func (e *embedded) close() error {
-	err := e.r.Close()
-	e.srv.Close()
-	<-e.done
-	os.Remove(e.path)
-	return err
+	e.cancel()
+	return <-e.done
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/spec"
@@ -37,8 +38,8 @@ type Options struct {
 
 // The embedded runner's files in the host's state dir.
 const (
-	Dir    = "runner"      // its state
-	Socket = "runner.sock" // where it listens
+	Dir    = statedir.EmbeddedRunner // its state
+	Socket = statedir.EmbeddedSocket // where it listens
 )
 
 // Registry is the host's runner placements. It is safe for concurrent use.

@@ -191,3 +191,17 @@ func (k *Kind) New(detail json.RawMessage) error {
 	}
 	return v.Interface().(error)
 }
+
+// List is the errors err aggregates (go-multierror's, errors.Join's), or
+// err itself; nil for nil: the failures of an apply, the causes of a stop.
+func List(err error) []error {
+	switch m := err.(type) {
+	case nil:
+		return nil
+	case interface{ WrappedErrors() []error }:
+		return m.WrappedErrors()
+	case interface{ Unwrap() []error }:
+		return m.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,9 +1,10 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,34 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 )
-
-// serve serves h's API until the test ends, and returns a client of it.
-func serve(t *testing.T, h *Host) *hostapi.Client {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() { served <- h.Serve(ctx, func() { close(ready) }) }()
-	select {
-	case <-ready:
-	case err := <-served:
-		cancel()
-		t.Fatal(err)
-	}
-	c, err := hostapi.NewClient(h.Dir())
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		c.Close()
-		cancel()
-		assert.NoError(t, <-served)
-	})
-	return c
-}
 
 // TestErrorKindsOverTheWire: what the host's Go API returns by type, its
 // client returns by the same types: a failed start, a held apply lock, a
@@ -53,7 +30,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	ctx := context.Background()
 
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	err := c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, bad)}, nil)
+	err := c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, bad)}, nil)
 	var applyErr *hostapi.ApplyError
 	require.ErrorAs(t, err, &applyErr)
 	var start *runtime.StartError
@@ -61,32 +38,35 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	assert.Equal(t, "db", start.Plugin)
 	assert.Equal(t, 3, start.Exit.Code)
 	assert.Equal(t, []string{"cannot start"}, start.Exit.Tail)
-	var step *apply.StepError
+	var step *hostapi.StepError
 	require.ErrorAs(t, err, &step)
 	assert.Equal(t, "start:db", step.Step.ID)
 	assert.Contains(t, err.Error(), "start db: exited before it was ready (exit status 3)")
 
 	// A stop that has to force its plugin succeeds, and says so.
 	stubborn := "name: shop\nplugins:\n  db: {command: [sh, -c, 'trap \"\" TERM; echo up; exec sleep 60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, stubborn)}, nil))
-	var stops []apply.Event
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, stubborn)}, nil))
+	var stops []hostapi.Event
 	err = c.Restart(ctx, hostapi.ApplyRequest{Restart: []string{"db"}}, func(m hostapi.Message) {
-		if m.Type == hostapi.MsgEvent && m.Event.Step.ID == "stop:db" && m.Event.Phase != apply.Began {
+		if m.Type == hostapi.MsgEvent && m.Event.Step.ID == "stop:db" && m.Event.Phase != hostapi.Began {
 			stops = append(stops, *m.Event)
 		}
 	})
 	require.NoError(t, err, "a forced stop is a completed stop")
 	require.Len(t, stops, 1)
-	assert.Equal(t, apply.Succeeded, stops[0].Phase)
-	assert.Equal(t, runtime.Killed, stops[0].Result.Outcome)
+	assert.Equal(t, hostapi.Succeeded, stops[0].Phase)
+	assert.Equal(t, string(runtime.Killed), stops[0].Result.Outcome)
+	require.NotNil(t, stops[0].Result.Cleanup)
+	var cleanup *runtime.CleanupError
+	require.ErrorAs(t, stops[0].Result.Cleanup.Err(), &cleanup, "its type back")
 	var ltt *runtime.LocalTerminationTimeout
-	require.ErrorAs(t, stops[0].Result.Cleanup, &ltt)
+	require.ErrorAs(t, cleanup, &ltt)
 	assert.Equal(t, "db", ltt.Plugin)
 	assert.Equal(t, 100*time.Millisecond, ltt.Window)
 	st, err := c.Status(ctx)
 	require.NoError(t, err)
 	for _, r := range st.Plugins {
-		assert.Equal(t, plan.Running, r.Status, "%s came back", r.Name)
+		assert.Equal(t, string(plan.Running), r.Status, "%s came back", r.Name)
 		if r.Name == "db" {
 			require.NotNil(t, r.LastStop)
 			assert.Equal(t, "Killed", r.LastStop.Outcome)
@@ -96,11 +76,15 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	}
 
 	// A stale plan.
-	src := source(t, dir, twoSleeps)
-	saved, err := c.Plan(ctx, src)
+	src := wire(t, dir, twoSleeps)
+	raw, err := c.Plan(ctx, src)
 	require.NoError(t, err)
+	var saved plan.Plan
+	require.NoError(t, json.Unmarshal(raw, &saved))
 	saved.State = (&plan.State{}).Digest() // made when nothing ran
-	err = c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: saved}, nil)
+	raw, err = json.Marshal(saved)
+	require.NoError(t, err)
+	err = c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: raw}, nil)
 	var stale *hostapi.StaleError
 	require.ErrorAs(t, err, &stale)
 	assert.Equal(t, "the running state changed since the plan was made", stale.Reason)
@@ -109,10 +93,10 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	slow := "name: shop\nplugins:\n  slow:\n    command: [sleep, '60']\n    ready: {exec: [sleep, '0.5'], timeout: 10 seconds}\n"
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, nil))
+		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, slow), Holder: "the first"}, nil))
 	})
 	require.Eventually(t, func() bool { return h.Status().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
-	err = c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, nil)
+	err = c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, slow), Holder: "the second"}, nil)
 	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)
 	assert.Equal(t, "the first", locked.Holder)

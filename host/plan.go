@@ -2,9 +2,7 @@ package host
 
 import (
 	"errors"
-	"net/http"
 
-	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -20,18 +18,5 @@ func (h *Host) Plan(src plan.Source) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plan.Diff(desired, h.Status().State())
-}
-
-func (h *Host) servePlan(w http.ResponseWriter, r *http.Request) {
-	var req hostapi.PlanRequest
-	if !readJSON(w, r, &req) {
-		return
-	}
-	p, err := h.Plan(req.Source)
-	if err != nil {
-		writeError(w, statusFor(err), hostapi.Encode(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	return plan.Diff(desired, h.State())
 }

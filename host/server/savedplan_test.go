@@ -1,9 +1,10 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,7 @@ func TestEditedPlanRefused(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	c := serve(t, h)
 	ctx := context.Background()
-	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: source(t, dir, twoSleeps)}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, twoSleeps)}, nil))
 	before := h.Status()
 
 	src := source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n  api: {command: [sleep, '60'], uses: [db]}\n")
@@ -45,7 +46,7 @@ func TestEditedPlanRefused(t *testing.T) {
 			edited := clonePlan(t, saved)
 			edit(edited)
 			var events []hostapi.Message
-			err := c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: edited}, func(m hostapi.Message) { events = append(events, m) })
+			err := c.Apply(ctx, hostapi.ApplyRequest{Source: hostapi.Source(src), Plan: raw(t, edited)}, func(m hostapi.Message) { events = append(events, m) })
 			var bad *plan.CheckError
 			require.ErrorAs(t, err, &bad)
 			assert.Contains(t, err.Error(), "bad plan: step ")
@@ -57,15 +58,15 @@ func TestEditedPlanRefused(t *testing.T) {
 			require.NoError(t, err, "the host serves on")
 			require.Len(t, after.Plugins, 2)
 			for i, r := range after.Plugins {
-				assert.Equal(t, plan.Running, r.Status, r.Name)
+				assert.Equal(t, string(plan.Running), r.Status, r.Name)
 				assert.Equal(t, before.Plugins[i].Instance, r.Instance, "%s was not touched", r.Name)
 			}
 		})
 	}
 
 	// The plan as saved is carried out.
-	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: src, Plan: saved}, nil))
-	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: hostapi.Source(src), Plan: raw(t, saved)}, nil))
+	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h.Status()))
 }
 
 func clonePlan(t *testing.T, p *plan.Plan) *plan.Plan {
@@ -77,4 +78,12 @@ func clonePlan(t *testing.T, p *plan.Plan) *plan.Plan {
 		out.Steps = append(out.Steps, s)
 	}
 	return &out
+}
+
+// raw is p's JSON, as a saved plan crosses the API.
+func raw(t *testing.T, p *plan.Plan) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	return b
 }

@@ -1,24 +1,23 @@
-package host
+package server
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/httpapi"
 )
 
 // route dispatches on the path's segments, each unescaped; a plugin's
-// name in the path must be one (spec's rule), so it never names a file
+// name in the path must be one (host.CheckName), so it never names a file
 // outside the state dir.
-func (h *Host) route(w http.ResponseWriter, r *http.Request) {
+func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/metrics" {
-		method(w, r, http.MethodGet, h.metrics.handler().ServeHTTP)
+		method(w, r, http.MethodGet, s.metricsHandler().ServeHTTP)
 		return
 	}
-	seg, err := segments(r.URL.EscapedPath())
+	seg, err := httpapi.Segments(r)
 	if err != nil || len(seg) < 2 || seg[0] != "v1" {
 		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 		return
@@ -26,8 +25,8 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	method := func(m string, serve http.HandlerFunc) { method(w, r, m, serve) }
 	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if err := checkName(seg[2]); err != nil {
-				writeError(w, statusFor(err), hostapi.Encode(err))
+			if err := host.CheckName(seg[2]); err != nil {
+				writeFailure(w, err)
 				return
 			}
 			r.SetPathValue("plugin", seg[2])
@@ -36,24 +35,21 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rest := seg[1:]; {
 	case len(rest) == 1 && rest[0] == "status" && r.URL.Query().Get("watch") == "1":
-		method(http.MethodGet, h.serveWatch)
+		method(http.MethodGet, s.serveWatch)
 	case len(rest) == 1 && rest[0] == "status":
-		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.Status()) })
+		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.h.Status()) })
 	case len(rest) == 1 && rest[0] == "apply":
-		method(http.MethodPost, h.streaming(checkApply, func(ctx context.Context, req hostapi.ApplyRequest, events func(hostapi.Message)) error {
-			_, err := h.Apply(ctx, req, events)
-			return err
-		}))
+		method(http.MethodPost, s.streaming(checkApply, s.apply))
 	case len(rest) == 1 && rest[0] == "restart":
-		method(http.MethodPost, h.streaming(checkRestart, h.Restart))
+		method(http.MethodPost, s.streaming(checkRestart, s.h.Restart))
 	case len(rest) == 1 && rest[0] == "down":
-		method(http.MethodPost, h.streaming(checkDown, h.Down))
+		method(http.MethodPost, s.streaming(checkDown, s.h.Down))
 	case len(rest) == 1 && rest[0] == "plan":
-		method(http.MethodPost, h.servePlan)
+		method(http.MethodPost, s.servePlan)
 	case len(rest) == 2 && rest[0] == "logs":
-		method(http.MethodGet, plugin(h.serveLogs))
+		method(http.MethodGet, plugin(s.serveLogs))
 	case len(rest) == 2 && rest[0] == "leader":
-		method(http.MethodGet, plugin(h.serveLeader))
+		method(http.MethodGet, plugin(s.serveLeader))
 	default:
 		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.EscapedPath())})
 	}
@@ -61,23 +57,19 @@ func (h *Host) route(w http.ResponseWriter, r *http.Request) {
 
 // method serves r with serve when it has method m, else answers 405.
 func method(w http.ResponseWriter, r *http.Request, m string, serve http.HandlerFunc) {
-	if r.Method != m {
-		w.Header().Set("Allow", m)
+	if !httpapi.Method(w, r, m) {
 		writeError(w, http.StatusMethodNotAllowed, hostapi.ErrorBody{Error: fmt.Sprintf("%s %s: want %s", r.Method, r.URL.EscapedPath(), m)})
 		return
 	}
 	serve(w, r)
 }
 
-// segments splits an escaped path into its unescaped segments.
-func segments(escaped string) ([]string, error) {
-	parts := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
-	for i, p := range parts {
-		u, err := url.PathUnescape(p)
-		if err != nil {
-			return nil, err
-		}
-		parts[i] = u
+// serveLeader answers GET /v1/leader/{plugin}.
+func (s *server) serveLeader(w http.ResponseWriter, r *http.Request) {
+	info, err := s.h.Leader(r.Context(), r.PathValue("plugin"))
+	if err != nil {
+		writeFailure(w, err)
+		return
 	}
-	return parts, nil
+	writeJSON(w, http.StatusOK, info)
 }

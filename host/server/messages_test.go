@@ -1,4 +1,4 @@
-package hostapi
+package server
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
@@ -22,7 +23,8 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/messages.golden")
 
 // TestMessagesAreStable: the requests of the host's API and the messages
-// of an apply's stream, with every field set, marshal to the bytes of
+// of an apply's stream, with every field set, as the server makes them of
+// the host's plans, events and errors, marshal to the bytes of
 // testdata/messages.golden: a graft of another version reads them.
 func TestMessagesAreStable(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -50,23 +52,26 @@ func TestMessagesAreStable(t *testing.T) {
 		&runtime.RemoteForced{Plugin: "api", Instance: "shop.api", Generation: 4, Runner: "edge"})}
 	started := &runtime.StartError{Plugin: "api", Reason: "exited before it was ready", Exit: runtime.Exit{Code: 2, Outcome: runtime.Exited, Tail: []string{"boom"}, At: at}}
 	step := p.Steps[1]
+	planJSON, err := json.Marshal(p)
+	require.NoError(t, err)
+	event := func(e apply.Event) *hostapi.Event { ev := eventOf(e); return &ev }
 	bodies := []struct {
 		name string
 		v    any
 	}{
-		{"ApplyRequest", ApplyRequest{Source: src, Plan: p, Restart: []string{"api"}, Once: true, Parallelism: 3, LockWait: 1000, Holder: "ci"}},
-		{"ApplyRequest/least", ApplyRequest{}},
-		{"PlanRequest", PlanRequest{Source: src}},
-		{"Message/plan", Message{Type: MsgPlan, Plan: p}},
-		{"Message/began", Message{Type: MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Began, At: at}}},
-		{"Message/forced", Message{Type: MsgEvent, Event: &apply.Event{Step: step, Phase: apply.Succeeded, Took: 1500 * time.Millisecond, At: at,
-			Result: apply.Result{Outcome: runtime.Killed, Identity: runtime.Identity{ID: "u1", Generation: 1}, PID: 7, Cleanup: forced}}}},
-		{"Message/failed", Message{Type: MsgEvent, Event: &apply.Event{Step: p.Steps[2], Phase: apply.Failed, Error: started.Error(), Took: time.Second, At: at}}},
-		{"Message/done", Message{Type: MsgDone,
+		{"ApplyRequest", hostapi.ApplyRequest{Source: hostapi.Source(src), Plan: planJSON, Restart: []string{"api"}, Once: true, Parallelism: 3, LockWait: 1000, Holder: "ci"}},
+		{"ApplyRequest/least", hostapi.ApplyRequest{}},
+		{"PlanRequest", hostapi.PlanRequest{Source: hostapi.Source(src)}},
+		{"Message/plan", hostapi.Message{Type: hostapi.MsgPlan, Plan: planJSON}},
+		{"Message/began", hostapi.Message{Type: hostapi.MsgEvent, Event: event(apply.Event{Step: step, Phase: apply.Began, At: at})}},
+		{"Message/forced", hostapi.Message{Type: hostapi.MsgEvent, Event: event(apply.Event{Step: step, Phase: apply.Succeeded, Took: 1500 * time.Millisecond, At: at,
+			Result: apply.Result{Outcome: runtime.Killed, Identity: runtime.Identity{ID: "u1", Generation: 1}, PID: 7, Cleanup: forced}})}},
+		{"Message/failed", hostapi.Message{Type: hostapi.MsgEvent, Event: event(apply.Event{Step: p.Steps[2], Phase: apply.Failed, Error: started.Error(), Took: time.Second, At: at})}},
+		{"Message/done", hostapi.Message{Type: hostapi.MsgDone,
 			Errors:   []string{"a", "b", "c", "d", "e", "f"},
-			Failures: []ErrorBody{Encode(&apply.StepError{Step: step, Err: unconfirmed}), Encode(started), Encode(&StaleError{Reason: "moved"}), Encode(&NothingAppliedError{}), Encode(apply.ErrCancelled), Encode(&plan.CheckError{Step: "stop:x", Reason: "bad"})}}},
-		{"Message/done/least", Message{Type: MsgDone}},
-		{"LeaderInfo", LeaderInfo{Plugin: "kv", Instance: "shop.kv", Backend: "etcd", Dir: "/d", Endpoints: []string{"http://127.0.0.1:2379"}, Key: "/graft/elect/shop.kv/",
+			Failures: []hostapi.ErrorBody{encode(&apply.StepError{Step: step, Err: unconfirmed}), encode(started), encode(&hostapi.StaleError{Reason: "moved"}), encode(&hostapi.NothingAppliedError{}), encode(apply.ErrCancelled), encode(&plan.CheckError{Step: "stop:x", Reason: "bad"})}}},
+		{"Message/done/least", hostapi.Message{Type: hostapi.MsgDone}},
+		{"LeaderInfo", hostapi.LeaderInfo{Plugin: "kv", Instance: "shop.kv", Backend: "etcd", Dir: "/d", Endpoints: []string{"http://127.0.0.1:2379"}, Key: "/graft/elect/shop.kv/",
 			Holder: "h1", Address: "10.0.0.1:9", Epoch: 3, RenewCount: 9, Released: true, AgeMillis: 10, TTLMillis: 15000, Role: "leader", HostID: "h1"}},
 	}
 	var b bytes.Buffer

@@ -1,13 +1,14 @@
-package host
+package server
 
 import (
-	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/spec"
-
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/spec"
 )
 
 // The checks of the control API's requests, after decoding: what they
@@ -47,7 +48,7 @@ func checkRestart(req *hostapi.ApplyRequest) error {
 	if len(req.Restart) == 0 {
 		return errors.New("a restart names the plugins to restart")
 	}
-	if !req.Source.IsZero() || req.Plan != nil {
+	if !noSource(req) {
 		return errors.New("a restart carries no source or plan: it restarts plugins of the last applied spec")
 	}
 	return checkNames(req.Restart)
@@ -66,8 +67,16 @@ func checkNames(names []string) error {
 // checkDown: a down stops every plugin; it carries no spec and names
 // none.
 func checkDown(req *hostapi.ApplyRequest) error {
-	if !req.Source.IsZero() || req.Plan != nil || len(req.Restart) > 0 {
+	if !noSource(req) || len(req.Restart) > 0 {
 		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
 	}
 	return nil
+}
+
+// noSource reports whether req carries neither a source nor a plan.
+func noSource(req *hostapi.ApplyRequest) bool {
+	src := req.Source
+	plan := bytes.TrimSpace(req.Plan)
+	return src.File == "" && src.Dir == "" && src.YAML == "" && src.DigestKey == "" && len(src.Vars) == 0 &&
+		(len(plan) == 0 || string(plan) == "null")
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 )
@@ -36,7 +37,7 @@ func TestWatchStatus(t *testing.T) {
 		for {
 			select {
 			case st := <-got:
-				if cond(statusesOf(st)) {
+				if cond(statuses(st)) {
 					return st
 				}
 			case err := <-ended:
@@ -48,7 +49,7 @@ func TestWatchStatus(t *testing.T) {
 	}
 	until("no plugins", func(s map[string]plan.Status) bool { return len(s) == 0 })
 
-	_, err := h.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, nil)
+	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, host.Report{})
 	require.NoError(t, err)
 	st := until("both running", func(s map[string]plan.Status) bool { return s["db"] == plan.Running && s["api"] == plan.Running })
 	var db int
@@ -69,27 +70,4 @@ func TestWatchStatus(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("graft down does not end the watch")
 	}
-}
-
-// TestChangesWakeEveryWaiter: a change closes the channel every waiter
-// got, and a later wait gets a new one, open until the next change.
-func TestChangesWakeEveryWaiter(t *testing.T) {
-	var c changes
-	a, b := c.wait(), c.wait()
-	c.notify()
-	for _, ch := range []<-chan struct{}{a, b} {
-		select {
-		case <-ch:
-		default:
-			t.Fatal("a waiter was not woken")
-		}
-	}
-	next := c.wait()
-	select {
-	case <-next:
-		t.Fatal("a wait after the change is woken before the next one")
-	default:
-	}
-	c.notify()
-	<-next
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"bufio"
@@ -21,12 +21,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/plan"
-	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
 
@@ -35,7 +35,7 @@ const tcpToken = "host-test-token"
 // netHost is a host serving its socket and a TCP listener on loopback,
 // for the test's life.
 type netHost struct {
-	h    *Host
+	h    *host.Host
 	dir  string // the state dir
 	addr string // the TCP listener's host:port
 	log  *runtimetest.Recorder
@@ -49,15 +49,10 @@ func serveNet(t *testing.T, limits guard.Limits) *netHost {
 	addr := ln.Addr().String()
 	ln.Close()
 	n := &netHost{dir: filepath.Join(t.TempDir(), ".graft"), addr: addr, log: runtimetest.NewRecorder()}
-	n.h, err = Open(n.dir, Options{
-		Logger: slog.New(slog.NewTextHandler(n.log, nil)),
-		Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond},
-		TCP:    TCP{Addr: "tcp://" + addr, Token: tcpToken},
-		Limits: limits,
-	})
+	n.h, err = host.Open(n.dir, host.Options{Logger: slog.New(slog.NewTextHandler(n.log, nil)), Timing: timing, Limits: limits})
 	require.NoError(t, err)
 	t.Cleanup(func() { n.h.Shutdown(context.Background()) })
-	n.unix = serve(t, n.h)
+	n.unix = serveWith(t, n.h, Options{TCP: TCP{Addr: "tcp://" + addr, Token: tcpToken}, Limits: limits})
 	return n
 }
 
@@ -103,8 +98,7 @@ func (n *netHost) raw(t *testing.T, tcp, auth bool, method, path, body string, h
 func TestTCPNeedsAToken(t *testing.T) {
 	h := open(t, filepath.Join(t.TempDir(), ".graft"))
 	defer h.Shutdown(context.Background())
-	h.opt.TCP = TCP{Addr: "tcp://127.0.0.1:0"}
-	err := h.Serve(context.Background(), func() { t.Error("it listened") })
+	err := Serve(context.Background(), h, Options{TCP: TCP{Addr: "tcp://127.0.0.1:0"}}, func() { t.Error("it listened") })
 	var need *guard.TokenRequiredError
 	require.ErrorAs(t, err, &need)
 	assert.EqualError(t, err, "graft host --listen tcp://127.0.0.1:0: a TCP listener requires a token, loopback included: --token-file FILE")
@@ -138,7 +132,7 @@ const sleeper = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n"
 func TestAPIRefusals(t *testing.T) {
 	n := serveNet(t, guard.Limits{})
 	dir := filepath.Dir(n.dir)
-	require.NoError(t, n.unix.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	require.NoError(t, n.unix.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(t, dir, sleeper)}, nil))
 	src, err := json.Marshal(source(t, dir, sleeper))
 	require.NoError(t, err)
 	jsonType := []string{"Content-Type", "application/json"}
@@ -183,7 +177,7 @@ func TestAPIRefusals(t *testing.T) {
 			assert.Contains(t, eb.Error, c.want, c.name)
 		}
 	}
-	assert.Equal(t, map[string]plan.Status{"db": plan.Running}, statuses(n.h), "nothing stopped")
+	assert.Equal(t, map[string]plan.Status{"db": plan.Running}, statuses(n.h.Status()), "nothing stopped")
 
 	// What graft's clients send still works, on both listeners.
 	st, err := n.unix.Status(context.Background())
@@ -192,7 +186,7 @@ func TestAPIRefusals(t *testing.T) {
 	tc, err := hostapi.NewTCPClient("tcp://"+n.addr, tcpToken, nil)
 	require.NoError(t, err)
 	defer tc.Close()
-	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: source(t, dir, sleeper)}, nil))
+	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(t, dir, sleeper)}, nil))
 	require.NoError(t, tc.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"db"}}, nil))
 	_, err = tc.Leader(context.Background(), "db")
 	var hint interface{ Hint() string }
@@ -286,7 +280,7 @@ func TestSlowClientsCutOff(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]plan.Status{}, statuses(n.h))
+	assert.Equal(t, map[string]plan.Status{}, statuses(n.h.Status()))
 	_, err = n.unix.Status(context.Background())
 	assert.NoError(t, err, "the host is still there")
 }
@@ -306,7 +300,7 @@ func TestSocketDirOfAnotherUser(t *testing.T) {
 
 	h := open(t, deep)
 	defer h.Shutdown(context.Background())
-	err := h.Serve(context.Background(), func() { t.Error("it listened") })
+	err := Serve(context.Background(), h, Options{}, func() { t.Error("it listened") })
 	var de *privsock.DirError
 	require.ErrorAs(t, err, &de)
 	assert.Equal(t, theirs, de.Dir)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"bufio"
@@ -20,7 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/plan"
 )
 
@@ -31,12 +33,12 @@ import (
 // plugin are not sent: the fuzzer's commands are not run.
 func FuzzAPI(f *testing.F) {
 	dir := f.TempDir()
-	h, err := Open(filepath.Join(dir, ".graft"), Options{Logger: slog.New(slog.DiscardHandler)})
+	h, err := host.Open(filepath.Join(dir, ".graft"), host.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(f, err)
 	f.Cleanup(func() { h.Shutdown(context.Background()) })
-	api := h.api("")
+	api := (&server{h: h, log: h.Log()}).api("")
 
-	src, _ := json.Marshal(hostapi.ApplyRequest{Source: plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: "name: shop\nplugins: {}\n"}, Holder: "fuzz"})
+	src, _ := json.Marshal(hostapi.ApplyRequest{Source: hostapi.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: "name: shop\nplugins: {}\n"}, Holder: "fuzz"})
 	for _, seed := range []struct {
 		method, path, ctype string
 		body                string
@@ -76,7 +78,7 @@ func FuzzAPI(f *testing.F) {
 			req.Header.Set("Content-Type", ctype)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		seg, _ := segments(u.EscapedPath())
+		seg, _ := httpapi.Split(u.EscapedPath())
 		watch := method == http.MethodGet && slices.Equal(seg, []string{"v1", "status"}) && u.Query().Get("watch") == "1"
 		if watch { // a watch of the status goes on until its client goes
 			ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -99,7 +101,7 @@ func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.Res
 		}
 		if watch { // statuses, one a line, and no end
 			sc := bufio.NewScanner(w.Body)
-			sc.Buffer(nil, maxBody)
+			sc.Buffer(nil, hostapi.MaxBody)
 			for sc.Scan() {
 				var st hostapi.Status
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &st), "%s %s: %s", method, path, sc.Bytes())
@@ -109,7 +111,7 @@ func checkAnswer(t *testing.T, method, path string, body []byte, w *httptest.Res
 		// A stream: JSON messages, the last one its end.
 		var last hostapi.Message
 		sc := bufio.NewScanner(w.Body)
-		sc.Buffer(nil, maxBody)
+		sc.Buffer(nil, hostapi.MaxBody)
 		for sc.Scan() {
 			require.NoError(t, json.Unmarshal(sc.Bytes(), &last), "%s %s %q: %s", method, path, body, sc.Bytes())
 		}
@@ -146,12 +148,14 @@ func startsSomething(body []byte) bool {
 	if json.Unmarshal(body, &req) != nil {
 		return false
 	}
-	if req.Plan != nil && len(req.Plan.Steps) > 0 {
+	var p struct{ Steps []json.RawMessage }
+	if json.Unmarshal(req.Plan, &p) == nil && len(p.Steps) > 0 {
 		return true
 	}
 	if req.Source.YAML == "" {
 		return false
 	}
-	s, err := req.Source.Spec() // as the host reads it
+	src := plan.Source(req.Source)
+	s, err := src.Spec() // as the host reads it
 	return err == nil && len(s.Plugins) > 0
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package host
+package server
 
 import (
 	"context"
@@ -20,38 +20,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/statedir"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
-
-// TestHostLogRotates: a background host's own log rotates like a plugin's,
-// and what the process writes to its stdout and stderr itself, a panic
-// included, lands in the current file.
-func TestHostLogRotates(t *testing.T) {
-	dir := t.TempDir()
-	c := startChild(t, "hostlog", "HOST_TEST_DIR="+dir)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the child did not end: %s", c.log)
-	}
-	assert.Equal(t, 2, c.cmd.ProcessState.ExitCode(), "it panicked")
-	assert.NotContains(t, c.log.String(), "panic", "its stderr is host.log")
-
-	current := filepath.Join(dir, hostapi.HostLog)
-	b, err := os.ReadFile(current)
-	require.NoError(t, err)
-	assert.Contains(t, string(b), "printed to stdout")
-	assert.Contains(t, string(b), "panic: the host's own panic")
-	for _, name := range []string{current + ".1", current + ".2", current + ".3"} {
-		fi, err := os.Stat(name)
-		require.NoError(t, err, "rotated")
-		assert.LessOrEqual(t, fi.Size(), int64(4096))
-	}
-	assert.NoFileExists(t, current+".4")
-	b, err = os.ReadFile(current + ".1")
-	require.NoError(t, err)
-	assert.Contains(t, string(b), "a line of the host's log")
-}
 
 // TestFullDisk: with its state dir on a small file system that a plugin's
 // output fills, a host keeps working. The log stops at the reserve, with
@@ -66,20 +38,20 @@ func TestHostLogRotates(t *testing.T) {
 // reaches that file system through /proc/PID/root.
 func TestFullDisk(t *testing.T) {
 	dir := t.TempDir()
-	c := startChild(t, "tmpfs-host", "HOST_TEST_DIR="+dir, "HOST_TEST_TMPFS=2m")
-	c.state = filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "root", dir)
-	require.Equal(t, "ready <nil>", c.say(t, "open"), "a host on a tmpfs in a mount namespace of its own: %s", c.log)
-	cl, err := hostapi.NewClient(c.state)
+	c := testsupport.StartChild(t, roleEnv, "tmpfs-host", "HOST_TEST_DIR="+dir, "HOST_TEST_TMPFS=2m")
+	c.State = filepath.Join("/proc", strconv.Itoa(c.Cmd.Process.Pid), "root", dir)
+	require.Equal(t, "ready <nil>", c.Say(t, "open"), "a host on a tmpfs in a mount namespace of its own: %s", c.Log)
+	cl, err := hostapi.NewClient(c.State)
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx := context.Background()
 
 	src := t.TempDir()
-	spec := func(quiet string) plan.Source { return source(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
+	spec := func(quiet string) hostapi.Source { return wire(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
 	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("60")}, nil))
 
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.
-	logPath := filepath.Join(c.state, "logs", "noisy.log")
+	logPath := filepath.Join(c.State, "logs", "noisy.log")
 	inFile := logStopsAtReserve(t, c, logPath)
 
 	// The plugin is not blocked: its output still flows, past what the
@@ -93,25 +65,25 @@ func TestFullDisk(t *testing.T) {
 
 	// Full to the last byte: an apply fails, naming the file, and the last
 	// good spec is kept, whole, and keeps running.
-	fill(t, filepath.Join(c.state, "filler"))
+	fill(t, filepath.Join(c.State, "filler"))
 	err = cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("62")}, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "record the applied spec: write "+filepath.Join(dir, appliedFile)+": no space left on device")
+	assert.Contains(t, err.Error(), "record the applied spec: write "+filepath.Join(dir, statedir.Applied)+": no space left on device")
 	kept := keptSpec(t, c)
 	assert.Contains(t, kept, "sleep, '61'")
-	good := spec("61")
+	good := plan.Source(spec("61"))
 	want, err := good.Spec()
 	require.NoError(t, err)
 	assertRunsBoth(t, cl, want.Digest(), "the host runs the last good spec")
-	appliedBefore, err := os.Stat(filepath.Join(c.state, appliedFile))
+	appliedBefore, err := os.Stat(filepath.Join(c.State, statedir.Applied))
 	require.NoError(t, err)
 
 	// A host started again on the full disk runs it again, writing none
 	// of what it has.
-	require.Equal(t, "closed", c.say(t, "close"))
-	require.Equal(t, "ready <nil>", c.say(t, "open"), "%s", c.log)
+	require.Equal(t, "closed", c.Say(t, "close"))
+	require.Equal(t, "ready <nil>", c.Say(t, "open"), "%s", c.Log)
 	assertRunsBoth(t, cl, want.Digest(), "the host started again runs the last good spec")
-	appliedAfter, err := os.Stat(filepath.Join(c.state, appliedFile))
+	appliedAfter, err := os.Stat(filepath.Join(c.State, statedir.Applied))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(appliedBefore, appliedAfter))
 	assert.Equal(t, appliedBefore.ModTime(), appliedAfter.ModTime())
@@ -123,12 +95,12 @@ func TestFullDisk(t *testing.T) {
 	// Room again (the operator empties the log, and removes the filler):
 	// the log says what it left out, and writes again.
 	require.NoError(t, os.Truncate(logPath, 0))
-	require.NoError(t, os.Remove(filepath.Join(c.state, "filler")))
+	require.NoError(t, os.Remove(filepath.Join(c.State, "filler")))
 	eventually(t, func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "[graft: room again on this disk: ")
 	}, "the log resumes", c, logPath)
-	require.Equal(t, "closed", c.say(t, "close"))
+	require.Equal(t, "closed", c.Say(t, "close"))
 }
 
 // noisySpec is TestFullDisk's spec: noisy writes lines as fast as it can,
@@ -142,7 +114,7 @@ plugins:
 // logStopsAtReserve waits until the log at logPath stops at the reserve
 // (1%: 20 KiB) of c's file system, and checks that it stays stopped, with
 // one notice, and leaves room for the state. It returns what the log holds.
-func logStopsAtReserve(t *testing.T, c *child, logPath string) string {
+func logStopsAtReserve(t *testing.T, c *testsupport.Child, logPath string) string {
 	t.Helper()
 	const notice = "[graft: less than 20.5 KiB free on this disk: output is not written to this file until there is room again]"
 	eventually(t, func() bool {
@@ -154,7 +126,7 @@ func logStopsAtReserve(t *testing.T, c *child, logPath string) string {
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(string(b), "[graft: "), "one notice")
 	var fs unix.Statfs_t
-	require.NoError(t, unix.Statfs(c.state, &fs))
+	require.NoError(t, unix.Statfs(c.State, &fs))
 	assert.GreaterOrEqual(t, int64(fs.Bavail)*fs.Bsize, int64(8<<10), "room is left for the state")
 	return string(b)
 }
@@ -175,43 +147,35 @@ func assertRunsBoth(t *testing.T, cl *hostapi.Client, want, msg string) {
 	t.Helper()
 	st, err := cl.Status(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, map[string]plan.Status{"noisy": plan.Running, "quiet": plan.Running}, statusesOf(st))
+	assert.Equal(t, map[string]plan.Status{"noisy": plan.Running, "quiet": plan.Running}, statuses(st))
 	assert.Equal(t, want, st.Host.Spec, msg)
 }
 
 // eventually waits up to 30 seconds for cond, and fails the test saying
 // what it waited for, the free space, the end of the log and the host's own
 // log.
-func eventually(t *testing.T, cond func() bool, what string, c *child, logPath string) {
+func eventually(t *testing.T, cond func() bool, what string, c *testsupport.Child, logPath string) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			var fs unix.Statfs_t
-			unix.Statfs(c.state, &fs)
+			unix.Statfs(c.State, &fs)
 			b, _ := os.ReadFile(logPath)
 			head, tail := b[:min(len(b), 300)], b[max(0, len(b)-300):]
 			t.Fatalf("%s: not within 30s; %d bytes free; the log, of %d bytes, begins %q and ends %q; the host's log:\n%s",
-				what, int64(fs.Bavail)*fs.Bsize, len(b), head, tail, c.log)
+				what, int64(fs.Bavail)*fs.Bsize, len(b), head, tail, c.Log)
 		}
 	}
 }
 
 // keptSpec is the YAML of the applied.json of c's state dir.
-func keptSpec(t *testing.T, c *child) string {
+func keptSpec(t *testing.T, c *testsupport.Child) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.state, appliedFile))
+	b, err := os.ReadFile(filepath.Join(c.State, statedir.Applied))
 	require.NoError(t, err)
-	var a applied
+	var a struct{ Source plan.Source }
 	require.NoError(t, json.Unmarshal(b, &a), "applied.json is whole")
 	return a.Source.YAML
-}
-
-func statusesOf(st *hostapi.Status) map[string]plan.Status {
-	out := map[string]plan.Status{}
-	for _, r := range st.Plugins {
-		out[r.Name] = r.Status
-	}
-	return out
 }
 
 var numberRE = regexp.MustCompile(`noisy line (\d+) `)

@@ -1,6 +1,7 @@
-package hostapi
+package server
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -9,22 +10,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 )
 
 // TestUnconfirmedOverTheWire: an unconfirmed stop crosses the wire as a
 // *runtime.CleanupError whose cause is a *runtime.RemoteTerminationUnconfirmed,
-// in the *apply.StepError of its step, with its hint.
+// in the *hostapi.StepError of its step, with its hint.
 func TestUnconfirmedOverTheWire(t *testing.T) {
 	cause := &runtime.RemoteTerminationUnconfirmed{Plugin: "writer", Instance: "shop.writer", Generation: 4, Runner: "edge", Cause: errors.New("no confirmation within 25s")}
 	failure := &apply.StepError{
 		Step: plan.Step{ID: "stop:writer", Op: plan.OpStop, Plugin: "writer"},
 		Err:  &runtime.CleanupError{Plugin: "writer", Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil, cause)},
 	}
-	done := Message{Type: MsgDone, Errors: []string{failure.Error()}, Failures: []ErrorBody{Encode(failure)}}
-	err := done.err()
-	var step *apply.StepError
+	err := crossed(t, encode(failure))
+	var step *hostapi.StepError
 	require.ErrorAs(t, err, &step)
 	assert.Equal(t, "stop:writer", step.Step.ID)
 	var cleanup *runtime.CleanupError
@@ -41,6 +42,16 @@ func TestUnconfirmedOverTheWire(t *testing.T) {
 	assert.Contains(t, hint.Hint(), "check runner edge")
 
 	// Cancelled applies too.
-	done = Message{Type: MsgDone, Failures: []ErrorBody{Encode(apply.ErrCancelled)}}
-	assert.ErrorIs(t, done.err(), apply.ErrCancelled)
+	assert.ErrorIs(t, crossed(t, encode(apply.ErrCancelled)), apply.ErrCancelled)
+}
+
+// crossed is the error of b as a client has it, once b crossed the API as
+// JSON.
+func crossed(t *testing.T, b hostapi.ErrorBody) error {
+	t.Helper()
+	j, err := json.Marshal(b)
+	require.NoError(t, err)
+	var back hostapi.ErrorBody
+	require.NoError(t, json.Unmarshal(j, &back))
+	return back.Err()
 }

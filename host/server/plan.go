@@ -1,0 +1,23 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/plan"
+)
+
+// servePlan answers POST /v1/plan: the plan an apply of the request's
+// source would carry out now (host.Host.Plan).
+func (s *server) servePlan(w http.ResponseWriter, r *http.Request) {
+	var req hostapi.PlanRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	p, err := s.h.Plan(plan.Source(req.Source))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/graftland/graft/apply"
+	"github.com/graftland/graft/host"
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/errkind"
+	"github.com/graftland/graft/internal/httpapi"
+	"github.com/graftland/graft/plan"
+)
+
+// streaming is the handler of an apply-like request: it reads a
+// hostapi.ApplyRequest, checks it, runs it, and answers with its messages,
+// one JSON object a line, flushed as they come. A refusal before the apply
+// begins is an error answer instead.
+func (s *server) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx context.Context, req host.ApplyRequest, report host.Report) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var wire hostapi.ApplyRequest
+		if !readJSON(w, r, &wire) {
+			return
+		}
+		req, err := requestOf(wire)
+		if err == nil {
+			err = check(&wire)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
+			return
+		}
+		stream(w, func(report host.Report) error { return run(r.Context(), req, report) })
+	}
+}
+
+// apply is host.Host.Apply, as streaming runs it.
+func (s *server) apply(ctx context.Context, req host.ApplyRequest, report host.Report) error {
+	_, err := s.h.Apply(ctx, req, report)
+	return err
+}
+
+// requestOf is the host's request of the API's, checked as every
+// apply-like request is (checkCommon): its saved plan read as strictly as
+// the request itself.
+func requestOf(w hostapi.ApplyRequest) (host.ApplyRequest, error) {
+	if err := checkCommon(&w); err != nil {
+		return host.ApplyRequest{}, err
+	}
+	req := host.ApplyRequest{
+		Source:      plan.Source(w.Source),
+		Restart:     w.Restart,
+		Once:        w.Once,
+		Parallelism: w.Parallelism,
+		LockWait:    time.Duration(w.LockWait) * time.Millisecond,
+		Holder:      w.Holder,
+	}
+	if raw := bytes.TrimSpace(w.Plan); len(raw) > 0 && string(raw) != "null" {
+		req.Plan = new(plan.Plan)
+		if err := httpapi.Read(bytes.NewReader(raw), req.Plan); err != nil {
+			return host.ApplyRequest{}, err
+		}
+	}
+	return req, nil
+}
+
+// stream runs run, and answers with what it reports, one message a line:
+// the plan, the events of its steps, then the end with every error. An
+// error before anything was reported is an error answer.
+func stream(w http.ResponseWriter, run func(host.Report) error) {
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	began := false
+	send := func(m hostapi.Message) {
+		if !began {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			began = true
+		}
+		enc.Encode(m) // a client gone is noticed through the request's context
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	err := run(host.Report{
+		Plan: func(p *plan.Plan) {
+			b, _ := json.Marshal(p) // a plan always marshals
+			send(hostapi.Message{Type: hostapi.MsgPlan, Plan: b})
+		},
+		Event: func(e apply.Event) {
+			ev := eventOf(e)
+			send(hostapi.Message{Type: hostapi.MsgEvent, Event: &ev})
+		},
+	})
+	if !began {
+		writeFailure(w, err)
+		return
+	}
+	done := hostapi.Message{Type: hostapi.MsgDone}
+	for _, e := range errkind.List(err) {
+		done.Errors = append(done.Errors, e.Error())
+		done.Failures = append(done.Failures, encode(e))
+	}
+	send(done)
+}

@@ -1,0 +1,39 @@
+// Package statedir names the files and directories of graft's state dirs,
+// the host's and the runner's, each once (docs/state-dir.md,
+// docs/runner-api.md "The state dir").
+package statedir
+
+// The host's state dir.
+const (
+	HostLock  = "host.lock"    // held (flock) by the one host; holds its pid
+	Applied   = "applied.json" // the last applied spec
+	Completed = "completed.json"
+	Logs      = "logs"       // one rotated log per plugin
+	WasmCache = "wasm-cache" // compiled WebAssembly modules, by content
+	// Digests caches the content digests of the files specs name, by
+	// stat: the host's, and graft plan's and graft validate's, when they
+	// can trust it.
+	Digests   = "digests"
+	DigestKey = "digest.key" // the host's digest key, mode 0600
+	// Instances records each local process the host started, by its
+	// invocation id, from before its start until it is gone.
+	Instances  = "instances"
+	HostID     = "host-id"        // what tells two hosts of one machine apart
+	Socket     = "host.sock"      // the control socket, when its path is short enough
+	SocketLink = "host.sock.path" // else: the path of the socket, elsewhere
+	HostLog    = "host.log"       // the output of a host started in the background
+	// EmbeddedRunner and EmbeddedSocket are the state and the socket of
+	// the runner embedded in the host.
+	EmbeddedRunner = "runner"
+	EmbeddedSocket = "runner.sock"
+)
+
+// A runner's state dir.
+const (
+	RunnerLock = "runner.lock" // held (flock) by the one runner; holds its pid
+	Journal    = "journal"     // the generations and records, appended
+	// Generations and Records are the layout of older runners, folded
+	// into the journal at open.
+	Generations = "generations" // <escaped instance>: its last generation
+	Records     = "records"     // <escaped instance>.json: its process that may run
+)
