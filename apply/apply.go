@@ -312,7 +312,8 @@ func (r *runner) unbegun(order []plan.Step) error {
 	return &plan.CheckError{Reason: fmt.Sprintf("steps never began, waiting on steps that never ran: %s", strings.Join(never, ", "))}
 }
 
-// do runs one step and reports its outcome.
+// do runs one step, through its op's carrier (ops.go), and reports its
+// outcome.
 func (r *runner) do(ctx context.Context, s plan.Step) {
 	r.emit(Event{Step: s, Phase: Began})
 	began := time.Now()
@@ -320,20 +321,10 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 		res Result
 		err error
 	)
-	switch s.Op {
-	case plan.OpStop:
-		res, err = r.ex.Stop(ctx, s.Plugin)
-	case plan.OpStart:
-		reached := func(c spec.Condition) { r.reached <- milestone{id: s.ID, until: c} }
-		res, err = r.ex.Start(ctx, s.Plugin, r.until[s.ID], reached)
-	case plan.OpReload, plan.OpUpdate:
-		res, err = inPlace(ctx, r.ex, s)
-	default:
+	if carry, ok := carriers[s.Op]; ok {
+		res, err = carry(r, ctx, s)
+	} else {
 		err = fmt.Errorf("unknown op %q", s.Op)
-	}
-	if ce, ok := err.(*runtime.CleanupError); ok && s.Op == plan.OpStop && ce.Confirmed() {
-		// Forced, but gone: a completed stop, reported as a warning.
-		res.Outcome, res.Cleanup, err = ce.Outcome, ce, nil
 	}
 	e := Event{Step: s, Phase: Succeeded, Result: res, Took: time.Since(began)}
 	if err != nil {

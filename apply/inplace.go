@@ -21,14 +21,14 @@ type InPlace interface {
 	Update(ctx context.Context, plugin string) (Result, error)
 }
 
-// inPlace runs a reload or update step on ex, which must be an InPlace.
-func inPlace(ctx context.Context, ex Executor, s plan.Step) (Result, error) {
-	in, ok := ex.(InPlace)
-	if !ok {
-		return Result{}, fmt.Errorf("%s %s: this executor cannot change a plugin in place", s.Op, s.Plugin)
+// inPlace is the carrier of an op that method of InPlace carries out:
+// an executor that is not an InPlace fails the step.
+func inPlace(method func(InPlace, context.Context, string) (Result, error)) carrier {
+	return func(r *runner, ctx context.Context, s plan.Step) (Result, error) {
+		in, ok := r.ex.(InPlace)
+		if !ok {
+			return Result{}, fmt.Errorf("%s %s: this executor cannot change a plugin in place", s.Op, s.Plugin)
+		}
+		return method(in, ctx, s.Plugin)
 	}
-	if s.Op == plan.OpReload {
-		return in.Reload(ctx, s.Plugin)
-	}
-	return in.Update(ctx, s.Plugin)
 }

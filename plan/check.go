@@ -87,8 +87,8 @@ func (p *Plan) CheckSteps() error {
 			id = fmt.Sprintf("#%d", i+1)
 		}
 		switch {
-		case !slices.Contains([]Op{OpStop, OpStart, OpReload, OpUpdate}, s.Op):
-			return badPlan(id, "unknown op %q: want stop, start, reload or update", s.Op)
+		case opOf(s.Op) == nil:
+			return badPlan(id, "unknown op %q: want %s", s.Op, opChoice)
 		case s.Plugin == "":
 			return badPlan(id, "no plugin")
 		case s.ID != StepID(s.Op, s.Plugin):
@@ -178,12 +178,12 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 	}
 	ops := map[string][]Op{}
 	for _, s := range p.Steps {
-		switch {
-		case s.Op == OpStart && desired.Plugins[s.Plugin] == nil:
+		switch on := opOf(s.Op).on; { // CheckSteps has seen every op is known
+		case on == desiredPlugin && desired.Plugins[s.Plugin] == nil:
 			return badPlan(s.ID, "starts %s, which is not in the plan's spec (%s)", s.Plugin, desired.File)
-		case s.Op == OpStop && desired.Plugins[s.Plugin] == nil && !runs[s.Plugin]:
+		case on == knownPlugin && desired.Plugins[s.Plugin] == nil && !runs[s.Plugin]:
 			return badPlan(s.ID, "stops %s, which neither runs nor is in the plan's spec", s.Plugin)
-		case (s.Op == OpReload || s.Op == OpUpdate) && (desired.Plugins[s.Plugin] == nil || !runs[s.Plugin]):
+		case on == runningPlugin && (desired.Plugins[s.Plugin] == nil || !runs[s.Plugin]):
 			return badPlan(s.ID, "changes %s in place, which does not both run and stay in the plan's spec", s.Plugin)
 		}
 		ops[s.Plugin] = append(ops[s.Plugin], s.Op)
@@ -196,7 +196,7 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 			return badPlan("", "%s: the plugin has two changes", where)
 		case desired.Plugins[c.Plugin] == nil && !runs[c.Plugin]:
 			return badPlan("", "%s: the plugin neither runs nor is in the plan's spec", where)
-		case !slices.Contains(Actions, c.Action):
+		case actionOf(c.Action) == nil:
 			return badPlan("", "%s: unknown action %q", where, c.Action)
 		case !slices.Equal(stepsOf(c.Action), sortedOps(ops[c.Plugin])):
 			return badPlan("", "%s: a %s calls for %s, the plan has %s", where, c.Action, opList(stepsOf(c.Action)), opList(sortedOps(ops[c.Plugin])))
@@ -222,21 +222,7 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 }
 
 // stepsOf lists the steps an action calls for, stops first.
-func stepsOf(a Action) []Op {
-	switch a {
-	case Start:
-		return []Op{OpStart}
-	case Stop:
-		return []Op{OpStop}
-	case Replace, Restart:
-		return []Op{OpStop, OpStart}
-	case Reload:
-		return []Op{OpReload}
-	case Update:
-		return []Op{OpUpdate}
-	}
-	return nil
-}
+func stepsOf(a Action) []Op { return sortedOps(actionOf(a).ops) }
 
 func sortedOps(ops []Op) []Op {
 	out := slices.Clone(ops)

@@ -176,7 +176,7 @@ func unconfirmedReason(r *Record) string {
 // providers are decided already.
 func (d *differ) restart(i int) {
 	c := &d.changes[i]
-	if c.Action != Keep && c.Action != Reload && c.Action != Update {
+	if !actionOf(c.Action).keepsProcess() {
 		return
 	}
 	// The cause is the provider with the shortest chain, the first by name
@@ -184,7 +184,7 @@ func (d *differ) restart(i int) {
 	via := -1
 	for _, u := range d.uses[i] {
 		pc := &d.changes[u]
-		if !restarts(pc.Action) || d.newlyUsed(i, u) || !d.rerun(i, u) {
+		if actionOf(pc.Action).consumers != restartsConsumers || d.newlyUsed(i, u) || !d.rerun(i, u) {
 			continue
 		}
 		if via < 0 || len(pc.Cause) < len(d.changes[via].Cause) || len(pc.Cause) == len(d.changes[via].Cause) && u < via {
@@ -201,7 +201,7 @@ func (d *differ) restart(i int) {
 	}
 	root := &d.changes[d.index[c.Cause[len(c.Cause)-1]]]
 	c.Action = Restart
-	c.Reason = root.Plugin + " is " + past(root.Action)
+	c.Reason = root.Plugin + " is " + actionOf(root.Action).past
 	if len(c.Cause) > 2 {
 		c.Reason += " (through " + strings.Join(c.Cause[1:len(c.Cause)-1], " → ") + ")"
 	}
@@ -251,20 +251,6 @@ func (d *differ) topological() []int {
 		}
 	}
 	return order
-}
-
-func past(a Action) string {
-	switch a {
-	case Start:
-		return "started"
-	case Replace:
-		return "replaced"
-	case Restart:
-		return "restarted"
-	case Stop:
-		return "stopped"
-	}
-	return "kept"
 }
 
 // changedFields lists the fields whose digests differ. When a whole block
@@ -324,21 +310,9 @@ func firstLine(s string) string {
 	return s
 }
 
+// add counts a change of action a; an action no row has is not counted.
 func (s *Summary) add(a Action) {
-	switch a {
-	case Start:
-		s.Start++
-	case Stop:
-		s.Stop++
-	case Replace:
-		s.Replace++
-	case Restart:
-		s.Restart++
-	case Keep:
-		s.Keep++
-	case Reload:
-		s.Reload++
-	case Update:
-		s.Update++
+	if r := actionOf(a); r != nil {
+		*r.count(s)++
 	}
 }

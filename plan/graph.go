@@ -17,24 +17,19 @@ func StepID(op Op, plugin string) string { return string(op) + ":" + plugin }
 //   - stop X waits for stop C of every running consumer C of X, so
 //     consumers stop while X still serves them;
 //   - start X waits for start P of every desired provider P of X;
-//   - start X waits for stop X when X is replaced or restarted;
+//   - each step of X's action waits on the one before it (action.go):
+//     start X waits for stop X when X is replaced or restarted;
 //   - nothing else is ordered, so independent branches run side by side.
 //
-// It works on numbered plugins, stop of plugin i being node 2i and its
-// start 2i+1, since plans of ten thousand plugins are planned in CI.
+// It works on numbered plugins, the stop slot of plugin i being node 2i
+// and its start slot 2i+1 (each op takes one: action.go), since plans of
+// ten thousand plugins are planned in CI.
 func (d *differ) graph() ([]Step, [][]string, error) {
 	names := d.names
 	has := make([]bool, 2*len(names)) // has[node]: the plan has that step
 	for i := range names {
-		switch d.changes[i].Action {
-		case Stop:
-			has[stopNode(i)] = true
-		case Start:
-			has[startNode(i)] = true
-		case Replace, Restart:
-			has[stopNode(i)], has[startNode(i)] = true, true
-		case Reload, Update: // in place: its start node, with its own op
-			has[startNode(i)] = true
+		for _, o := range actionOf(d.changes[i].Action).ops {
+			has[node(i, o)] = true
 		}
 	}
 
@@ -56,11 +51,15 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 		if has[stopNode(i)] {
 			after[stopNode(i)] = d.nearestStops(i, consumers, has)
 		}
+		// Each step of the action waits on the one before it: a
+		// replacement never overlaps.
+		ops := actionOf(d.changes[i].Action).ops
+		for k := 1; k < len(ops); k++ {
+			n := node(i, ops[k])
+			after[n] = append(after[n], node(i, ops[k-1]))
+		}
 		if !has[startNode(i)] {
 			continue
-		}
-		if has[stopNode(i)] {
-			after[startNode(i)] = append(after[startNode(i)], stopNode(i))
 		}
 		// A provider with no start step is kept, and so are all of its own
 		// providers (else it would restart): direct edges are enough.
@@ -76,29 +75,15 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 	return waves(names, has, after, until, d.op)
 }
 
-// op is the operation of node n: a reload or an update takes the start
-// node of its plugin.
-func (d *differ) op(n int) Op {
-	if n%2 == 1 {
-		switch d.changes[n/2].Action {
-		case Reload:
-			return OpReload
-		case Update:
-			return OpUpdate
-		}
-	}
-	return nodeOp(n)
-}
+// op is the operation of node n: the op of its plugin's action that
+// takes its slot (a reload or an update takes the start node).
+func (d *differ) op(n int) Op { return actionOf(d.changes[n/2].Action).slotOp(n % 2) }
 
-func stopNode(i int) int  { return 2 * i }
-func startNode(i int) int { return 2*i + 1 }
+// node is the node of op o of plugin i.
+func node(i int, o Op) int { return 2*i + opOf(o).slot }
 
-func nodeOp(n int) Op {
-	if n%2 == 0 {
-		return OpStop
-	}
-	return OpStart
-}
+func stopNode(i int) int  { return 2*i + stopSlot }
+func startNode(i int) int { return 2*i + startSlot }
 
 // nearestStops returns the stop nodes of the consumers of plugin i that
 // have a stop step, looking through failed consumers, which have none, to
@@ -117,10 +102,12 @@ func (d *differ) nearestStops(i int, consumers [][]int, has []bool) []int {
 			seen[c] = true
 			if has[stopNode(c)] {
 				out = append(out, stopNode(c))
-			} else if a := d.changes[c].Action; a == Reload || a == Update {
+			} else if a := actionOf(d.changes[c].Action); a.inPlace() {
 				// Changed in place, it may no longer use i: once it has
 				// its new uses, i stops without it.
-				out = append(out, startNode(c))
+				for _, o := range a.ops {
+					out = append(out, node(c, o))
+				}
 			} else if d.running[d.names[c]].Status == Failed {
 				queue = append(queue, c)
 			}

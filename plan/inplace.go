@@ -7,23 +7,6 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// The actions that change a running plugin without a restart
-// (docs/plan-format.md, "Changes"): its instance, pid and generation stay.
-const (
-	// Reload sends the plugin its reloadSignal: a file of it with
-	// onChange: reload changed (and perhaps in-place fields).
-	Reload Action = "reload"
-	// Update changes only what shapes graft's handling of the process
-	// (inPlaceField): its supervisor takes the new settings.
-	Update Action = "update"
-)
-
-// The operations of Reload and Update steps.
-const (
-	OpReload Op = "reload"
-	OpUpdate Op = "update"
-)
-
 // inPlaceField reports whether a change of field f of a running plugin is
 // carried out on its supervisor alone: retry, ready and stopSignal shape
 // only how graft restarts, gates and stops the process, and
@@ -113,15 +96,11 @@ func (d *differ) changeAction(r *Record, p *spec.Plugin, fields []string) (Actio
 	return Replace, reason
 }
 
-// restarts reports whether action a of a provider restarts its
-// consumers: a reload or an update leaves the process running.
-func restarts(a Action) bool { return a == Start || a == Replace || a == Restart }
-
 // newlyUsed reports whether plugin i, changed in place, did not use
 // provider u when it started: a provider it now uses starts before its
 // update and before its next start, but does not restart it.
 func (d *differ) newlyUsed(i, u int) bool {
-	if a := d.changes[i].Action; a != Reload && a != Update {
+	if !actionOf(d.changes[i].Action).inPlace() {
 		return false
 	}
 	r := d.running[d.names[i]]

@@ -25,10 +25,10 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		return err
 	}
 	b.WriteString("\n| action | plugin | placement | reason |\n|---|---|---|---|\n")
-	for _, a := range changeOrder {
+	for _, r := range listedActions() {
 		for _, c := range p.Changes {
-			if c.Action == a {
-				fmt.Fprintf(b, "| %s %s | %s | %s | %s |\n", mdText(symbols[a]), a, mdText(c.Plugin), mdText(string(c.Run)), mdText(c.Reason))
+			if c.Action == r.action {
+				fmt.Fprintf(b, "| %s %s | %s | %s | %s |\n", mdText(r.marker), r.action, mdText(c.Plugin), mdText(string(c.Run)), mdText(c.Reason))
 			}
 		}
 	}

@@ -12,31 +12,6 @@ import (
 // version of that form.
 const Format = "graft.plan/v1"
 
-// Action is what a plan does with one plugin (docs/plan-format.md,
-// "Changes").
-type Action string
-
-// The actions, in the order a plan's summary lists them.
-const (
-	Start   Action = "start"   // desired and not running, or failed
-	Stop    Action = "stop"    // running and no longer desired
-	Replace Action = "replace" // desired and running with a different spec
-	Restart Action = "restart" // unchanged, but a plugin it uses is replaced, restarted or started
-	Keep    Action = "keep"    // unchanged and running
-)
-
-// Actions lists every action.
-var Actions = []Action{Start, Replace, Reload, Update, Restart, Stop, Keep}
-
-// Op is what a step does.
-type Op string
-
-// The operations of steps.
-const (
-	OpStop  Op = "stop"
-	OpStart Op = "start"
-)
-
 // Plan is the diff of a desired spec against running state and the graph
 // of steps that carries it out. Its JSON form is documented in
 // docs/plan-format.md.
@@ -92,7 +67,8 @@ type Step struct {
 	After []Edge `json:"after"`
 }
 
-// Summary counts the changes by action, and the steps and waves.
+// Summary counts the changes by action (each field named as its action,
+// action.go), and the steps and waves.
 type Summary struct {
 	Start   int `json:"start"`
 	Stop    int `json:"stop"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -18,15 +19,6 @@ type TextOptions struct {
 	Color bool
 }
 
-// symbols are the markers of the text rendering, Terraform's where it has
-// one.
-var symbols = map[Action]string{Start: "+", Stop: "-", Replace: "~", Reload: "⟳", Update: "*", Restart: "↻", Keep: " "}
-
-// changeOrder is the order changes are listed in, by action.
-var changeOrder = []Action{Start, Replace, Reload, Update, Restart, Stop}
-
-var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Reload: "35", Update: "35", Restart: "36"}
-
 // WriteText renders the plan for people: a summary line, a line per change,
 // then the order of the steps in waves. A plan may come from a host over
 // TCP or a saved state, with names and reasons (a last error, a holder)
@@ -34,11 +26,11 @@ var colors = map[Action]string{Start: "32", Stop: "31", Replace: "33", Reload: "
 // (internal/termtext).
 func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 	b := &strings.Builder{}
-	paint := func(a Action, s string) string {
-		if !opt.Color || colors[a] == "" {
+	paint := func(r *actionRow, s string) string {
+		if !opt.Color || r.color == "" {
 			return s
 		}
-		return "\x1b[" + colors[a] + "m" + s + "\x1b[0m"
+		return "\x1b[" + r.color + "m" + s + "\x1b[0m"
 	}
 	b.WriteString(p.summaryLine(termtext.Line(p.Project)) + "\n")
 	if !p.HasChanges() {
@@ -49,12 +41,15 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 
 	width := 0
 	for _, c := range p.Changes {
-		if c.Action != Keep {
+		// An action no row has is not listed, but is measured, as
+		// plans from a later graft may have one.
+		if r := actionOf(c.Action); r == nil || r.listed() {
 			width = max(width, len(termtext.Line(c.Plugin)))
 		}
 	}
-	for _, a := range changeOrder {
-		label := paint(a, symbols[a]+" "+padded(string(a), 7))
+	for _, r := range listedActions() {
+		a := r.action
+		label := paint(r, r.marker+" "+padded(string(a), 7))
 		for _, c := range p.Changes {
 			if c.Action != a {
 				continue
@@ -94,15 +89,14 @@ func (p *Plan) summaryLine(project string) string {
 	if !p.HasChanges() {
 		return fmt.Sprintf("No changes: %s is up to date (%s running as declared).", project, plural(s.Keep, "plugin", "plugins"))
 	}
-	inPlace := ""
-	if s.Reload > 0 {
-		inPlace += fmt.Sprintf("%d to reload, ", s.Reload)
+	counts := make([]string, 0, len(actionTable))
+	for i := range actionTable {
+		r := &actionTable[i]
+		if n := *r.count(&s); n > 0 || r.shown == alwaysShown {
+			counts = append(counts, strconv.Itoa(n)+" "+r.tally)
+		}
 	}
-	if s.Update > 0 {
-		inPlace += fmt.Sprintf("%d to update in place, ", s.Update)
-	}
-	return fmt.Sprintf("Plan for %s: %d to start, %d to replace, %s%d to restart, %d to stop, %d unchanged.",
-		project, s.Start, s.Replace, inPlace, s.Restart, s.Stop, s.Keep)
+	return "Plan for " + project + ": " + strings.Join(counts, ", ") + "."
 }
 
 // orderLine says how many steps and waves the plan has.
