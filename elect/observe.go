@@ -44,7 +44,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Observation {
 func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
 	var last *Observation
 	for first := true; ; first = false {
-		if !first && sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
+		if !first && Sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
 			return
 		}
 		s := e.look()

@@ -100,7 +100,7 @@ func (t *Term) renewLoop(ctx context.Context) {
 	clk := t.e.cfg.Clock
 	for {
 		due := t.Renewed().Add(t.e.cfg.Renew)
-		if sleep(ctx, clk, due.Sub(clk.Now())) != nil {
+		if Sleep(ctx, clk, due.Sub(clk.Now())) != nil {
 			return
 		}
 		began := clk.Now()

@@ -33,7 +33,7 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 		if err != nil && ctx.Err() == nil {
 			lastErr = err
 		}
-		if ctx.Err() != nil || sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+		if ctx.Err() != nil || elect.Sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
 			if lastErr != nil {
 				return nil, fmt.Errorf("campaign: %w (last error: %w)", context.Cause(ctx), lastErr)
 			}

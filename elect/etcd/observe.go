@@ -34,7 +34,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- elect.Observation) {
 	for ctx.Err() == nil {
 		o, rev, err := e.look(ctx)
 		if err != nil {
-			if sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+			if elect.Sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
 				return
 			}
 			continue

@@ -86,7 +86,7 @@ func (t *term) renewLoop(ctx context.Context) {
 	clk, renew := t.e.cfg.Clock, t.e.cfg.Renew
 	for {
 		due := t.Deadline().Add(-t.e.cfg.SessionTTL).Add(renew)
-		if sleep(ctx, clk, due.Sub(clk.Now())) != nil {
+		if elect.Sleep(ctx, clk, due.Sub(clk.Now())) != nil {
 			return
 		}
 		began := clk.Now()
