@@ -25,7 +25,7 @@ import (
 // A host calls Campaign only while it holds no term of this election: a
 // second campaign would take its own lease from it.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
-	ctx, stop := e.join(ctx)
+	ctx, stop := Join(ctx, e.ctx)
 	defer stop()
 	var lastErr error
 	for {

@@ -29,7 +29,7 @@ type Observation struct {
 // stops it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan Observation {
 	ch := make(chan Observation)
-	ctx, stop := e.join(ctx)
+	ctx, stop := Join(ctx, e.ctx)
 	if !e.goroutine(func() {
 		defer stop()
 		defer close(ch)

@@ -22,7 +22,7 @@ import (
 // Cancelling ctx ends the wait and returns ctx's error (with the last
 // error, if any); Close returns elect.ErrClosed.
 func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
-	ctx, stop := e.join(ctx)
+	ctx, stop := elect.Join(ctx, e.ctx)
 	defer stop()
 	var lastErr error
 	for {
@@ -39,20 +39,6 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 			}
 			return nil, context.Cause(ctx)
 		}
-	}
-}
-
-// join returns a context that ends with ctx or with the election; its
-// cause is elect.ErrClosed in the second case.
-func (e *Election) join(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	if e.ctx.Err() != nil {
-		cancel(elect.ErrClosed)
-	}
-	stop := context.AfterFunc(e.ctx, func() { cancel(elect.ErrClosed) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
 	}
 }
 

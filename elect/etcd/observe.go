@@ -17,7 +17,7 @@ import (
 // it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan elect.Observation {
 	ch := make(chan elect.Observation)
-	ctx, stop := e.join(ctx)
+	ctx, stop := elect.Join(ctx, e.ctx)
 	if !e.goroutine(func() {
 		defer stop()
 		defer close(ch)
