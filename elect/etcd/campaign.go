@@ -64,18 +64,16 @@ func (e *Election) attempt(ctx context.Context) (*term, error) {
 		e.revoke(grant.ID)
 		return nil, err
 	}
-	t := &term{e: e, el: el, id: grant.ID, epoch: el.Rev(), stopSession: stopSession,
-		done: make(chan struct{}), lost: make(chan struct{})}
 	// The lease was kept alive while in line, by the session: renew it
 	// once more to know from when its TTL runs at the latest.
 	began := e.cfg.Clock.Now()
+	t := e.newTerm(el, grant.ID, stopSession, began)
 	if err := t.check(began.Add(e.cfg.Renew)); err != nil {
 		stopSession()
 		e.revoke(grant.ID)
 		return nil, err
 	}
-	t.renewed = began
-	if !t.start() {
+	if !t.Start(e.ctx, e.goroutine) {
 		stopSession()
 		return nil, elect.ErrClosed
 	}
