@@ -25,7 +25,7 @@ import (
 // A host calls Campaign only while it holds no term of this election: a
 // second campaign would take its own lease from it.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
-	ctx, stop := e.join(ctx)
+	ctx, stop := Join(ctx, e.ctx)
 	defer stop()
 	var lastErr error
 	for {
@@ -49,7 +49,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		if err != nil && !errors.Is(err, errLockBusy) {
 			lastErr = err
 		}
-		if sleep(ctx, e.cfg.Clock, e.backoff) != nil {
+		if Sleep(ctx, e.cfg.Clock, e.backoff) != nil {
 			return nil, e.ended(ctx, lastErr)
 		}
 	}
@@ -74,7 +74,7 @@ func (e *Election) follow(ctx context.Context) error {
 	e.following.Store(true)
 	defer e.following.Store(false)
 	for {
-		if err := sleep(ctx, e.cfg.Clock, e.cfg.Poll); err != nil {
+		if err := Sleep(ctx, e.cfg.Clock, e.cfg.Poll); err != nil {
 			return err
 		}
 		if e.dead(e.look()) {

@@ -44,8 +44,10 @@ type realTimer struct{ t *time.Timer }
 func (t realTimer) C() <-chan time.Time { return t.t.C }
 func (t realTimer) Stop() bool          { return t.t.Stop() }
 
-// sleep waits d on c, or until ctx ends.
-func sleep(ctx context.Context, c Clock, d time.Duration) error {
+// Sleep waits d on c, or until ctx ends, and then returns ctx's cause.
+// Both backends and the floating placement wait with it, so that a test's
+// fake clock schedules every wait of an election.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	t := c.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -226,14 +226,16 @@ func (e *Election) Close() {
 // the election is closed.
 func (e *Election) goroutine(f func()) bool { return e.goroutines.Go(f) }
 
-// join returns a context that ends with ctx or with the election; its
-// cause is ErrClosed in the second case.
-func (e *Election) join(ctx context.Context) (context.Context, context.CancelFunc) {
+// Join returns a context that ends with ctx or with election, the context
+// an election (of either backend) cancels when it is closed; its cause is
+// ErrClosed in the second case. Campaigns and observers run on it; the
+// function returned releases it.
+func Join(ctx, election context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	if e.ctx.Err() != nil {
+	if election.Err() != nil {
 		cancel(ErrClosed) // at once: AfterFunc would run it on a goroutine
 	}
-	stop := context.AfterFunc(e.ctx, func() { cancel(ErrClosed) })
+	stop := context.AfterFunc(election, func() { cancel(ErrClosed) })
 	return ctx, func() {
 		stop()
 		cancel(nil)

@@ -29,7 +29,7 @@ type Observation struct {
 // stops it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan Observation {
 	ch := make(chan Observation)
-	ctx, stop := e.join(ctx)
+	ctx, stop := Join(ctx, e.ctx)
 	if !e.goroutine(func() {
 		defer stop()
 		defer close(ch)
@@ -44,7 +44,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Observation {
 func (e *Election) observe(ctx context.Context, ch chan<- Observation) {
 	var last *Observation
 	for first := true; ; first = false {
-		if !first && sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
+		if !first && Sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
 			return
 		}
 		s := e.look()

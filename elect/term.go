@@ -4,48 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
 // Term is one leadership of this host: the epoch it won and the goroutine
 // that renews the lease every renew (docs/semantics.md, "Floating plugins:
-// the election"). Like etcd's Session, it owns that goroutine: Resign and
-// Close stop it and wait for it.
+// the election"), a Tenure whose renewals rewrite the lease file. Like
+// etcd's Session, it owns that goroutine: Resign and Close stop it and wait
+// for it.
 type Term struct {
-	e     *Election
-	epoch int64
+	tenure *Tenure
+	e      *Election
 	// won is when this host took the lease, on its clock; tests measure
 	// takeovers with it.
-	won time.Time
-
-	cancel context.CancelFunc
-	done   chan struct{} // closed when renewal has stopped
-	lost   chan struct{}
-	err    error // why lost; written before lost is closed
-
-	mu    sync.Mutex // serializes Resign and Close
-	lease Lease      // as last written; the renewal goroutine owns it until done
-
-	renewedMu sync.Mutex
-	renewed   time.Time // when the last successful renewal began
+	won   time.Time
+	lease Lease // as last written; the renewal goroutine owns it until done, then Resign
 }
 
 // startTerm starts renewing l, written by a write that began at began.
 func (e *Election) startTerm(l Lease, began time.Time) (*Term, error) {
-	ctx, cancel := context.WithCancel(e.ctx)
-	t := &Term{
-		e:       e,
-		epoch:   l.Epoch,
-		won:     e.cfg.Clock.Now(),
-		cancel:  cancel,
-		done:    make(chan struct{}),
-		lost:    make(chan struct{}),
-		lease:   l,
-		renewed: began,
-	}
-	if !e.goroutine(func() { t.renewLoop(ctx) }) {
-		cancel()
+	t := &Term{e: e, won: e.cfg.Clock.Now(), lease: l}
+	t.tenure = NewTenure(TenureConfig{
+		Epoch: l.Epoch, Began: began,
+		Clock: e.cfg.Clock, Renew: e.cfg.Renew, TTL: e.cfg.TTL,
+		RenewOnce: t.renew, Release: t.release,
+	})
+	if !t.tenure.Start(e.ctx, e.goroutine) {
 		return nil, ErrClosed
 	}
 	return t, nil
@@ -53,82 +37,41 @@ func (e *Election) startTerm(l Lease, began time.Time) (*Term, error) {
 
 // Epoch is the term's epoch; the host starts the plugin with it as the
 // generation.
-func (t *Term) Epoch() int64 { return t.epoch }
+func (t *Term) Epoch() int64 { return t.tenure.Epoch() }
 
 // Lost is closed when the leader can no longer renew: a read or write of
 // the lease failed or did not finish before the next renewal was due
-// (ErrHung), or the lease holds a newer term. Renewal has stopped by then and
-// the term writes nothing more. The host stops its process at once (stop
-// first, then give up, never two leaders by its own hand:
-// docs/semantics.md) and then may Campaign again: followers take over ttl
-// after the last renewal. Resign and Close do not close Lost.
-func (t *Term) Lost() <-chan struct{} { return t.lost }
+// (ErrHung), the renewal began too late (ErrLate), or the lease holds a
+// newer term. Renewal has stopped by then and the term writes nothing
+// more. The host stops its process at once (stop first, then give up,
+// never two leaders by its own hand: docs/semantics.md) and then may
+// Campaign again: followers take over ttl after the last renewal. Resign
+// and Close do not close Lost.
+func (t *Term) Lost() <-chan struct{} { return t.tenure.Lost() }
 
 // Err says why the term was lost (wrapping ErrSuperseded or the write
 // error); nil while Lost is open.
-func (t *Term) Err() error {
-	select {
-	case <-t.lost:
-		return t.err
-	default:
-		return nil
-	}
-}
+func (t *Term) Err() error { return t.tenure.Err() }
 
 // Renewed is when the last successful renewal began (or the write that
 // took the lease), on the election's clock. Followers see the lease
 // change no earlier, so none takes over before Renewed + ttl.
-func (t *Term) Renewed() time.Time {
-	t.renewedMu.Lock()
-	defer t.renewedMu.Unlock()
-	return t.renewed
-}
+func (t *Term) Renewed() time.Time { return t.tenure.Renewed() }
 
 // Deadline is ttl after Renewed: the time by which a leader whose
 // renewals stopped succeeding must have confirmed its plugin gone, since
 // another host may lead from then on (docs/semantics.md, "Floating
 // plugins: the election").
-func (t *Term) Deadline() time.Time { return t.Renewed().Add(t.e.cfg.TTL) }
+func (t *Term) Deadline() time.Time { return t.tenure.Deadline() }
 
-// renewLoop rewrites the lease renew after the last successful renewal
-// began, bumping renewCount, so its mtime moves (the heartbeat followers
-// watch). A renewal that has not succeeded when the next one is due, renew
-// later, is given up on, and the term is lost: its leader then has ttl −
-// 2 × renew to stop its plugin.
-func (t *Term) renewLoop(ctx context.Context) {
-	defer close(t.done)
-	clk := t.e.cfg.Clock
-	for {
-		due := t.Renewed().Add(t.e.cfg.Renew)
-		if sleep(ctx, clk, due.Sub(clk.Now())) != nil {
-			return
-		}
-		began := clk.Now()
-		next := due.Add(t.e.cfg.Renew)
-		if late := began.Sub(next); late >= 0 {
-			// Woken past the next renewal: this host (or this process) was
-			// held up, frozen or starved, and others may take over soon.
-			t.err = fmt.Errorf("renew epoch %d: %w: due %s ago", t.epoch, ErrLate, (late + t.e.cfg.Renew).Round(time.Millisecond))
-			close(t.lost)
-			return
-		}
-		if err := t.renew(next); err != nil {
-			t.err = err
-			close(t.lost)
-			return
-		}
-		t.renewedMu.Lock()
-		t.renewed = began
-		t.renewedMu.Unlock()
-	}
-}
-
-// renew reads the lease first: a newer term in it ends this one without a
-// write (after a split brain the lower epoch steps down). A lease that is
-// missing or unreadable proves no newer term, so it is rewritten with this
-// epoch: a read on a flaky share does not demote. A failed write does: a
-// leader that cannot write the lease steps down and bootstraps again
-// (docs/semantics.md, "Floating plugins: the election").
+// renew rewrites the lease once, bumping renewCount, so its mtime moves
+// (the heartbeat followers watch). It reads the lease first: a newer term
+// in it ends this one without a write (after a split brain the lower epoch
+// steps down). A lease that is missing or unreadable proves no newer term,
+// so it is rewritten with this epoch: a read on a flaky share does not
+// demote. A failed write does: a leader that cannot write the lease steps
+// down and bootstraps again (docs/semantics.md, "Floating plugins: the
+// election").
 //
 // The lock is not taken: it is held only while the lease is taken. A
 // contender writing between the read and the rename is overwritten once; it
@@ -140,27 +83,21 @@ func (t *Term) renewLoop(ctx context.Context) {
 func (t *Term) renew(deadline time.Time) error {
 	st, err := t.e.readBy(deadline)
 	if errors.Is(err, ErrHung) {
-		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
+		return fmt.Errorf("renew epoch %d: %w", t.Epoch(), err)
 	}
 	if err == nil {
 		t.e.noteEpoch(st.lease.Epoch)
 		if st.lease.supersedes(t.lease) {
-			return fmt.Errorf("renew epoch %d: %w (epoch %d held by %q)", t.epoch, ErrSuperseded, st.lease.Epoch, st.lease.Holder)
+			return fmt.Errorf("renew epoch %d: %w (epoch %d held by %q)", t.Epoch(), ErrSuperseded, st.lease.Epoch, st.lease.Holder)
 		}
 	}
 	next := t.lease
 	next.RenewCount++
 	if err := t.e.writeLease(next, deadline); err != nil {
-		return fmt.Errorf("renew epoch %d: %w", t.epoch, err)
+		return fmt.Errorf("renew epoch %d: %w", t.Epoch(), err)
 	}
 	t.lease = next
 	return nil
-}
-
-// stop ends renewal and waits for it.
-func (t *Term) stop() {
-	t.cancel()
-	<-t.done
 }
 
 // Resign stops renewing and marks the lease released, if it still holds
@@ -172,28 +109,24 @@ func (t *Term) stop() {
 // written: a cancelled ctx leaves the lease unreleased (as Close does).
 // The read and the write each give up after renew; ctx does not interrupt
 // them.
-func (t *Term) Resign(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stop()
-	select {
-	case <-t.lost:
-		return fmt.Errorf("resign: %w: %w", ErrNotLeader, t.err)
-	default:
-	}
+func (t *Term) Resign(ctx context.Context) error { return t.tenure.Resign(ctx) }
+
+// release is Resign's part once renewal has stopped and the term was not
+// lost.
+func (t *Term) release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("resign: %w", err)
+		return err
 	}
 	// A missing or unreadable lease proves no newer term: it is released,
 	// as renew would rewrite it.
 	if st, err := t.e.readBy(t.e.ioDeadline()); err == nil && st.lease.supersedes(t.lease) {
-		return fmt.Errorf("resign: %w: epoch %d held by %q", ErrNotLeader, st.lease.Epoch, st.lease.Holder)
+		return fmt.Errorf("%w: epoch %d held by %q", ErrNotLeader, st.lease.Epoch, st.lease.Holder)
 	}
 	l := t.lease
 	l.RenewCount++
 	l.Released = true
 	if err := t.e.writeLease(l, t.e.ioDeadline()); err != nil {
-		return fmt.Errorf("resign: %w", err)
+		return err
 	}
 	t.lease = l
 	return nil
@@ -203,8 +136,4 @@ func (t *Term) Resign(ctx context.Context) error {
 // followers take over once the file has been frozen for ttl. It is for a
 // host that must not write the share any more; tests use it to simulate a
 // crashed leader. Close and Resign may be called more than once.
-func (t *Term) Close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stop()
-}
+func (t *Term) Close() { t.tenure.Close() }

@@ -22,7 +22,7 @@ import (
 // Cancelling ctx ends the wait and returns ctx's error (with the last
 // error, if any); Close returns elect.ErrClosed.
 func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
-	ctx, stop := e.join(ctx)
+	ctx, stop := elect.Join(ctx, e.ctx)
 	defer stop()
 	var lastErr error
 	for {
@@ -33,26 +33,12 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 		if err != nil && ctx.Err() == nil {
 			lastErr = err
 		}
-		if ctx.Err() != nil || sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+		if ctx.Err() != nil || elect.Sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
 			if lastErr != nil {
 				return nil, fmt.Errorf("campaign: %w (last error: %w)", context.Cause(ctx), lastErr)
 			}
 			return nil, context.Cause(ctx)
 		}
-	}
-}
-
-// join returns a context that ends with ctx or with the election; its
-// cause is elect.ErrClosed in the second case.
-func (e *Election) join(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	if e.ctx.Err() != nil {
-		cancel(elect.ErrClosed)
-	}
-	stop := context.AfterFunc(e.ctx, func() { cancel(elect.ErrClosed) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
 	}
 }
 
@@ -78,18 +64,16 @@ func (e *Election) attempt(ctx context.Context) (*term, error) {
 		e.revoke(grant.ID)
 		return nil, err
 	}
-	t := &term{e: e, el: el, id: grant.ID, epoch: el.Rev(), stopSession: stopSession,
-		done: make(chan struct{}), lost: make(chan struct{})}
 	// The lease was kept alive while in line, by the session: renew it
 	// once more to know from when its TTL runs at the latest.
 	began := e.cfg.Clock.Now()
+	t := e.newTerm(el, grant.ID, stopSession, began)
 	if err := t.check(began.Add(e.cfg.Renew)); err != nil {
 		stopSession()
 		e.revoke(grant.ID)
 		return nil, err
 	}
-	t.renewed = began
-	if !t.start() {
+	if !t.Start(e.ctx, e.goroutine) {
 		stopSession()
 		return nil, elect.ErrClosed
 	}

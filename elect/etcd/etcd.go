@@ -142,15 +142,3 @@ func (e *Election) Leader(ctx context.Context) (elect.Lease, time.Duration, erro
 	kv := resp.Kvs[0]
 	return lease(kv.Value, kv.CreateRevision), 0, nil
 }
-
-// sleep waits d on c, or until ctx ends.
-func sleep(ctx context.Context, c elect.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
-}

@@ -17,7 +17,7 @@ import (
 // it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan elect.Observation {
 	ch := make(chan elect.Observation)
-	ctx, stop := e.join(ctx)
+	ctx, stop := elect.Join(ctx, e.ctx)
 	if !e.goroutine(func() {
 		defer stop()
 		defer close(ch)
@@ -34,7 +34,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- elect.Observation) {
 	for ctx.Err() == nil {
 		o, rev, err := e.look(ctx)
 		if err != nil {
-			if sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+			if elect.Sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
 				return
 			}
 			continue

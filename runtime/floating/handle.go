@@ -130,7 +130,7 @@ func (h *handle) campaign() {
 			h.p.log.Warn("giving up the lead: stopping the plugin, then releasing the lease", "plugin", name, "epoch", term.Epoch(), "why", why)
 			h.follow(w, term.Deadline())
 			h.resign(term)
-			if sleep(h.ctx, h.clock(), h.req.Plugin.Elect.LeaseTTL()) != nil {
+			if elect.Sleep(h.ctx, h.clock(), h.req.Plugin.Elect.LeaseTTL()) != nil {
 				return
 			}
 		case <-h.ctx.Done():

@@ -112,7 +112,7 @@ func (w *watch) probe(sup *runtime.Supervisor) {
 	limit := orDefault(e.ProbeFailures, spec.DefaultProbeFailures)
 	failed := 0
 	for {
-		if sleep(w.ctx, w.h.clock(), e.Renew.Std()) != nil {
+		if elect.Sleep(w.ctx, w.h.clock(), e.Renew.Std()) != nil {
 			return
 		}
 		if sup.State().Status != runtime.Running {
@@ -160,16 +160,4 @@ func orDefault(n, def int) int {
 		return def
 	}
 	return n
-}
-
-// sleep waits d on c, or until ctx ends.
-func sleep(ctx context.Context, c elect.Clock, d time.Duration) error {
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C():
-		return nil
-	}
 }
