@@ -37,24 +37,36 @@ type Health struct {
 }
 
 // kind is one kind of probe: its field's name, whether a probe sets it,
-// and what is wrong with its value (a message, or "").
+// and the check of its fields in the probe at field, given or not (its
+// value, when given; fields of its own written without it).
 type kind struct {
 	name  string
 	set   func(Probe) bool
-	check func(Probe) string
+	check func(c *checker, field string, p Probe, given bool)
 }
 
 // kinds are the kinds of probe, in the order messages list them. A new
 // kind is a field of Probe, a line here, and its attempt in
 // internal/ready (docs/architecture.md, "Where a change goes").
 var kinds = []kind{
-	{"tcp", func(p Probe) bool { return p.TCP != "" }, func(p Probe) string { return checkHostPort(p.TCP) }},
-	{"http", func(p Probe) bool { return p.HTTP != "" }, func(p Probe) string { return checkURL(p.HTTP) }},
-	{"exec", func(p Probe) bool { return len(p.Exec) > 0 }, func(p Probe) string {
-		if len(p.Exec) == 0 {
-			return "want a command, such as [pg_isready, -q]"
+	{"tcp", func(p Probe) bool { return p.TCP != "" }, func(c *checker, field string, p Probe, given bool) {
+		if given {
+			c.value(field+".tcp", checkHostPort(p.TCP))
 		}
-		return ""
+	}},
+	{"http", func(p Probe) bool { return p.HTTP != "" }, func(c *checker, field string, p Probe, given bool) {
+		if given {
+			c.value(field+".http", checkURL(p.HTTP))
+		}
+	}},
+	{"exec", func(p Probe) bool { return len(p.Exec) > 0 }, func(c *checker, field string, p Probe, given bool) {
+		if !given {
+			return
+		}
+		if len(p.Exec) == 0 {
+			c.add(field+".exec", "want a command, such as [pg_isready, -q]")
+		}
+		c.argv(field+".exec", p.Exec)
 	}},
 }
 

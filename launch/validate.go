@@ -182,24 +182,25 @@ func (c *checker) health(h *Health) {
 	c.window("health.startPeriod", h.StartPeriod)
 }
 
-// probe checks the value of each kind of p that is given, and returns
-// how many are.
+// probe checks each kind's fields of p (kind.check), and returns how
+// many kinds are given.
 func (c *checker) probe(field string, p Probe) int {
 	n := 0
 	for _, k := range kinds {
-		at := field + "." + k.name
-		if !c.is(at, k.set(p)) {
-			continue
+		given := c.is(field+"."+k.name, k.set(p))
+		if given {
+			n++
 		}
-		n++
-		if msg := k.check(p); msg != "" {
-			c.add(at, "%s", msg)
-		}
-	}
-	if c.is(field+".exec", len(p.Exec) > 0) {
-		c.argv(field+".exec", p.Exec)
+		k.check(c, field, p, given)
 	}
 	return n
+}
+
+// value reports msg, what is wrong with the value at field, if anything.
+func (c *checker) value(field, msg string) {
+	if msg != "" {
+		c.add(field, "%s", msg)
+	}
 }
 
 // window checks a check's window: zero is its default, and none is
