@@ -40,15 +40,21 @@ func TestValidate(t *testing.T) {
 			`inheritEnv[1]: "B" is listed twice`, `inheritEnv[2]: "A" is set in env too: inherit it or set it, not both`,
 			`inheritEnv[3]: bad environment variable name "": it cannot be empty or hold '=' or NUL`}},
 		{"signal", Spec{StopSignal: "sigterm"}, []string{`stopSignal: unknown signal "sigterm"; want one of SIGHUP, SIGINT, SIGQUIT, SIGABRT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGWINCH`}},
-		{"ready none", Spec{Ready: &Ready{}}, []string{"ready: want one of log, tcp, http and exec"}},
-		{"ready two", Spec{Ready: &Ready{Probe: Probe{TCP: "a:1", HTTP: "http://a/"}}}, []string{"ready: want at most one of tcp, http and exec (log may go with any), found 2"}},
+		{"ready none", Spec{Ready: &Ready{}}, []string{"ready: want one of log, tcp, http, exec and grpc"}},
+		{"ready two", Spec{Ready: &Ready{Probe: Probe{TCP: "a:1", HTTP: "http://a/"}}}, []string{"ready: want at most one of tcp, http, exec and grpc (log may go with any), found 2"}},
 		{"ready values", Spec{Ready: &Ready{Log: "(", Probe: Probe{Exec: []string{""}}, Timeout: -1}}, []string{
 			"ready.log: bad regular expression (RE2): error parsing regexp: missing closing ): `(`",
 			"ready.exec[0]: empty program name", "ready.timeout: want a positive duration, or 0 for the default"}},
 		{"health", Spec{Health: &Health{Probe: Probe{TCP: "nope"}, Interval: -1}}, []string{
 			`health.tcp: want HOST:PORT with a port from 1 to 65535, got "nope"`, "health.interval: want a positive duration, or 0 for the default"}},
-		{"health none", Spec{Health: &Health{}}, []string{"health: want exactly one of tcp, http and exec, found 0"}},
+		{"health none", Spec{Health: &Health{}}, []string{"health: want exactly one of tcp, http, exec and grpc, found 0"}},
 		{"health url", Spec{Health: &Health{Probe: Probe{HTTP: "ftp://x/"}}}, []string{`health.http: want an http:// or https:// URL with a host, got "ftp://x/"`}},
+		{"grpc", Spec{Ready: &Ready{Probe: Probe{GRPC: "127.0.0.1:2379"}}, Health: &Health{Probe: Probe{GRPC: "127.0.0.1:2379", Service: "x"}}}, nil},
+		{"grpc address", Spec{Health: &Health{Probe: Probe{GRPC: "nope", Service: "x"}}}, []string{`health.grpc: want HOST:PORT with a port from 1 to 65535, got "nope"`}},
+		{"grpc and tcp", Spec{Ready: &Ready{Probe: Probe{TCP: "a:1", GRPC: "b:2"}}}, []string{"ready: want at most one of tcp, http, exec and grpc (log may go with any), found 2"}},
+		{"service alone", Spec{Health: &Health{Probe: Probe{Service: "x"}}}, []string{
+			"health.service: only with grpc, which this check does not have", "health: want exactly one of tcp, http, exec and grpc, found 0"}},
+		{"service without grpc", Spec{Ready: &Ready{Log: "up", Probe: Probe{TCP: "a:1", Service: "x"}}}, []string{"ready.service: only with grpc, which this check does not have"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ps := c.s.Check(nil)
@@ -68,9 +74,18 @@ func TestCheckGiven(t *testing.T) {
 	assert.Equal(t, []string{
 		`stopSignal: unknown signal ""; want one of SIGHUP, SIGINT, SIGQUIT, SIGABRT, SIGKILL, SIGUSR1, SIGUSR2, SIGTERM, SIGWINCH`,
 		`ready.tcp: want HOST:PORT with a port from 1 to 65535, got ""`,
-		"ready: want at most one of tcp, http and exec (log may go with any), found 2",
+		"ready: want at most one of tcp, http, exec and grpc (log may go with any), found 2",
 		"health.exec: want a command, such as [pg_isready, -q]",
 	}, messages(s.Check(func(f string) bool { return written[f] })))
+}
+
+// TestCheckGivenService: service written empty asks after a gRPC
+// server as a whole, with grpc; without grpc it is refused all the same.
+func TestCheckGivenService(t *testing.T) {
+	written := map[string]bool{"ready.grpc": true, "ready.service": true, "health.tcp": true, "health.service": true}
+	s := Spec{Ready: &Ready{Probe: Probe{GRPC: "a:1"}}, Health: &Health{Probe: Probe{TCP: "a:1"}}}
+	assert.Equal(t, []string{"health.service: only with grpc, which this check does not have"},
+		messages(s.Check(func(f string) bool { return written[f] })))
 }
 
 func TestSignalProblem(t *testing.T) {
@@ -113,7 +128,9 @@ func TestDuration(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	assert.Equal(t, []string{"tcp", "http", "exec"}, Kinds())
+	assert.Equal(t, []string{"tcp", "http", "exec", "grpc"}, Kinds())
 	assert.Equal(t, "http", Probe{HTTP: "http://a/"}.Kind())
+	assert.Equal(t, "grpc", Probe{GRPC: "a:1", Service: "x"}.Kind())
+	assert.Equal(t, "", Probe{Service: "x"}.Kind(), "service is an option of grpc, not a kind")
 	assert.Equal(t, "", Probe{}.Kind())
 }

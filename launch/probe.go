@@ -10,6 +10,12 @@ type Probe struct {
 	HTTP string `json:"http,omitempty" yaml:"http"`
 	// Exec is a command that must exit 0, run as the plugin runs.
 	Exec []string `json:"exec,omitempty" yaml:"exec"`
+	// GRPC is HOST:PORT of a server whose standard health service
+	// (grpc.health.v1) must answer SERVING, spoken in plain text.
+	GRPC string `json:"grpc,omitempty" yaml:"grpc"`
+	// Service is the service a GRPC check asks after; "" asks after the
+	// server as a whole. It goes with GRPC alone, and is no kind.
+	Service string `json:"service,omitempty" yaml:"service"`
 }
 
 // Ready is a readiness check: at most one probe, with or without Log,
@@ -67,6 +73,14 @@ var kinds = []kind{
 			c.add(field+".exec", "want a command, such as [pg_isready, -q]")
 		}
 		c.argv(field+".exec", p.Exec)
+	}},
+	{"grpc", func(p Probe) bool { return p.GRPC != "" }, func(c *checker, field string, p Probe, given bool) {
+		switch {
+		case given:
+			c.value(field+".grpc", checkHostPort(p.GRPC))
+		case c.is(field+".service", p.Service != ""):
+			c.add(field+".service", "only with grpc, which this check does not have")
+		}
 	}},
 }
 

@@ -1,5 +1,6 @@
 // Package ready waits for a started plugin to pass its ready check: a TCP
-// connect, an HTTP GET or a command, as its spec's ready: says.
+// connect, an HTTP GET, a command or a gRPC health check, as its spec's
+// ready: says.
 package ready
 
 import (
@@ -42,10 +43,10 @@ const (
 )
 
 // Wait waits for r's log line, when it has a log pattern, through seen
-// (Watch), then tries its tcp, http or exec check, when it has one, until
-// it passes, returning nil; until r's timeout passes, both waits
-// together (*NotReadyError); until gone is closed, meaning the plugin
-// ended (ErrGone); or until ctx is done (ctx's error).
+// (Watch), then tries its tcp, http, exec or grpc check, when it has
+// one, until it passes, returning nil; until r's timeout passes, both
+// waits together (*NotReadyError); until gone is closed, meaning the
+// plugin ended (ErrGone); or until ctx is done (ctx's error).
 func Wait(parent context.Context, r *launch.Ready, exec Exec, gone <-chan struct{}, seen <-chan struct{}) error {
 	timeout := r.Timeout.Std()
 	ctx, cancel := context.WithTimeout(parent, timeout)
@@ -111,6 +112,7 @@ var attempts = map[string]func(ctx context.Context, p launch.Probe, exec Exec) e
 	"tcp":  dialTCP,
 	"http": getHTTP,
 	"exec": func(ctx context.Context, p launch.Probe, exec Exec) error { return exec(ctx, p.Exec) },
+	"grpc": checkGRPC,
 }
 
 // dialTCP passes when p.TCP accepts a connection.
