@@ -340,21 +340,6 @@ func (h *Host) pruneLastStops() {
 	}
 }
 
-// placement is where plugin p of desired runs.
-func (h *Host) placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {
-	switch p.Run {
-	case spec.Local:
-		return h.local, nil
-	case spec.Floating: // its leader runs it as a local process
-		return h.floating, nil
-	case spec.Worker:
-		return h.workers, nil
-	case spec.Remote:
-		return h.runners.Placement(desired, p)
-	}
-	return nil, fmt.Errorf("placement %q is not supported yet", p.Run)
-}
-
 // entry is one plugin the host runs or tracks.
 type entry struct {
 	record    plan.Record // what its spec decides (plan.Applied)

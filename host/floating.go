@@ -30,7 +30,7 @@ func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, err
 	if e == nil {
 		return hostapi.LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q does not run on this host", name)}
 	}
-	if e.record.Run != spec.Floating {
+	if !e.record.Run.Traits().Elect {
 		return hostapi.LeaderInfo{}, &NotFoundError{What: fmt.Sprintf("plugin %q is not floating (run: %s): it has no leader", name, e.record.Run)}
 	}
 	l, err := h.floating.Leader(ctx, name)
@@ -57,7 +57,7 @@ func addrVar(name string) string {
 func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string {
 	env := map[string]string{}
 	for _, u := range p.Uses {
-		if desired.Plugins[u] == nil || desired.Plugins[u].Run != spec.Floating {
+		if desired.Plugins[u] == nil || !desired.Plugins[u].Run.Traits().Elect {
 			continue
 		}
 		if e := h.plugins[u]; e != nil {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/elect/etcd"
 	"github.com/graftland/graft/host/runners"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/contentdigest"
@@ -185,25 +184,6 @@ func (h *Host) open() error {
 	return nil
 }
 
-// openPlacements makes the placements of the four kinds of plugin, and
-// starts following the floating ones' leaders.
-func (h *Host) openPlacements() error {
-	opt := h.opt
-	workers, err := worker.New(worker.Options{Timing: opt.Timing, CacheDir: filepath.Join(h.dir, wasmCacheDir)})
-	if err != nil {
-		return err
-	}
-	h.workers = workers
-	h.local = local.New(local.Options{Timing: opt.Timing, NoNamespace: opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir)})
-	h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: opt.Version, Limits: opt.Limits, Logger: h.log})
-	// The host elects on etcd when a spec says so: it links the etcd
-	// client, which runtime/floating does not.
-	h.floating = floating.New(h.local, floating.Options{HostID: h.hostID, Clock: opt.Clock, Logger: h.log, Timing: opt.Timing, Etcd: etcd.New})
-	h.followed = make(chan struct{})
-	go h.followLeaders()
-	return nil
-}
-
 // Dir is the host's state dir.
 func (h *Host) Dir() string { return h.dir }
 
@@ -216,27 +196,7 @@ func (h *Host) Ending() <-chan struct{} { return h.down }
 
 // close releases what Open took.
 func (h *Host) close() {
-	if h.floating != nil {
-		if err := h.floating.Close(); err != nil {
-			h.log.Error("stop floating plugins", "err", err)
-		}
-		<-h.followed
-	}
-	if h.runners != nil {
-		if err := h.runners.Close(); err != nil {
-			h.log.Error("stop remote plugins", "err", err)
-		}
-	}
-	if h.local != nil {
-		if err := h.local.Close(); err != nil {
-			h.log.Error("stop plugins", "err", err)
-		}
-	}
-	if h.workers != nil {
-		if err := h.workers.Close(); err != nil {
-			h.log.Error("stop workers", "err", err)
-		}
-	}
+	h.closePlacements()
 	h.mu.Lock()
 	for _, l := range h.logs {
 		l.Close()

@@ -137,7 +137,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if p.ended {
 			gauge(exitDesc, float64(p.exit.Code))
 		}
-		if p.run == spec.Floating {
+		if p.run.Traits().Elect {
 			for _, r := range roles {
 				gauge(roleDesc, boolFloat(p.state.Role == string(r)), string(r))
 			}

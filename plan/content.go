@@ -12,7 +12,7 @@ import (
 // (docs/plan-format.md, "Content").
 func fieldLabel(p *spec.Plugin, f string) string {
 	switch {
-	case f == "executable" && p.Run == spec.Worker:
+	case f == "executable" && p.Run.Traits().Module:
 		return "executable " + p.Module
 	case f == "executable" && len(p.Command) > 0:
 		return "executable " + p.Command[0]

@@ -165,7 +165,7 @@ func (d *differ) classify(i int) {
 // unconfirmedReason says what is known of a plugin whose end no one
 // confirmed: never that nothing runs.
 func unconfirmedReason(r *Record) string {
-	if r.Run == spec.Remote {
+	if r.Run.Traits().Runner {
 		return "unconfirmed: it may still run on " + r.Where()
 	}
 	return "unconfirmed: it may still be running"

@@ -24,10 +24,10 @@ func inPlaceField(f string) bool {
 }
 
 // reloadField reports whether field f of p is the digest of a files entry
-// whose change p reloads for. Only a local process is signalled: for
-// others such a change replaces.
+// whose change p reloads for. Only a placement that reloads in place
+// (spec.Traits.Reload) is signalled: for others such a change replaces.
 func reloadField(p *spec.Plugin, f string) bool {
-	if p.Run != spec.Local {
+	if !p.Run.Traits().Reload {
 		return false
 	}
 	for _, e := range p.Files {
@@ -56,13 +56,15 @@ func (d *differ) usesInPlace(r *Record, p *spec.Plugin) bool {
 	return true
 }
 
-// floating reports whether plugin name is, or was, a floating plugin.
+// floating reports whether plugin name is, or was, elected
+// (spec.Traits.Elect): its consumers have its address in their
+// environment.
 func (d *differ) floating(name string) bool {
-	if p := d.desired.Plugins[name]; p != nil && p.Run == spec.Floating {
+	if p := d.desired.Plugins[name]; p != nil && p.Run.Traits().Elect {
 		return true
 	}
 	r := d.running[name]
-	return r != nil && r.Run == spec.Floating
+	return r != nil && r.Run.Traits().Elect
 }
 
 // changeAction decides what a change of fields of running plugin r to p

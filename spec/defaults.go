@@ -67,10 +67,11 @@ func (s *Spec) applyDefaults() {
 		if p.Run == "" {
 			p.Run = Local
 		}
-		if p.StopSignal == "" && p.Run != Worker {
+		t := p.Run.Traits()
+		if p.StopSignal == "" && t.NoSignal == "" {
 			p.StopSignal = DefaultStopSignal
 		}
-		if (p.Run == Remote || p.Run == Floating) && p.Instance == "" {
+		if t.Instance && p.Instance == "" {
 			p.Instance = s.Name + "." + p.Name
 		}
 		p.applyDefaults()

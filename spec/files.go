@@ -78,8 +78,8 @@ func (d *decoder) filesValues(p *Plugin, path string) {
 			f.OnChange = OnChangeReplace
 		case !slices.Contains(OnChanges, f.OnChange):
 			d.errorf(d.at(fp+".onChange"), fp+".onChange", "unknown onChange %q; want replace, reload or none", f.OnChange)
-		case f.OnChange == OnChangeReload && p.Run == Worker:
-			d.errorf(d.at(fp+".onChange"), fp+".onChange", "a worker cannot reload: it gets no signals; use replace")
+		case f.OnChange == OnChangeReload && p.Run.Traits().NoReload != "":
+			d.errorf(d.at(fp+".onChange"), fp+".onChange", "%s", p.Run.Traits().NoReload)
 		}
 	}
 }
@@ -187,12 +187,12 @@ func cause(err error) error {
 // of graft's; a worker's module. "" when there is none here: a runner's
 // with an address runs on another machine.
 func (s *Spec) executable(p *Plugin) string {
-	switch {
-	case p.Run == Worker && p.Module != "":
+	switch t := p.Run.Traits(); {
+	case t.Module && p.Module != "":
 		return s.Path(p.Module)
-	case p.Run == Worker || len(p.Command) == 0 || p.Command[0] == "":
+	case t.Module || len(p.Command) == 0 || p.Command[0] == "":
 		return ""
-	case p.Run == Remote && s.Runners[p.Runner] != nil && s.Runners[p.Runner].Address != "":
+	case t.Runner && s.Runners[p.Runner] != nil && s.Runners[p.Runner].Address != "":
 		return ""
 	}
 	dir, c0 := s.Path(p.Dir), p.Command[0]

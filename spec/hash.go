@@ -42,7 +42,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 	for k, v := range p.Env {
 		out["env."+k] = jsonString(s.key.envDigest(k, v))
 	}
-	if p.Run == Remote {
+	if p.Run.Traits().Runner {
 		// The runner's address decides which machine runs the process; its
 		// token file and lease only shape the host's session with it.
 		addr := ""

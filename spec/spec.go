@@ -7,21 +7,6 @@ import (
 	"github.com/graftland/graft/launch"
 )
 
-// Placement says where a plugin's process lives (README.md, the table of
-// run: values; docs/semantics.md, "Identity and generations").
-type Placement string
-
-// The placements a plugin can have.
-const (
-	Local    Placement = "local"    // child process of the host
-	Worker   Placement = "worker"   // WebAssembly module inside the host
-	Remote   Placement = "runner"   // process on a graft runner, under a lease
-	Floating Placement = "floating" // on exactly one of the hosts sharing elect.dir
-)
-
-// Placements lists every placement, in the order the documentation gives them.
-var Placements = []Placement{Local, Worker, Remote, Floating}
-
 // Spec is a loaded, defaulted and validated plugins.yaml.
 type Spec struct {
 	// Name is the project name; it defaults to the plugins file's directory name.

@@ -48,8 +48,8 @@ func (d *decoder) once(p *Plugin, path string) {
 	if !p.Once {
 		return
 	}
-	if p.Run == Floating {
-		d.errorf(d.at(path+".once"), path+".once", "a floating plugin runs on whichever host leads and cannot run once")
+	if why := p.Run.Traits().NoOnce; why != "" {
+		d.errorf(d.at(path+".once"), path+".once", "%s", why)
 	}
 	if d.written(path + ".health") {
 		d.errorf(d.at(path+".health"), path+".health", "a one-shot (once: true) is checked by its exit; health is for plugins that keep running")
@@ -61,36 +61,38 @@ func (d *decoder) once(p *Plugin, path string) {
 // replacement would give up the lead, and an exec check on a worker,
 // which has no process to run a command beside.
 func (d *decoder) healthPlacement(p *Plugin, path string) {
+	t := p.Run.Traits()
 	switch {
 	case p.Health == nil:
-	case p.Run == Floating:
-		d.errorf(d.at(path+".health"), path+".health", "not for floating plugins: their leader restarts them, and a replacement would give up the lead")
-	case p.Run == Worker && len(p.Health.Exec) > 0:
-		d.errorf(d.at(path+".health.exec"), path+".health.exec", "a worker has no process to run a command beside; check it with tcp or http")
+	case t.NoHealth != "":
+		d.errorf(d.at(path+".health"), path+".health", "%s", t.NoHealth)
+	case t.NoExec != "" && len(p.Health.Exec) > 0:
+		d.errorf(d.at(path+".health.exec"), path+".health.exec", "%s", t.NoExec)
 	}
 }
 
-// placement checks the fields that belong to p's placement, and only those.
+// placement checks the fields that belong to p's placement, and only
+// those, as the placement's traits say (placement.go).
 func (d *decoder) placement(p *Plugin, path string, runners []string) {
-	run := string(p.Run)
-	only := func(field, placements string) {
+	run, t := string(p.Run), p.Run.Traits()
+	only := func(field string, has func(Traits) bool, why string) {
 		if d.written(path + "." + field) {
-			d.errorf(d.at(path+"."+field), path+"."+field, "only for %s, and this plugin has run: %s", placements, run)
+			d.errorf(d.at(path+"."+field), path+"."+field, "only for %s%s, and this plugin has run: %s", runsWith(has, true), why, run)
 		}
 	}
-	if p.Run == Worker {
+	for _, no := range []struct{ field, why string }{{"stopSignal", t.NoSignal}, {"dir", t.NoDir}} {
+		if no.why != "" && d.written(path+"."+no.field) {
+			d.errorf(d.at(path+"."+no.field), path+"."+no.field, "%s", no.why)
+		}
+	}
+	module := func(t Traits) bool { return t.Module }
+	if t.Module {
 		d.mounts(p, path)
 		if p.Module == "" {
 			d.errorf(d.at(path), path, "missing module: a worker runs a WebAssembly module (module: ./app.wasm)")
 		}
 		if d.written(path + ".command") {
 			d.errorf(d.at(path+".command"), path+".command", "a worker runs module, not command")
-		}
-		if d.written(path + ".stopSignal") {
-			d.errorf(d.at(path+".stopSignal"), path+".stopSignal", "a worker gets no signal: its graceful stop closes its stdin")
-		}
-		if d.written(path + ".dir") {
-			d.errorf(d.at(path+".dir"), path+".dir", "a worker has no working directory: it sees only its mounts")
 		}
 	} else {
 		switch {
@@ -101,24 +103,40 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 			d.errorf(d.at(path), path, "missing command, such as command: [./bin/api, --port, \"8080\"]")
 		}
 		for _, f := range []string{"module", "args", "mounts", "memory"} {
-			only(f, "run: worker")
+			only(f, module, "")
 		}
 	}
-	if p.Run == Remote {
+	if t.Runner {
 		if p.Runner != "" && !slices.Contains(runners, p.Runner) {
 			d.errorf(d.at(path+".runner"), path+".runner", "runner %q is not declared in runners%s", p.Runner, didYouMean(p.Runner, runners))
 		}
 	} else {
-		only("runner", "run: runner")
+		only("runner", func(t Traits) bool { return t.Runner }, "")
 	}
-	if p.Run != Remote && p.Run != Floating {
-		only("instance", "run: runner and run: floating (local and worker plugins get a fresh UUID each start)")
+	if instance := func(t Traits) bool { return t.Instance }; !t.Instance {
+		only("instance", instance, " ("+runsWith(instance, false)+" plugins get a fresh UUID each start)")
 	}
-	if p.Run == Floating {
+	if t.Elect {
 		d.elect(p.Elect, path+".elect", path)
 	} else {
-		only("elect", "run: floating")
+		only("elect", func(t Traits) bool { return t.Elect }, "")
 	}
+}
+
+// runsWith names the placements whose traits have, or lack, what has
+// says: "run: runner and run: floating", or, without, "local and worker".
+func runsWith(has func(Traits) bool, with bool) string {
+	var names []string
+	for _, row := range placements {
+		if has(row.Traits) == with {
+			if with {
+				names = append(names, "run: "+string(row.run))
+			} else {
+				names = append(names, string(row.run))
+			}
+		}
+	}
+	return strings.Join(names, " and ")
 }
 
 // mounts checks a worker's mounts: a host directory, an absolute guest

@@ -266,10 +266,3 @@ func (d *decoder) written(path string) bool {
 	return ok && !d.isBad(path)
 }
 
-func placementNames() []string {
-	names := make([]string, len(Placements))
-	for i, p := range Placements {
-		names[i] = string(p)
-	}
-	return names
-}

@@ -100,7 +100,7 @@ func (c *LeaderCmd) fromFile(g *Globals) (*hostapi.LeaderInfo, error) {
 	switch {
 	case p == nil:
 		return nil, fmt.Errorf("%s has no plugin %q", g.File, c.Plugin)
-	case p.Run != spec.Floating:
+	case !p.Run.Traits().Elect:
 		return nil, fmt.Errorf("plugin %q is not floating (run: %s): it has no leader", c.Plugin, p.Run)
 	}
 	if p.Elect.Etcd != nil {

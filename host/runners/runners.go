@@ -152,7 +152,7 @@ func (g *Registry) Refresh(desired *spec.Spec) {
 	g.mu.Unlock()
 	seen := map[string]bool{}
 	for _, p := range desired.Plugins {
-		if p.Run != spec.Remote || seen[p.Runner] {
+		if !p.Run.Traits().Runner || seen[p.Runner] {
 			continue
 		}
 		seen[p.Runner] = true
