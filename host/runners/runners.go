@@ -50,6 +50,17 @@ type Registry struct {
 	byKey    map[string]*entry
 	embedded *embedded
 	apply    uint64 // counts Refresh, to tell the runners an apply named
+	// desired is the spec of the apply under way, and named the placement
+	// (or the error) of each runner it names, with the settings Refresh
+	// read: every start of the apply takes its runner's from here.
+	desired *spec.Spec
+	named   map[string]resolved
+}
+
+// resolved is a runner's placement for an apply, or why there is none.
+type resolved struct {
+	p   runtime.Placement
+	err error
 }
 
 // entry is a runner's placement and the settings it was given last: an
@@ -68,10 +79,24 @@ func New(opt Options) *Registry {
 }
 
 // Placement is the placement of runner plugin p of desired: the remote of
-// its runner, made at its first use and given the settings desired says
-// now.
+// its runner, as the apply of desired (Refresh) found it, its settings
+// read once for the whole apply; for a spec no apply refreshed, found now.
 func (g *Registry) Placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {
-	cfg, settings, err := g.config(desired, p.Runner)
+	g.mu.Lock()
+	r, ok := g.named[p.Runner]
+	ok = ok && g.desired == desired
+	g.mu.Unlock()
+	if ok {
+		return r.p, r.err
+	}
+	return g.resolve(desired, p.Runner)
+}
+
+// resolve is the placement of runner name of desired: its remote, made at
+// its first use and given the settings desired says now, its files read
+// now.
+func (g *Registry) resolve(desired *spec.Spec, name string) (runtime.Placement, error) {
+	cfg, settings, err := g.config(desired, name)
 	if err != nil {
 		return nil, err
 	}
@@ -150,16 +175,20 @@ func (g *Registry) Refresh(desired *spec.Spec) {
 	g.mu.Lock()
 	g.apply++
 	g.mu.Unlock()
-	seen := map[string]bool{}
+	named := map[string]resolved{}
 	for _, p := range desired.Plugins {
-		if !p.Run.Traits().Runner || seen[p.Runner] {
+		if _, seen := named[p.Runner]; !p.Run.Traits().Runner || seen {
 			continue
 		}
-		seen[p.Runner] = true
-		if _, err := g.Placement(desired, p); err != nil {
+		pl, err := g.resolve(desired, p.Runner)
+		if err != nil {
 			g.opt.Logger.Warn("runner settings", "runner", p.Runner, "err", err)
 		}
+		named[p.Runner] = resolved{pl, err}
 	}
+	g.mu.Lock()
+	g.desired, g.named = desired, named
+	g.mu.Unlock()
 }
 
 // Prune ends the sessions with runners that the last apply did not name

@@ -99,3 +99,27 @@ plugins:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "runner edge: tls: ca.pem: no PEM certificate in it")
 }
+
+// TestSettingsReadOncePerApply: the settings of a runner are read when an
+// apply begins (Refresh), and every start of that apply uses them: a
+// token file removed meanwhile fails no start of it, and the next apply
+// reads the files again, and says what is wrong.
+func TestSettingsReadOncePerApply(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "edge.token")
+	require.NoError(t, os.WriteFile(token, []byte("first\n"), 0o600))
+	g := newRegistry(t)
+	s := load(t, dir, twoRunners)
+	g.Refresh(s)
+	require.NoError(t, os.Remove(token))
+	for _, name := range []string{"a", "b", "a"} {
+		_, err := g.Placement(s, s.Plugins[name])
+		require.NoError(t, err, "the apply's settings, read once")
+	}
+
+	next := load(t, dir, twoRunners)
+	g.Refresh(next)
+	_, err := g.Placement(next, next.Plugins["a"])
+	require.Error(t, err, "the next apply reads the files again")
+	assert.Contains(t, err.Error(), "runner edge: token")
+}
