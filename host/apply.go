@@ -285,43 +285,13 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
 	x.h.changed.notify()
-	err = startReporting(ctx, e.unit, reached)
-	st := e.unit.State()
-	res := apply.Result{Identity: st.Identity, PID: st.PID}
-	if err != nil && !(p.Once && !st.NextRetry.IsZero()) {
-		return res, err // a one-shot's step waits through its retries, a failed start's too
+	// The step's ctx is not cancelled with its apply's: a one-shot's waits
+	// for its end, so that it is recorded once it completes.
+	st, err := e.unit.StartUntil(ctx, until, reached)
+	if err == nil && p.Once {
+		x.h.syncCompleted()
 	}
-	if err == nil {
-		reached(spec.UntilReady)
-	}
-	switch {
-	case p.Once:
-		// The step's ctx is not cancelled with its apply's: it waits for
-		// the end, so that the one-shot is recorded once it completes.
-		if err = e.unit.Await(ctx, spec.UntilCompleted); err == nil {
-			x.h.syncCompleted()
-		}
-	case until == spec.UntilHealthy:
-		if err = e.unit.Await(ctx, spec.UntilHealthy); err == nil {
-			reached(spec.UntilHealthy)
-		}
-	}
-	return res, err
-}
-
-// startReporting starts u and calls reached(started) as soon as its
-// process has started, so that the steps waiting for that begin while its
-// ready check still runs.
-func startReporting(ctx context.Context, u *runtime.Supervisor, reached func(spec.Condition)) error {
-	actx, cancel := context.WithCancel(ctx)
-	seen := make(chan bool, 1)
-	go func() { seen <- u.Await(actx, spec.UntilStarted) == nil }()
-	err := u.Start(ctx)
-	cancel()
-	if <-seen || err == nil {
-		reached(spec.UntilStarted)
-	}
-	return err
+	return apply.Result{Identity: st.Identity, PID: st.PID}, err
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/runtimetest"
 	"github.com/graftland/graft/spec"
 )
 
@@ -109,4 +110,36 @@ func TestOnceStopped(t *testing.T) {
 	err = <-waited
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "migrate was stopped before it was completed")
+}
+
+// TestStartUntil: a start goes as far as StartUntil says, and reports each
+// condition on the way: a plugin to ready, a one-shot to its completion
+// whatever it is asked, with the identity and pid of its run.
+func TestStartUntil(t *testing.T) {
+	l := newLocal(t, short)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	p := helper("migrate", "exit", "0", "migrated")
+	p.Once = true
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{mark: "migrated"}}.For(p))
+	var got []spec.Condition
+	st, err := s.StartUntil(ctx, spec.UntilReady, func(c spec.Condition) { got = append(got, c) })
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Completed, s.State().Status, "a one-shot goes until it completed")
+	assert.Equal(t, []spec.Condition{spec.UntilStarted, spec.UntilReady}, got, "its completion is its step's success")
+	assert.NotEmpty(t, st.Identity.ID, "the identity of its run")
+	_, err = s.Stop(context.Background())
+	require.NoError(t, err)
+
+	p = helper("web", "cooperative")
+	s = runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(p))
+	got = nil
+	st, err = s.StartUntil(ctx, spec.UntilReady, func(c spec.Condition) { got = append(got, c) })
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Running, s.State().Status)
+	assert.Equal(t, []spec.Condition{spec.UntilStarted, spec.UntilReady}, got)
+	assert.NotZero(t, st.PID)
+	_, err = s.Stop(context.Background())
+	require.NoError(t, err)
 }
