@@ -265,4 +265,3 @@ func (d *decoder) written(path string) bool {
 	_, ok := d.pos[path]
 	return ok && !d.isBad(path)
 }
-
