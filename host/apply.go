@@ -139,7 +139,7 @@ func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.WithKey(h.key), nil
+	return h.planner.Keyed(s), nil
 }
 
 func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) {
@@ -158,7 +158,7 @@ func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) 
 // a fresh diff.
 func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	if req.Plan == nil {
-		p, err := plan.DiffWith(desired, running, plan.Options{Replace: req.Restart})
+		p, err := h.planner.Plan(desired, running, plan.Options{Replace: req.Restart})
 		if err == nil && req.Source.YAML == "" {
 			for i := range p.Changes {
 				p.Changes[i].Reason = "everything stops: " + req.Holder
@@ -166,22 +166,7 @@ func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (
 		}
 		return p, err
 	}
-	keyed, err := h.savedSpec(req.Plan, req.Source, desired)
-	if err != nil {
-		return nil, err
-	}
-	if req.Plan.State != running.Digest() {
-		return nil, &hostapi.StaleError{Reason: "the running state changed since the plan was made"}
-	}
-	if req.Plan.Desired != keyed.Digest() {
-		return nil, &hostapi.StaleError{Reason: "the plan's spec is not the one it was made from"}
-	}
-	// The digests tie the plan to this spec and state; its steps must be
-	// the ones they give, checked before anything runs.
-	if err := req.Plan.Check(keyed, running); err != nil {
-		return nil, err
-	}
-	return req.Plan, nil
+	return h.planner.Saved(req.Plan, req.Source, desired, running)
 }
 
 func (h *Host) logEvent(e apply.Event) {

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/planner"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -26,10 +28,10 @@ func TestDigestKeyKept(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	fi, err := os.Stat(filepath.Join(state, digestKeyFile))
+	fi, err := os.Stat(filepath.Join(state, statedir.DigestKey))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	k, err := ReadDigestKey(state)
+	k, err := planner.ReadKey(state)
 	require.NoError(t, err)
 	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, withSecret)}, Report{})
 	require.NoError(t, err)
@@ -59,17 +61,17 @@ func TestDigestKeyReadableRefused(t *testing.T) {
 	state := filepath.Join(t.TempDir(), ".graft")
 	h := open(t, state)
 	require.NoError(t, h.Shutdown(context.Background()))
-	path := filepath.Join(state, digestKeyFile)
+	path := filepath.Join(state, statedir.DigestKey)
 	require.NoError(t, os.Chmod(path, 0o644))
 	_, err := Open(state, Options{Logger: quiet})
-	var bad *DigestKeyError
+	var bad *planner.KeyError
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, "digest key "+path+": mode 0644 lets others read it", err.Error())
 	assert.Contains(t, bad.Hint(), "chmod 600 "+path)
 
 	require.NoError(t, os.Remove(path))
 	require.NoError(t, os.WriteFile(path, []byte("not a key\n"), 0o600))
-	_, err = ReadDigestKey(state)
+	_, err = planner.ReadKey(state)
 	require.ErrorAs(t, err, &bad)
 	assert.Contains(t, err.Error(), "a digest key is 64 hex digits")
 }
@@ -114,7 +116,9 @@ func TestSavedPlanKeys(t *testing.T) {
 	_, err = h.Apply(ctx, ApplyRequest{Source: withKey, Plan: saved}, Report{})
 	require.NoError(t, err)
 	r := h.Status().Plugins[0]
-	assert.Equal(t, h.key.ID(), r.KeyID, "what runs is recorded under the host's key")
+	k, err := planner.ReadKey(filepath.Join(dir, ".graft"))
+	require.NoError(t, err)
+	assert.Equal(t, k.ID(), r.KeyID, "what runs is recorded under the host's key")
 	b, err := os.ReadFile(filepath.Join(dir, ".graft", appliedFile))
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), oneTime.Hex(), "the one-time key is not kept")

@@ -18,12 +18,12 @@ import (
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
+	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/worker"
-	"github.com/graftland/graft/spec"
 )
 
 // Options configures a Host.
@@ -65,7 +65,7 @@ type Host struct {
 	followed chan struct{}
 	runners  *runners.Registry // runner plugins' placements
 	hostID   string
-	key      spec.DigestKey       // keys the digests of env values (digest.key)
+	planner  *planner.Host        // the host's plans, and the digest key they are made under
 	digests  *contentdigest.Cache // digests of the files specs name (digests/)
 
 	background tasks // restarts of consumers when a leader moves
@@ -156,7 +156,7 @@ func Open(dir string, opt Options) (*Host, error) {
 // died left behind. The lock is held.
 func (h *Host) open() error {
 	var err error
-	if h.key, err = openDigestKey(h.dir); err != nil {
+	if h.planner, err = planner.OpenHost(h.dir); err != nil {
 		return err
 	}
 	// A last applied spec that cannot be read does not keep the host from
@@ -165,7 +165,7 @@ func (h *Host) open() error {
 	h.digests = contentdigest.New(filepath.Join(h.dir, digestsDir))
 	h.spec, h.specErr = loadApplied(h.dir, h.digests)
 	if h.spec != nil {
-		h.spec.parsed = h.spec.parsed.WithKey(h.key)
+		h.spec.parsed = h.planner.Keyed(h.spec.parsed)
 	}
 	h.restoreCompleted()
 	if h.hostID = h.opt.HostID; h.hostID == "" {

@@ -18,5 +18,5 @@ func (h *Host) Plan(src plan.Source) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return plan.Diff(desired, h.State())
+	return h.planner.Plan(desired, h.State(), plan.Options{})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -45,12 +46,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	if c.Out != "" {
-		saved := *p
-		src := plan.SourceOf(desired)
-		saved.Source = &src
-		if oneTime != nil {
-			saved.Source.DigestKey = oneTime.Hex()
-		}
+		saved := planner.Save(p, desired, oneTime)
 		var b bytes.Buffer
 		if err := saved.WriteJSON(&b); err != nil {
 			return err
@@ -135,15 +131,7 @@ func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *sp
 		if err != nil {
 			return nil, nil, err
 		}
-		key, fresh, err := stateKey(c.State, running, dir)
-		if err != nil {
-			return nil, nil, err
-		}
-		if fresh {
-			oneTime = &key
-		}
-		p, err := plan.Diff(desired.WithKey(key), running)
-		return p, oneTime, err
+		return planner.AgainstState(desired, c.State, running, dir)
 	}
 	cl, up, err := g.client(ctx, dir)
 	if err != nil {
@@ -159,7 +147,5 @@ func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *sp
 		return p, nil, err
 	}
 	fmt.Fprintf(g.stderr, "%s Comparing with an empty state.\n", g.noHost(dir))
-	key := spec.NewDigestKey()
-	p, err = plan.Diff(desired.WithKey(key), &plan.State{Plugins: []plan.Record{}})
-	return p, &key, err
+	return planner.Alone(desired)
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package planner
 
 import (
 	"os"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -43,7 +42,7 @@ func TestStateKey(t *testing.T) {
 
 	other := t.TempDir()
 	k := spec.NewDigestKey()
-	require.NoError(t, os.WriteFile(filepath.Join(other, statedir.DigestKey), []byte(k.Hex()+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(other, digestKeyFile), []byte(k.Hex()+"\n"), 0o600))
 	_, _, err = stateKey("s.json", keyed, other)
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), "holds another one ("+k.ID()+")")
@@ -53,7 +52,7 @@ func TestStateKey(t *testing.T) {
 	assert.False(t, fresh)
 	assert.Equal(t, k, got)
 
-	require.NoError(t, os.Symlink(statedir.DigestKey, filepath.Join(dir, statedir.DigestKey))) // a loop: it cannot be opened
+	require.NoError(t, os.Symlink(digestKeyFile, filepath.Join(dir, digestKeyFile))) // a loop: it cannot be opened
 	_, _, err = stateKey("s.json", keyed, dir)
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), "its key cannot be read here: ")

@@ -1,4 +1,4 @@
-package main
+package planner
 
 import (
 	"errors"
@@ -8,10 +8,47 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
+
+// AgainstState is the plan of desired against st, a saved status read
+// from file (graft plan --state), under the key of st's records (stateKey)
+// read from the state dir dir. oneTime is the key, when a fresh one does
+// (no digest of st depends on one), which a saved plan must carry.
+func AgainstState(desired *spec.Spec, file string, st *plan.State, dir string) (p *plan.Plan, oneTime *spec.DigestKey, err error) {
+	key, fresh, err := stateKey(file, st, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fresh {
+		oneTime = &key
+	}
+	p, err = plan.Diff(desired.WithKey(key), st)
+	return p, oneTime, err
+}
+
+// Alone is the plan of desired against nothing, made where no host runs
+// (graft plan without one), under a fresh one-time key, which a saved
+// plan must carry.
+func Alone(desired *spec.Spec) (*plan.Plan, *spec.DigestKey, error) {
+	key := spec.NewDigestKey()
+	p, err := plan.Diff(desired.WithKey(key), &plan.State{Plugins: []plan.Record{}})
+	return p, &key, err
+}
+
+// Save is p made to be saved and applied later (graft plan --out): with
+// desired's source, and the one-time key its digests were made under, if
+// any, so that the host that applies it can check them.
+func Save(p *plan.Plan, desired *spec.Spec, oneTime *spec.DigestKey) *plan.Plan {
+	saved := *p
+	src := plan.SourceOf(desired)
+	if oneTime != nil {
+		src.DigestKey = oneTime.Hex()
+	}
+	saved.Source = &src
+	return &saved
+}
 
 // stateKey is the digest key to plan against a saved state with. When its
 // records' digests cover env values, that is the key they were made with,
@@ -35,11 +72,11 @@ func stateKey(file string, st *plan.State, dir string) (key spec.DigestKey, fres
 		return key, false, &stateKeyError{file: file, why: fmt.Sprintf("its records are keyed with %d different digest keys (%s): it is not one host's status", len(ids), strings.Join(slices.Sorted(maps.Keys(ids)), ", "))}
 	}
 	id := slices.Collect(maps.Keys(ids))[0]
-	key, err = host.ReadDigestKey(dir)
+	key, err = ReadKey(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return key, false, &stateKeyError{file: file, keyID: id, dir: dir, why: "the state dir " + dir + " holds no digest key"}
-	case errors.As(err, new(*host.DigestKeyError)):
+	case errors.As(err, new(*KeyError)):
 		return key, false, err // its hint says what to do
 	case err != nil:
 		return key, false, &stateKeyError{file: file, keyID: id, dir: dir, why: "its key cannot be read here: " + err.Error()}
