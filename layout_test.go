@@ -76,7 +76,7 @@ func TestLayout(t *testing.T) {
 	}
 	// What runs processes, serves or dials: none of it belongs in the
 	// packages that read specs and plans.
-	running := append([]string{"internal/proc", "internal/output", "internal/ready", "runner", "host", "host/runners", "host/server", "elect", "elect/etcd"}, placements...)
+	running := append([]string{"internal/proc", "internal/output", "internal/ready", "runner", "host", "host/remotes", "host/server", "elect", "elect/etcd"}, placements...)
 
 	for rel, p := range pkgs {
 		deps := graftDeps(p)

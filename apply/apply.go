@@ -127,15 +127,15 @@ var _ = errkind.Sentinel("cancelled", http.StatusInternalServerError, ErrCancell
 //
 // A graph that would leave a step never begun (a step waiting on one the
 // plan lacks, a cycle, an id listed twice) is refused, as a
-// *plan.CheckError, before any step begins.
+// *plan.VerifyError, before any step begins.
 func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
-	if err := p.CheckSteps(); err != nil {
+	if err := p.VerifySteps(); err != nil {
 		return err
 	}
 	if opt.Parallelism <= 0 {
 		opt.Parallelism = DefaultParallelism
 	}
-	r := &runner{
+	r := &execution{
 		ex:      ex,
 		opt:     opt,
 		steps:   map[string]plan.Step{},
@@ -172,7 +172,9 @@ func Run(ctx context.Context, p *plan.Plan, ex Executor, opt Options) error {
 	return r.run(ctx, p.Steps)
 }
 
-type runner struct {
+// execution is one Run under way: its steps, what each waits on, and its
+// errors.
+type execution struct {
 	ex      Executor
 	opt     Options
 	steps   map[string]plan.Step
@@ -206,7 +208,7 @@ type milestone struct {
 	until spec.Condition
 }
 
-func (r *runner) emit(e Event) {
+func (r *execution) emit(e Event) {
 	if r.opt.Events == nil {
 		return
 	}
@@ -216,7 +218,7 @@ func (r *runner) emit(e Event) {
 	r.opt.Events(e)
 }
 
-func (r *runner) run(ctx context.Context, order []plan.Step) error {
+func (r *execution) run(ctx context.Context, order []plan.Step) error {
 	// Steps begin in the plan's order among those ready, so a run is
 	// repeatable: by wave, stops first, then by plugin.
 	var ready []string
@@ -281,7 +283,7 @@ func (r *runner) run(ctx context.Context, order []plan.Step) error {
 
 // release marks done the edges out of step id that match, and returns
 // ready with the steps no longer waiting on anything added.
-func (r *runner) release(id string, match func(*edge) bool, ready []string) []string {
+func (r *execution) release(id string, match func(*edge) bool, ready []string) []string {
 	for _, e := range r.edges[id] {
 		if e.done || !match(e) {
 			continue
@@ -297,9 +299,9 @@ func (r *runner) release(id string, match func(*edge) bool, ready []string) []st
 }
 
 // unbegun reports the steps that neither began nor were skipped, which
-// only a graph CheckSteps refuses leaves: a run never succeeds without
+// only a graph VerifySteps refuses leaves: a run never succeeds without
 // doing every step.
-func (r *runner) unbegun(order []plan.Step) error {
+func (r *execution) unbegun(order []plan.Step) error {
 	var never []string
 	for _, s := range order {
 		if !r.begun[s.ID] && r.waiting[s.ID] >= 0 {
@@ -309,12 +311,12 @@ func (r *runner) unbegun(order []plan.Step) error {
 	if len(never) == 0 {
 		return nil
 	}
-	return &plan.CheckError{Reason: fmt.Sprintf("steps never began, waiting on steps that never ran: %s", strings.Join(never, ", "))}
+	return &plan.VerifyError{Reason: fmt.Sprintf("steps never began, waiting on steps that never ran: %s", strings.Join(never, ", "))}
 }
 
 // do runs one step, through its op's carrier (ops.go), and reports its
 // outcome.
-func (r *runner) do(ctx context.Context, s plan.Step) {
+func (r *execution) do(ctx context.Context, s plan.Step) {
 	r.emit(Event{Step: s, Phase: Began})
 	began := time.Now()
 	var (
@@ -336,7 +338,7 @@ func (r *runner) do(ctx context.Context, s plan.Step) {
 
 // skip skips every step that waits on id, directly or not, and returns
 // how many it skipped.
-func (r *runner) skip(id, why string) int {
+func (r *execution) skip(id, why string) int {
 	n := 0
 	for _, next := range r.next[id] {
 		if r.waiting[next] > 0 {
@@ -348,7 +350,7 @@ func (r *runner) skip(id, why string) int {
 }
 
 // skipOne marks one step skipped, once, and returns 1, or 0 if it was.
-func (r *runner) skipOne(id, why string) int {
+func (r *execution) skipOne(id, why string) int {
 	if r.waiting[id] < 0 {
 		return 0
 	}

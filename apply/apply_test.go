@@ -242,7 +242,7 @@ func TestUnconfirmedStopFails(t *testing.T) {
 }
 
 // TestRefusesBrokenGraphs: a step waiting on a step the plan lacks, or a
-// cycle, is refused before any step begins, as a *plan.CheckError; such a
+// cycle, is refused before any step begins, as a *plan.VerifyError; such a
 // run never reports success with work left undone.
 func TestRefusesBrokenGraphs(t *testing.T) {
 	for name, edit := range map[string]func(p *plan.Plan){
@@ -258,7 +258,7 @@ func TestRefusesBrokenGraphs(t *testing.T) {
 			ex := newScript(0)
 			var events []Event
 			err := Run(context.Background(), p, ex, Options{Events: func(e Event) { events = append(events, e) }})
-			var bad *plan.CheckError
+			var bad *plan.VerifyError
 			require.ErrorAs(t, err, &bad)
 			assert.Empty(t, ex.began, "no step began")
 			assert.Empty(t, events)
@@ -266,7 +266,7 @@ func TestRefusesBrokenGraphs(t *testing.T) {
 	}
 }
 
-// TestUnbegunIsAnError: were a graph CheckSteps refuses ever run, the
+// TestUnbegunIsAnError: were a graph VerifySteps refuses ever run, the
 // steps it left waiting make the run fail, naming them.
 func TestUnbegunIsAnError(t *testing.T) {
 	steps := []plan.Step{
@@ -276,7 +276,7 @@ func TestUnbegunIsAnError(t *testing.T) {
 		{ID: "start:b", Op: plan.OpStart, Plugin: "b", After: plan.After("stop:b")},
 	}
 	ex := newScript(0)
-	r := &runner{ex: ex, opt: Options{Parallelism: 2}, steps: map[string]plan.Step{}, waiting: map[string]int{},
+	r := &execution{ex: ex, opt: Options{Parallelism: 2}, steps: map[string]plan.Step{}, waiting: map[string]int{},
 		next: map[string][]string{}, begun: map[string]bool{}, edges: map[string][]*edge{}, done: make(chan outcome)}
 	for _, s := range steps {
 		r.steps[s.ID] = s
@@ -287,7 +287,7 @@ func TestUnbegunIsAnError(t *testing.T) {
 		}
 	}
 	err := r.run(context.Background(), steps)
-	var bad *plan.CheckError
+	var bad *plan.VerifyError
 	require.ErrorAs(t, err, &bad)
 	assert.Contains(t, err.Error(), "steps never began, waiting on steps that never ran: start:a, stop:b, start:b")
 	assert.Contains(t, ex.ended, "stop:a", "the step that could run did")

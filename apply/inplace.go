@@ -24,7 +24,7 @@ type InPlace interface {
 // inPlace is the carrier of an op that method of InPlace carries out:
 // an executor that is not an InPlace fails the step.
 func inPlace(method func(InPlace, context.Context, string) (Result, error)) carrier {
-	return func(r *runner, ctx context.Context, s plan.Step) (Result, error) {
+	return func(r *execution, ctx context.Context, s plan.Step) (Result, error) {
 		in, ok := r.ex.(InPlace)
 		if !ok {
 			return Result{}, fmt.Errorf("%s %s: this executor cannot change a plugin in place", s.Op, s.Plugin)

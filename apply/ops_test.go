@@ -18,11 +18,11 @@ func TestEveryOpHasACarrier(t *testing.T) {
 	assert.ElementsMatch(t, plan.Ops, slices.Collect(maps.Keys(carriers)))
 }
 
-// TestUnknownOpFails: a step whose op has no carrier, which CheckSteps
+// TestUnknownOpFails: a step whose op has no carrier, which VerifySteps
 // keeps Run from, fails, naming the op.
 func TestUnknownOpFails(t *testing.T) {
 	var events []Event
-	r := &runner{ex: newScript(0), opt: Options{Events: func(e Event) { events = append(events, e) }}, done: make(chan outcome, 1)}
+	r := &execution{ex: newScript(0), opt: Options{Events: func(e Event) { events = append(events, e) }}, done: make(chan outcome, 1)}
 	r.do(context.Background(), plan.Step{ID: "delete:a", Op: "delete", Plugin: "a"})
 	o := <-r.done
 	require.EqualError(t, o.err, `unknown op "delete"`)

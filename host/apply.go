@@ -128,7 +128,7 @@ func (h *Host) unlockApply() {
 // project.
 // The last applied spec's source is not parsed again: it was, once, when
 // it was recorded or read.
-func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
+func (h *Host) desired(src spec.Source) (*spec.Spec, error) {
 	h.mu.Lock()
 	kept := h.spec
 	h.mu.Unlock()
@@ -142,7 +142,7 @@ func (h *Host) desired(src plan.Source) (*spec.Spec, error) {
 	return h.planner.Keyed(s), nil
 }
 
-func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) {
+func (h *Host) parseDesired(src spec.Source, kept *applied) (*spec.Spec, error) {
 	if src.YAML != "" {
 		return src.SpecWith(h.digests)
 	}
@@ -154,7 +154,7 @@ func (h *Host) parseDesired(src plan.Source, kept *applied) (*spec.Spec, error) 
 }
 
 // plan is the plan of an apply: a saved one, checked against what runs
-// and against the plan its spec and that state give (plan.Plan.Check), or
+// and against the plan its spec and that state give (plan.Plan.Verify), or
 // a fresh diff.
 func (h *Host) plan(req ApplyRequest, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	if req.Plan == nil {
@@ -218,7 +218,7 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 // unless its end is unconfirmed.
 func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome, error) {
 	began := time.Now()
-	outcome, err := e.unit.Stop(ctx)
+	outcome, err := e.supervisor.Stop(ctx)
 	h.metrics.stopped(name, outcome, time.Since(began))
 	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
 	for _, c := range errkind.List(err) {
@@ -239,7 +239,7 @@ func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome
 // plugin of the same name (perhaps retrying) is stopped first.
 func (x executor) Start(ctx context.Context, name string, until spec.Condition, reached func(spec.Condition)) (apply.Result, error) {
 	p := x.desired.Plugins[name]
-	if p == nil { // plan.Plan.Check refuses such a plan; never crash on one
+	if p == nil { // plan.Plan.Verify refuses such a plan; never crash on one
 		return apply.Result{}, fmt.Errorf("start %s: not in the spec being applied", name)
 	}
 	if old := x.h.entry(name); old != nil {
@@ -264,15 +264,15 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	// finds the entry to restart (leaderChanged).
 	x.h.mu.Lock()
 	req.Env = x.h.providerEnv(x.desired, p)
-	e.unit = runtime.NewSupervisor(pl, req)
-	e.unit.OnChange(x.h.changed.notify)
+	e.supervisor = runtime.NewSupervisor(pl, req)
+	e.supervisor.OnChange(x.h.changed.notify)
 	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
 	x.h.changed.notify()
 	// The step's ctx is not cancelled with its apply's: a one-shot's waits
 	// for its end, so that it is recorded once it completes.
-	st, err := e.unit.StartUntil(ctx, until, reached)
+	st, err := e.supervisor.StartUntil(ctx, until, reached)
 	if err == nil && p.Once {
 		x.h.syncCompleted()
 	}
@@ -297,10 +297,10 @@ func (h *Host) pruneLastStops() {
 
 // entry is one plugin the host runs or tracks.
 type entry struct {
-	record    plan.Record // what its spec decides (plan.Applied)
-	unit      *runtime.Supervisor
-	placement runtime.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
-	env       map[string]string // what the host added to its environment
+	record     plan.Record // what its spec decides (plan.Applied)
+	supervisor *runtime.Supervisor
+	placement  runtime.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
+	env        map[string]string // what the host added to its environment
 }
 
 // placements are the placements of the plugins the host runs or tracks.

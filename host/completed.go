@@ -124,8 +124,8 @@ func (h *Host) restoreCompleted() {
 			Identity: runtime.Identity{ID: r.Instance, Generation: r.Generation},
 			Since:    r.Since, Restarts: r.Restarts, LastError: r.LastError,
 		}
-		e := &entry{record: plan.Applied(kept, name), unit: runtime.NewCompleted(nil, req, st)}
-		e.unit.OnChange(h.changed.notify)
+		e := &entry{record: plan.Applied(kept, name), supervisor: runtime.NewCompleted(nil, req, st)}
+		e.supervisor.OnChange(h.changed.notify)
 		h.plugins[name] = e
 		h.log.Info("a one-shot completed under an earlier host; it is not run again", "plugin", name, "since", r.Since)
 	}
@@ -145,7 +145,7 @@ func (h *Host) syncCompleted() {
 	recs := map[string]completedRecord{}
 	h.mu.Lock()
 	for name, e := range h.plugins {
-		st := e.unit.State()
+		st := e.supervisor.State()
 		if st.Status != runtime.Completed {
 			continue
 		}

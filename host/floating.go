@@ -23,7 +23,7 @@ import (
 
 // Leader is the lease of floating plugin name as this host sees it.
 func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, error) {
-	if err := CheckName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return hostapi.LeaderInfo{}, err
 	}
 	e := h.entry(name)
@@ -61,7 +61,7 @@ func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string
 			continue
 		}
 		if e := h.plugins[u]; e != nil {
-			env[addrVar(u)] = e.unit.State().Address
+			env[addrVar(u)] = e.supervisor.State().Address
 		}
 	}
 	return env

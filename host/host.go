@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/elect"
-	"github.com/graftland/graft/host/runners"
+	"github.com/graftland/graft/host/remotes"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/guard"
@@ -63,7 +63,7 @@ type Host struct {
 	// followLeaders takes its changes of leader until followed is closed.
 	floating *floating.Placement
 	followed chan struct{}
-	runners  *runners.Registry // runner plugins' placements
+	runners  *remotes.Registry // runner plugins' placements
 	hostID   string
 	planner  *planner.Host        // the host's plans, and the digest key they are made under
 	digests  *contentdigest.Cache // digests of the files specs name (digests/)
@@ -113,7 +113,7 @@ func Open(dir string, opt Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkStateDir(dir); err != nil {
+	if err := validateStateDir(dir); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(dir)

@@ -43,9 +43,9 @@ func open(t *testing.T, dir string) *Host {
 	return h
 }
 
-func source(t *testing.T, dir, yaml string) plan.Source {
+func source(t *testing.T, dir, yaml string) spec.Source {
 	t.Helper()
-	return plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
+	return spec.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
 }
 
 const twoSleeps = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"

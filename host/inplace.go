@@ -29,15 +29,15 @@ func (x executor) inPlace(name string, reload bool) (apply.Result, error) {
 	}
 	var err error
 	if reload {
-		err = e.unit.Reload(p)
+		err = e.supervisor.Reload(p)
 	} else {
-		e.unit.Update(p)
+		e.supervisor.Update(p)
 	}
 	if err == nil {
 		x.h.mu.Lock()
 		e.record = plan.Applied(x.desired, name)
 		x.h.mu.Unlock()
 	}
-	st := e.unit.State()
+	st := e.supervisor.State()
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err
 }

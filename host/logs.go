@@ -12,11 +12,11 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// CheckName refuses a plugin name that no plugins file can hold, before
+// ValidateName refuses a plugin name that no plugins file can hold, before
 // it reaches a path: a name that comes in a request (GET
 // /v1/logs/{plugin}) could otherwise name a file anywhere
 // ("../../etc/passwd").
-func CheckName(name string) error {
+func ValidateName(name string) error {
 	if spec.ValidName(name) {
 		return nil
 	}
@@ -36,7 +36,7 @@ func (h *Host) logPath(name string) string {
 // logOf returns plugin name's log, opening it the first time. A plugin
 // keeps one log across its restarts and replacements.
 func (h *Host) logOf(name string) (*output.Log, error) {
-	if err := CheckName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	h.mu.Lock()
@@ -105,7 +105,7 @@ func (s *LogStream) Close() {
 // before it reaches a path; a log that is not a regular file (a link, a
 // named pipe) is refused, not read.
 func (h *Host) Follow(name string, n int, follow bool) (*LogStream, error) {
-	if err := CheckName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return nil, err
 	}
 	n = min(max(n, 0), hostapi.MaxLogLines)

@@ -155,11 +155,11 @@ func (h *Host) sample() (samples []pluginSample, applying bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for name, e := range h.plugins {
-		st := e.unit.State()
+		st := e.supervisor.State()
 		p := pluginSample{name: name, run: e.record.Run, state: st, status: statusOf(st.Status)}
 		// The supervisor's last exit is zero until a process ended (a
 		// start that failed has none); every placement dates an end.
-		p.exit = e.unit.LastExit()
+		p.exit = e.supervisor.LastExit()
 		p.ended = !p.exit.At.IsZero()
 		p.epoch, p.hasEpoch = h.epochs[name]
 		samples = append(samples, p)

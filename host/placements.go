@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/graftland/graft/elect/etcd"
-	"github.com/graftland/graft/host/runners"
+	"github.com/graftland/graft/host/remotes"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
@@ -44,9 +44,9 @@ var placements = []hostPlacement{
 		},
 		of:    func(h *Host, _ *spec.Spec, _ *spec.Plugin) (runtime.Placement, error) { return h.local, nil },
 		close: func(h *Host) error { return closeIf(h.local) }},
-	{run: spec.Remote, what: "stop remote plugins",
+	{run: spec.OnRunner, what: "stop remote plugins",
 		open: func(h *Host) error {
-			h.runners = runners.New(runners.Options{StateDir: h.dir, HostID: h.hostID, Version: h.opt.Version, Limits: h.opt.Limits, Logger: h.log})
+			h.runners = remotes.New(remotes.Options{StateDir: h.dir, HostID: h.hostID, Version: h.opt.Version, Limits: h.opt.Limits, Logger: h.log})
 			return nil
 		},
 		of: func(h *Host, desired *spec.Spec, p *spec.Plugin) (runtime.Placement, error) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // ApplyRequest asks the host to bring about a spec (Apply), to replace
@@ -12,7 +13,7 @@ import (
 // (Down). Its transport (host/server) makes it of the API's request.
 type ApplyRequest struct {
 	// Source is the desired spec; none is the empty spec.
-	Source plan.Source
+	Source spec.Source
 	// Plan, when set, is a saved plan to carry out exactly; the host
 	// refuses it if the running state changed since it was made.
 	Plan *plan.Plan

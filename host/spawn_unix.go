@@ -32,7 +32,7 @@ const ReadyFD = 3
 // through a link put there. A host that fails to come up is an error with
 // the tail of host.log.
 func StartBackground(exe, dir string, timeout time.Duration) error {
-	if err := checkStateDir(dir); err != nil {
+	if err := validateStateDir(dir); err != nil {
 		return err
 	}
 	logPath := filepath.Join(dir, hostapi.HostLog)

@@ -9,12 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/graftland/graft/host/runners"
+	"github.com/graftland/graft/host/remotes"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/internal/statedir"
-	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
 
@@ -30,7 +29,7 @@ const (
 
 // applied is the last applied spec, as stored in the state dir.
 type applied struct {
-	Source plan.Source `json:"source"`
+	Source spec.Source `json:"source"`
 	// Digest is the spec's spec.Spec.Digest.
 	Digest string    `json:"digest"`
 	At     time.Time `json:"at"`
@@ -134,12 +133,12 @@ func (h *Host) forgetApplied() error {
 	return err
 }
 
-// checkStateDir makes the state dir and the subdirectories the host uses,
+// validateStateDir makes the state dir and the subdirectories the host uses,
 // and checks that each can be trusted (safefs.Dir): a directory another
 // user may write, or a link where a subdirectory goes, is refused. The
 // embedded runner's is checked too, if there is one (the runner checks it
 // again, with its own subdirectories).
-func checkStateDir(dir string) error {
+func validateStateDir(dir string) error {
 	if err := safefs.Root(dir, 0o750); err != nil {
 		return err
 	}
@@ -148,7 +147,7 @@ func checkStateDir(dir string) error {
 			return err
 		}
 	}
-	return safefs.Check(filepath.Join(dir, runners.Dir))
+	return safefs.Check(filepath.Join(dir, remotes.Dir))
 }
 
 // cleanCache removes from the module cache whatever the host would not

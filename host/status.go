@@ -35,7 +35,7 @@ func (h *Host) Status() *hostapi.Status {
 		e := h.plugins[name]
 		rec := e.record
 		r := hostapi.PluginStatus{Name: rec.Name, Run: string(rec.Run), Hash: rec.Hash, Uses: rec.Uses, Fields: rec.Fields, KeyID: rec.KeyID, Runner: rec.Runner}
-		s := e.unit.State()
+		s := e.supervisor.State()
 		r.Status = string(statusOf(s.Status))
 		r.Role, r.Address, r.Backend = s.Role, s.Address, s.Backend
 		r.Health, r.HealthError = string(s.Health), s.HealthError
@@ -60,7 +60,7 @@ func (h *Host) State() *plan.State {
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
 		e := h.plugins[name]
 		r := e.record
-		s := e.unit.State()
+		s := e.supervisor.State()
 		r.Status, r.LastError = statusOf(s.Status), s.LastError
 		st.Plugins = append(st.Plugins, r)
 	}

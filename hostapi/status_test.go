@@ -87,7 +87,7 @@ func TestStatusState(t *testing.T) {
 	}}
 	view := readState(t, st)
 	require.Len(t, view.Plugins, 3)
-	assert.Equal(t, plan.Record{Name: "api", Run: spec.Remote, Status: plan.Unconfirmed, Hash: "sha256:bb", Uses: []string{"db", "cache"}, LastError: "boom", Runner: "r1"}, view.Plugins[1])
+	assert.Equal(t, plan.Record{Name: "api", Run: spec.OnRunner, Status: plan.Unconfirmed, Hash: "sha256:bb", Uses: []string{"db", "cache"}, LastError: "boom", Runner: "r1"}, view.Plugins[1])
 	const digest = "sha256:2d3b842fd649726df7f1d4ecdfb82868fa366d466be1916571605899eb167d0c"
 	assert.Equal(t, digest, view.Digest())
 

@@ -57,7 +57,7 @@ func TestValidate(t *testing.T) {
 		{"service without grpc", Spec{Ready: &Ready{Log: "up", Probe: Probe{TCP: "a:1", Service: "x"}}}, []string{"ready.service: only with grpc, which this check does not have"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ps := c.s.Check(nil)
+			ps := c.s.Problems(nil)
 			assert.Equal(t, c.want, messages(ps))
 			if len(c.want) > 0 {
 				assert.EqualError(t, c.s.Validate(), ps.Error())
@@ -76,7 +76,7 @@ func TestCheckGiven(t *testing.T) {
 		`ready.tcp: want HOST:PORT with a port from 1 to 65535, got ""`,
 		"ready: want at most one of tcp, http, exec and grpc (log may go with any), found 2",
 		"health.exec: want a command, such as [pg_isready, -q]",
-	}, messages(s.Check(func(f string) bool { return written[f] })))
+	}, messages(s.Problems(func(f string) bool { return written[f] })))
 }
 
 // TestCheckGivenService: service written empty asks after a gRPC
@@ -85,7 +85,7 @@ func TestCheckGivenService(t *testing.T) {
 	written := map[string]bool{"ready.grpc": true, "ready.service": true, "health.tcp": true, "health.service": true}
 	s := Spec{Ready: &Ready{Probe: Probe{GRPC: "a:1"}}, Health: &Health{Probe: Probe{TCP: "a:1"}}}
 	assert.Equal(t, []string{"health.service: only with grpc, which this check does not have"},
-		messages(s.Check(func(f string) bool { return written[f] })))
+		messages(s.Problems(func(f string) bool { return written[f] })))
 }
 
 func TestSignalProblem(t *testing.T) {

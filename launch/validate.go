@@ -46,17 +46,17 @@ func (ps Problems) Error() string {
 // none. It is what a runner checks a start request with, and what the
 // loader of plugins.yaml checks a plugin's process with (through Check).
 func (s *Spec) Validate() error {
-	if ps := s.Check(nil); len(ps) > 0 {
+	if ps := s.Problems(nil); len(ps) > 0 {
 		return ps
 	}
 	return nil
 }
 
-// Check lists every problem of s. given tells whether a field was
+// Problems lists every problem of s. given tells whether a field was
 // written, for a source in which a field can be written empty (`tcp: ""`,
 // `exec: []` in YAML), which is then wrong rather than absent; with nil
 // a field is given when it is not empty, as on the wire.
-func (s *Spec) Check(given func(field string) bool) Problems {
+func (s *Spec) Problems(given func(field string) bool) Problems {
 	c := checker{given: given}
 	c.argv("command", s.Command)
 	c.env(s.Env)

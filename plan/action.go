@@ -3,7 +3,7 @@ package plan
 import "strings"
 
 // This file is the one table of what a plan does: a row per action and a
-// row per op. The differ (Summary.add, restart), the step graph, Check and
+// row per op. The differ (Summary.add, restart), the step graph, Verify and
 // the text and Markdown forms read it; none of them names an action or an
 // op but where it decides one (docs/plan-format.md, "Changes" and
 // "Steps").
@@ -127,7 +127,7 @@ const (
 	startSlot = 1
 )
 
-// target is which plugins an op may be a step of (Check).
+// target is which plugins an op may be a step of (Verify).
 type target int
 
 const (

@@ -29,7 +29,7 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 	if running == nil {
 		running = &State{}
 	}
-	if err := running.Check(); err != nil {
+	if err := running.Validate(); err != nil {
 		return nil, fmt.Errorf("running state: %w", err)
 	}
 	for _, name := range opt.Replace {

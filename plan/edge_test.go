@@ -33,15 +33,15 @@ func TestCheckConditions(t *testing.T) {
 	st := &State{}
 	p, err := Diff(desired, st)
 	require.NoError(t, err)
-	require.NoError(t, p.Check(desired, st))
+	require.NoError(t, p.Verify(desired, st))
 	api := &p.Steps[len(p.Steps)-1]
 	require.Equal(t, "start:api", api.ID)
 	require.Equal(t, []Edge{{Step: "start:migrate", Until: spec.UntilCompleted}}, api.After)
 
 	api.After[0].Until = spec.UntilStarted
-	assert.EqualError(t, p.Check(desired, st),
+	assert.EqualError(t, p.Verify(desired, st),
 		"bad plan: step start:api: waits on [start:migrate until started], but the plan rules make it wait on [start:migrate until completed]")
 	api.After[0].Until = "soon"
-	assert.EqualError(t, p.CheckSteps(),
+	assert.EqualError(t, p.VerifySteps(),
 		"bad plan: step start:api: waits on start:migrate until soon: a condition is on the start of a provider, one of started, ready, healthy, completed")
 }

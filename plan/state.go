@@ -30,7 +30,7 @@ const (
 // Statuses lists every status.
 var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standby, Completed}
 
-// State is what runs, as a plan reads it: the input of Diff and Check,
+// State is what runs, as a plan reads it: the input of Diff and Verify,
 // and what a saved plan's state digest covers. The host reports more
 // (hostapi.Status, what `graft status --json` prints); its State method
 // gives this part of it, and ReadState reads this part of a saved status.
@@ -100,14 +100,14 @@ func ReadState(path string) (*State, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("read state %s: %w", path, err)
 	}
-	if err := st.Check(); err != nil {
+	if err := st.Validate(); err != nil {
 		return nil, fmt.Errorf("read state %s: %w", path, err)
 	}
 	return &st, nil
 }
 
-// Check reports the first thing that makes s unusable as Diff's input.
-func (s *State) Check() error {
+// Validate reports the first thing that makes s unusable as Diff's input.
+func (s *State) Validate() error {
 	seen := map[string]bool{}
 	for i, r := range s.Plugins {
 		switch {

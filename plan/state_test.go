@@ -101,7 +101,7 @@ func TestSavedSourceRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("plugins: {a: {command: [a], dir: ./srv}}\n"), 0o644))
 	desired, err := spec.Load(path)
 	require.NoError(t, err)
-	src := Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Source)}
+	src := spec.Source{File: desired.File, Dir: desired.Dir, YAML: string(desired.Text)}
 	back, err := src.Spec()
 	require.NoError(t, err)
 	assert.Equal(t, desired.Digest(), back.Digest())

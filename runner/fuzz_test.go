@@ -92,7 +92,7 @@ func FuzzEscape(f *testing.F) {
 				t.Fatalf("%q escapes to %q, which reads back as %q", a, ea, back)
 			}
 		}
-		if checkName(a) == nil && (a == "" || a == "." || a == ".." || strings.ContainsAny(a, "/\\")) {
+		if validateName(a) == nil && (a == "" || a == "." || a == ".." || strings.ContainsAny(a, "/\\")) {
 			t.Fatalf("checkName let %q through", a)
 		}
 	})
@@ -142,9 +142,9 @@ func FuzzDecodeStart(f *testing.F) {
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var s runnerapi.Start
-		err := decode(io.LimitReader(bytes.NewReader(body), runnerapi.MaxBody), &s, checkStart)
+		err := decode(io.LimitReader(bytes.NewReader(body), runnerapi.MaxBody), &s, validateStart)
 		if err == nil {
-			require.NoError(t, checkStart(&s))
+			require.NoError(t, validateStart(&s))
 			require.NotEmpty(t, s.Command)
 			serveFuzz(t, r, "POST", "/v1/instances/fuzz/start", body, http.StatusNotFound)
 			return
@@ -162,7 +162,7 @@ func FuzzDecodeStop(f *testing.F) {
 	f.Add([]byte(`{"session":"s","generation":1e99}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var s runnerapi.Stop
-		if err := decode(bytes.NewReader(body), &s, checkStop); err == nil {
+		if err := decode(bytes.NewReader(body), &s, validateStop); err == nil {
 			require.Positive(t, s.Generation)
 			serveFuzz(t, r, "POST", "/v1/instances/fuzz/stop", body, http.StatusNotFound)
 			return
@@ -179,7 +179,7 @@ func FuzzDecodeOpenSession(f *testing.F) {
 	f.Add([]byte(`{"holder":"\u0000"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var o runnerapi.OpenSession
-		if err := decode(bytes.NewReader(body), &o, checkOpenSession); err == nil {
+		if err := decode(bytes.NewReader(body), &o, validateOpenSession); err == nil {
 			require.GreaterOrEqual(t, o.LeaseMillis, int64(0))
 			require.LessOrEqual(t, time.Duration(o.LeaseMillis), maxLease/time.Millisecond)
 		}
@@ -201,7 +201,7 @@ func FuzzRoute(f *testing.F) {
 		}
 		seg, err := httpapi.Split(u.EscapedPath())
 		if err == nil && len(seg) >= 4 && seg[0] == "v1" && seg[1] == "instances" && (seg[len(seg)-1] == "start" || seg[len(seg)-1] == "stop") {
-			if checkName(strings.Join(seg[2:len(seg)-1], "/")) != nil {
+			if validateName(strings.Join(seg[2:len(seg)-1], "/")) != nil {
 				serveFuzz(t, r, "POST", path, []byte(`{}`), http.StatusBadRequest)
 				return
 			}

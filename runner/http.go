@@ -56,7 +56,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 	case len(rest) == 1 && rest[0] == "sessions":
 		method(http.MethodPost, func() {
 			var body runnerapi.OpenSession
-			if !decodeRequest(w, req, &body, checkOpenSession) {
+			if !decodeRequest(w, req, &body, validateOpenSession) {
 				return
 			}
 			v, err := r.openSession(&body)
@@ -87,20 +87,20 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 // instanceOp serves POST /v1/instances/NAME/start and .../stop, op, once
 // the name is checked.
 func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op string) {
-	if err := checkName(name); err != nil {
+	if err := validateName(name); err != nil {
 		writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
 		return
 	}
 	if op == "start" {
 		var body runnerapi.Start
-		if decodeRequest(w, req, &body, checkStart) {
+		if decodeRequest(w, req, &body, validateStart) {
 			v, err := r.start(req.Context(), name, &body)
 			answer(w, v, err)
 		}
 		return
 	}
 	var body runnerapi.Stop
-	if decodeRequest(w, req, &body, checkStop) {
+	if decodeRequest(w, req, &body, validateStop) {
 		v, err := r.stop(name, &body)
 		answer(w, v, err)
 	}

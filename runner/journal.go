@@ -63,7 +63,7 @@ func decodeEntry(line []byte) (entry, bool) {
 	if err != nil || uint32(want) != crc32.Checksum(b, castagnoli) {
 		return e, false
 	}
-	if json.Unmarshal(b, &e) != nil || checkName(e.Instance) != nil || e.Generation < 0 {
+	if json.Unmarshal(b, &e) != nil || validateName(e.Instance) != nil || e.Generation < 0 {
 		return e, false
 	}
 	return e, true

@@ -12,7 +12,7 @@ const maxName = 200
 
 // checkName reports why name is not an instance name: 1 to 200 bytes of
 // printable ASCII other than '/' and '\', and not "." or "..".
-func checkName(name string) error {
+func validateName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("bad instance name: empty")

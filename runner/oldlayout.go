@@ -99,7 +99,7 @@ func readOldRecord(path string) (record, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &rec)
 	}
-	if err == nil && (checkName(rec.Instance) != nil || escape(rec.Instance)+".json" != filepath.Base(path) || rec.Invocation == "" || rec.Generation < 0) {
+	if err == nil && (validateName(rec.Instance) != nil || escape(rec.Instance)+".json" != filepath.Base(path) || rec.Invocation == "" || rec.Generation < 0) {
 		err = errors.New("not a record of this runner")
 	}
 	return rec, err

@@ -84,7 +84,7 @@ func refFields(s *Spec, name string) map[string]string {
 	for k, v := range p.Env {
 		out["env."+k] = refJSON(s.key.envDigest(k, v))
 	}
-	if p.Run == Remote {
+	if p.Run == OnRunner {
 		addr := ""
 		if r := s.Runners[p.Runner]; r != nil {
 			addr = r.Address

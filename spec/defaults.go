@@ -41,7 +41,7 @@ const (
 )
 
 // applyDefaults fills every field the file left unset. Values the file set,
-// even to zero, were checked by checkValues before this runs.
+// even to zero, were checked by validateValues before this runs.
 func (s *Spec) applyDefaults() {
 	if s.Name == "" {
 		s.Name = projectName(s.Dir)

@@ -163,7 +163,7 @@ func TestEnvFiles(t *testing.T) {
 	assert.Contains(t, s.Fields("api"), "env.TOKEN")
 
 	write(t, filepath.Join(dir, "secrets/api.env"), "B=from-secrets\nTOKEN=correct-horse\n")
-	s2, err := parseAt(t, dir, string(s.Source))
+	s2, err := parseAt(t, dir, string(s.Text))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"env.TOKEN"}, changed(s, s2, "api"), "the changed key is named")
 	assert.True(t, s.Stale(nil))

@@ -56,7 +56,7 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Spec{File: file, Dir: dir, Source: data, Vars: map[string]string{}}
+	s := &Spec{File: file, Dir: dir, Text: data, Vars: map[string]string{}}
 	// No value names a variable unless the file has a $, or a \ that
 	// may escape one in a double-quoted string ("\x24{HOME}").
 	if bytes.IndexByte(data, '$') >= 0 || bytes.IndexByte(data, '\\') >= 0 {
@@ -67,9 +67,9 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	if _, ok := d.pos["plugins"]; !ok && root.Kind == yaml.MappingNode {
 		d.errorf(nodePos(root), "plugins", "missing; write plugins: {} to declare none")
 	}
-	d.checkValues(s)
+	d.validateValues(s)
 	s.applyDefaults()
-	d.checkStructure(s)
+	d.validateStructure(s)
 	if len(d.errs) == 0 {
 		d.readContent(s, opt.Digests)
 	}

@@ -8,7 +8,7 @@ type Placement string
 const (
 	Local    Placement = "local"    // child process of the host
 	Worker   Placement = "worker"   // WebAssembly module inside the host
-	Remote   Placement = "runner"   // process on a graft runner, under a lease
+	OnRunner Placement = "runner"   // process on a graft runner, under a lease
 	Floating Placement = "floating" // on exactly one of the hosts sharing elect.dir
 )
 
@@ -52,7 +52,7 @@ var placements = []struct {
 		NoDir:    "a worker has no working directory: it sees only its mounts",
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http"}},
-	{Remote, Traits{Instance: true, Runner: true}},
+	{OnRunner, Traits{Instance: true, Runner: true}},
 	{Floating, Traits{Instance: true, Elect: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},

@@ -21,9 +21,9 @@ type Spec struct {
 	// Dir is the absolute directory of File; relative paths in the spec are
 	// relative to it.
 	Dir string `yaml:"-"`
-	// Source is the exact bytes that were parsed.
-	Source []byte `yaml:"-"`
-	// Vars holds the variables that Source's ${VAR}s used, and their
+	// Text is the exact bytes that were parsed.
+	Text []byte `yaml:"-"`
+	// Vars holds the variables that Text's ${VAR}s used, and their
 	// values (vars.go): a host resolves the spec with them.
 	Vars map[string]string `yaml:"-"`
 

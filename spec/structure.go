@@ -13,9 +13,9 @@ import (
 // The checks of the whole, defaulted spec: what each placement needs, and
 // the references between entries.
 
-// checkStructure checks what only the whole, defaulted spec can tell: what
+// validateStructure checks what only the whole, defaulted spec can tell: what
 // each placement needs, references between entries, and uses cycles.
-func (d *decoder) checkStructure(s *Spec) {
+func (d *decoder) validateStructure(s *Spec) {
 	runners := slices.Sorted(maps.Keys(s.Runners))
 	plugins := d.pluginNames(s)
 	d.eachPlugin(plugins, func(d *decoder, name string) {
@@ -34,7 +34,7 @@ func (d *decoder) checkStructure(s *Spec) {
 				d.errorf(d.at(up), up, "unknown plugin %q%s", u, didYouMean(u, plugins))
 			}
 		}
-		d.checkConditions(s, p, path)
+		d.validateConditions(s, p, path)
 		d.once(p, path)
 		d.healthPlacement(p, path)
 	})
@@ -241,11 +241,11 @@ func (d *decoder) etcdOnly(e *Elect, path string) {
 	}
 }
 
-func checkRunnerAddress(addr string) error {
+func validateRunnerAddress(addr string) error {
 	bad := fmt.Errorf("want tcp://HOST:PORT or unix:///ABSOLUTE/PATH, got %q", addr)
 	switch {
 	case strings.HasPrefix(addr, "tcp://"):
-		if err := checkHostPort(strings.TrimPrefix(addr, "tcp://")); err != nil {
+		if err := validateHostPort(strings.TrimPrefix(addr, "tcp://")); err != nil {
 			return bad
 		}
 	case strings.HasPrefix(addr, "unix://"):
@@ -258,7 +258,7 @@ func checkRunnerAddress(addr string) error {
 	return nil
 }
 
-func checkHostPort(addr string) error {
+func validateHostPort(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	n, perr := strconv.Atoi(port)
 	if err != nil || host == "" || perr != nil || n < 1 || n > 65535 {

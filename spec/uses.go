@@ -96,11 +96,11 @@ func (d *decoder) usesConditions(p *Plugin, path string) {
 	}
 }
 
-// checkConditions rejects a condition its provider can never reach:
+// validateConditions rejects a condition its provider can never reach:
 // completed of a plugin that is not one-shot, healthy of one without a
 // health check, and ready or healthy of a one-shot, which is not checked
 // until it completes.
-func (d *decoder) checkConditions(s *Spec, p *Plugin, path string) {
+func (d *decoder) validateConditions(s *Spec, p *Plugin, path string) {
 	for i, u := range p.Uses {
 		c, ok := p.Until[u]
 		prov := s.Plugins[u]

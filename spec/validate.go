@@ -27,10 +27,10 @@ var (
 // Signals are the names stopSignal and reloadSignal accept.
 var Signals = launch.Signals
 
-// checkValues checks the values the file wrote, before defaults fill the
+// validateValues checks the values the file wrote, before defaults fill the
 // rest: a duration written as "0 seconds" must be rejected, not replaced by
 // its default.
-func (d *decoder) checkValues(s *Spec) {
+func (d *decoder) validateValues(s *Spec) {
 	if d.written("name") && !validName(s.Name) {
 		d.errorf(d.at("name"), "name", "bad project name %q: %s", s.Name, nameRule)
 	}
@@ -41,7 +41,7 @@ func (d *decoder) checkValues(s *Spec) {
 			continue
 		}
 		if r.Address != "" {
-			if err := checkRunnerAddress(r.Address); err != nil {
+			if err := validateRunnerAddress(r.Address); err != nil {
 				d.errorf(d.at(path+".address"), path+".address", "%v", err)
 			}
 		}
@@ -115,7 +115,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 }
 
 // launchValues checks the plugin's process as every placement and the
-// runner check it (launch.Spec.Check), each problem at its field: a
+// runner check it (launch.Spec.Problems), each problem at its field: a
 // field written empty is wrong, not absent. A field found bad already
 // (reservedEnv, a duration) is reported once.
 func (d *decoder) launchValues(p *Plugin, path string) {
@@ -124,7 +124,7 @@ func (d *decoder) launchValues(p *Plugin, path string) {
 		_, ok := d.pos[path+"."+field]
 		return ok
 	}
-	for _, pr := range l.Check(given) {
+	for _, pr := range l.Problems(given) {
 		d.problem(path, pr)
 	}
 }
@@ -186,7 +186,7 @@ func (d *decoder) electValues(e *Elect, ep string) {
 		d.errorf(d.at(ep+".port"), ep+".port", "want a port from 1 to 65535, got %d", e.Port)
 	}
 	if e.Address != "" {
-		if err := checkHostPort(e.Address); err != nil {
+		if err := validateHostPort(e.Address); err != nil {
 			d.errorf(d.at(ep+".address"), ep+".address", "%v", err)
 		}
 	}
@@ -220,7 +220,7 @@ func (d *decoder) etcdValues(c *Etcd, path string) {
 	for i, ep := range c.Endpoints {
 		at := fmt.Sprintf("%s.endpoints[%d]", path, i)
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || checkHostPort(u.Host) != nil || strings.Trim(u.Path, "/") != "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || validateHostPort(u.Host) != nil || strings.Trim(u.Path, "/") != "" {
 			d.errorf(d.at(at), at, "want http://HOST:PORT or https://HOST:PORT, got %q", ep)
 		}
 	}

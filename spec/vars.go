@@ -175,7 +175,7 @@ const Sensitive = "(sensitive)"
 // masked as (sensitive), since env is where secrets go; the variables
 // of other fields are shown resolved.
 func (s *Spec) Resolved() ([]byte, error) {
-	root, err := parseWhole(s.File, s.Source) // whole: its comments are printed too
+	root, err := parseWhole(s.File, s.Text) // whole: its comments are printed too
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // ApplyCmd is `graft apply [FILE|PLAN]`.
@@ -77,7 +78,7 @@ func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, strin
 	if err != nil {
 		return req, "", err
 	}
-	req.Source = hostapi.Source(plan.SourceOf(s))
+	req.Source = hostapi.Source(spec.SourceOf(s))
 	return req, g.stateDir(file), nil
 }
 

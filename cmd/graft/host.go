@@ -68,7 +68,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	return h.Run(ctx, serve, c.ready)
 }
 
-// tcp is the TCP listener the flags ask for, checked (server.TCP.Check);
+// tcp is the TCP listener the flags ask for, checked (server.TCP.Validate);
 // none without --listen.
 func (c *HostCmd) tcp(g *Globals) (server.TCP, error) {
 	t := server.TCP{Addr: c.Listen, InsecurePlaintext: c.Plaintext}
@@ -92,7 +92,7 @@ func (c *HostCmd) tcp(g *Globals) (server.TCP, error) {
 			return t, err
 		}
 	}
-	return t, t.Check()
+	return t, t.Validate()
 }
 
 // ready tells whoever started the host in the background that it listens.

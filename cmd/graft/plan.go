@@ -139,7 +139,7 @@ func (c *PlanCmd) plan(ctx context.Context, g *Globals, file string, desired *sp
 	}
 	if up {
 		defer cl.Close()
-		raw, err := cl.Plan(ctx, hostapi.Source(plan.SourceOf(desired)))
+		raw, err := cl.Plan(ctx, hostapi.Source(spec.SourceOf(desired)))
 		if err != nil {
 			return nil, nil, err
 		}

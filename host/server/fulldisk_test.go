@@ -23,6 +23,7 @@ import (
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // TestFullDisk: with its state dir on a small file system that a plugin's
@@ -47,8 +48,8 @@ func TestFullDisk(t *testing.T) {
 	ctx := context.Background()
 
 	src := t.TempDir()
-	spec := func(quiet string) hostapi.Source { return wire(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
-	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("60")}, nil))
+	specOf := func(quiet string) hostapi.Source { return wire(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
+	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: specOf("60")}, nil))
 
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.
 	logPath := filepath.Join(c.State, "logs", "noisy.log")
@@ -60,18 +61,18 @@ func TestFullDisk(t *testing.T) {
 	assert.Greater(t, lastNumber(t, followNoisy(t, cl)), lastInFile+1000, "lines still come")
 
 	// An apply still records its spec, in the reserve.
-	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("61")}, nil))
+	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: specOf("61")}, nil))
 	assert.Contains(t, keptSpec(t, c), "sleep, '61'")
 
 	// Full to the last byte: an apply fails, naming the file, and the last
 	// good spec is kept, whole, and keeps running.
 	fill(t, filepath.Join(c.State, "filler"))
-	err = cl.Apply(ctx, hostapi.ApplyRequest{Source: spec("62")}, nil)
+	err = cl.Apply(ctx, hostapi.ApplyRequest{Source: specOf("62")}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "record the applied spec: write "+filepath.Join(dir, statedir.Applied)+": no space left on device")
 	kept := keptSpec(t, c)
 	assert.Contains(t, kept, "sleep, '61'")
-	good := plan.Source(spec("61"))
+	good := spec.Source(specOf("61"))
 	want, err := good.Spec()
 	require.NoError(t, err)
 	assertRunsBoth(t, cl, want.Digest(), "the host runs the last good spec")
@@ -173,7 +174,7 @@ func keptSpec(t *testing.T, c *testsupport.Child) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(c.State, statedir.Applied))
 	require.NoError(t, err)
-	var a struct{ Source plan.Source }
+	var a struct{ Source spec.Source }
 	require.NoError(t, json.Unmarshal(b, &a), "applied.json is whole")
 	return a.Source.YAML
 }

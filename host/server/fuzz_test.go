@@ -23,7 +23,7 @@ import (
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/httpapi"
-	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // FuzzAPI: whatever the method, path, type and body, the host's API
@@ -155,7 +155,7 @@ func startsSomething(body []byte) bool {
 	if req.Source.YAML == "" {
 		return false
 	}
-	src := plan.Source(req.Source)
+	src := spec.Source(req.Source)
 	s, err := src.Spec() // as the host reads it
 	return err == nil && len(s.Plugins) > 0
 }

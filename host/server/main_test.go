@@ -19,6 +19,7 @@ import (
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
+	"github.com/graftland/graft/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -42,9 +43,9 @@ func open(t *testing.T, dir string) *host.Host {
 }
 
 // source is a plugins file of dir with content yaml, as the host takes it.
-func source(t *testing.T, dir, yaml string) plan.Source {
+func source(t *testing.T, dir, yaml string) spec.Source {
 	t.Helper()
-	return plan.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
+	return spec.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
 }
 
 // wire is source as the API carries it.

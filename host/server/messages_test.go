@@ -28,11 +28,11 @@ var update = flag.Bool("update", false, "rewrite testdata/messages.golden")
 // testdata/messages.golden: a graft of another version reads them.
 func TestMessagesAreStable(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	src := plan.Source{File: "plugins.yaml", Dir: "/srv", YAML: "plugins: {}\n", DigestKey: "00ff", Vars: map[string]string{"A": "1"}}
+	src := spec.Source{File: "plugins.yaml", Dir: "/srv", YAML: "plugins: {}\n", DigestKey: "00ff", Vars: map[string]string{"A": "1"}}
 	p := &plan.Plan{
 		Format: plan.Format, Project: "shop",
 		Changes: []plan.Change{
-			{Plugin: "api", Action: plan.Replace, Reason: "changed command", Run: spec.Remote, Status: plan.Running, Fields: []string{"command"}, Hash: "sha256:aa"},
+			{Plugin: "api", Action: plan.Replace, Reason: "changed command", Run: spec.OnRunner, Status: plan.Running, Fields: []string{"command"}, Hash: "sha256:aa"},
 			{Plugin: "web", Action: plan.Restart, Reason: "api is replaced", Run: spec.Local, Status: plan.Running, Cause: []string{"web", "api"}, Hash: "sha256:bb"},
 		},
 		Steps: []plan.Step{
@@ -69,7 +69,7 @@ func TestMessagesAreStable(t *testing.T) {
 		{"Message/failed", hostapi.Message{Type: hostapi.MsgEvent, Event: event(apply.Event{Step: p.Steps[2], Phase: apply.Failed, Error: started.Error(), Took: time.Second, At: at})}},
 		{"Message/done", hostapi.Message{Type: hostapi.MsgDone,
 			Errors:   []string{"a", "b", "c", "d", "e", "f"},
-			Failures: []hostapi.ErrorBody{encode(&apply.StepError{Step: step, Err: unconfirmed}), encode(started), encode(&hostapi.StaleError{Reason: "moved"}), encode(&hostapi.NothingAppliedError{}), encode(apply.ErrCancelled), encode(&plan.CheckError{Step: "stop:x", Reason: "bad"})}}},
+			Failures: []hostapi.ErrorBody{encode(&apply.StepError{Step: step, Err: unconfirmed}), encode(started), encode(&hostapi.StaleError{Reason: "moved"}), encode(&hostapi.NothingAppliedError{}), encode(apply.ErrCancelled), encode(&plan.VerifyError{Step: "stop:x", Reason: "bad"})}}},
 		{"Message/done/least", hostapi.Message{Type: hostapi.MsgDone}},
 		{"LeaderInfo", hostapi.LeaderInfo{Plugin: "kv", Instance: "shop.kv", Backend: "etcd", Dir: "/d", Endpoints: []string{"http://127.0.0.1:2379"}, Key: "/graft/elect/shop.kv/",
 			Holder: "h1", Address: "10.0.0.1:9", Epoch: 3, RenewCount: 9, Released: true, AgeMillis: 10, TTLMillis: 15000, Role: "leader", HostID: "h1"}},

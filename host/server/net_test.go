@@ -102,22 +102,22 @@ func TestTCPNeedsAToken(t *testing.T) {
 	var need *guard.TokenRequiredError
 	require.ErrorAs(t, err, &need)
 	assert.EqualError(t, err, "graft host --listen tcp://127.0.0.1:0: a TCP listener requires a token, loopback included: --token-file FILE")
-	assert.Error(t, TCP{Addr: "127.0.0.1:7070", Token: "t"}.Check())
+	assert.Error(t, TCP{Addr: "127.0.0.1:7070", Token: "t"}.Validate())
 }
 
 // TestTCPBeyondLoopback: beyond loopback a host takes its token only over
 // TLS, unless told to take it in plain; loopback needs neither.
 func TestTCPBeyondLoopback(t *testing.T) {
 	for _, addr := range []string{"tcp://0.0.0.0:7070", "tcp://:7070", "tcp://192.0.2.1:7070", "tcp://[::]:7070", "tcp://example.com:7070"} {
-		err := TCP{Addr: addr, Token: "t"}.Check()
+		err := TCP{Addr: addr, Token: "t"}.Validate()
 		var plain *PlaintextError
 		require.ErrorAs(t, err, &plain, addr)
 		assert.EqualError(t, err, "graft host --listen "+addr+": beyond loopback the host takes its token only over TLS: --tls-cert FILE --tls-key FILE")
-		assert.NoError(t, TCP{Addr: addr, Token: "t", InsecurePlaintext: true}.Check(), addr)
-		assert.NoError(t, TCP{Addr: addr, Token: "t", TLS: &tls.Config{}}.Check(), addr)
+		assert.NoError(t, TCP{Addr: addr, Token: "t", InsecurePlaintext: true}.Validate(), addr)
+		assert.NoError(t, TCP{Addr: addr, Token: "t", TLS: &tls.Config{}}.Validate(), addr)
 	}
 	for _, addr := range []string{"tcp://127.0.0.1:7070", "tcp://127.0.0.2:7070", "tcp://[::1]:7070", "tcp://localhost:7070"} {
-		assert.NoError(t, TCP{Addr: addr, Token: "t"}.Check(), addr)
+		assert.NoError(t, TCP{Addr: addr, Token: "t"}.Validate(), addr)
 	}
 }
 

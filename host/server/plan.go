@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/graftland/graft/hostapi"
-	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // servePlan answers POST /v1/plan: the plan an apply of the request's
@@ -14,7 +14,7 @@ func (s *server) servePlan(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &req) {
 		return
 	}
-	p, err := s.h.Plan(plan.Source(req.Source))
+	p, err := s.h.Plan(spec.Source(req.Source))
 	if err != nil {
 		writeFailure(w, err)
 		return

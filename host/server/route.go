@@ -10,7 +10,7 @@ import (
 )
 
 // route dispatches on the path's segments, each unescaped; a plugin's
-// name in the path must be one (host.CheckName), so it never names a file
+// name in the path must be one (host.ValidateName), so it never names a file
 // outside the state dir.
 func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/metrics" {
@@ -25,7 +25,7 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	method := func(m string, serve http.HandlerFunc) { method(w, r, m, serve) }
 	plugin := func(serve http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if err := host.CheckName(seg[2]); err != nil {
+			if err := host.ValidateName(seg[2]); err != nil {
 				writeFailure(w, err)
 				return
 			}
@@ -39,11 +39,11 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	case len(rest) == 1 && rest[0] == "status":
 		method(http.MethodGet, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, s.h.Status()) })
 	case len(rest) == 1 && rest[0] == "apply":
-		method(http.MethodPost, s.streaming(checkApply, s.apply))
+		method(http.MethodPost, s.streaming(validateApply, s.apply))
 	case len(rest) == 1 && rest[0] == "restart":
-		method(http.MethodPost, s.streaming(checkRestart, s.h.Restart))
+		method(http.MethodPost, s.streaming(validateRestart, s.h.Restart))
 	case len(rest) == 1 && rest[0] == "down":
-		method(http.MethodPost, s.streaming(checkDown, s.h.Down))
+		method(http.MethodPost, s.streaming(validateDown, s.h.Down))
 	case len(rest) == 1 && rest[0] == "plan":
 		method(http.MethodPost, s.servePlan)
 	case len(rest) == 2 && rest[0] == "logs":

@@ -18,7 +18,7 @@ import (
 
 // TestEditedPlanRefused: a saved plan edited by hand (a step for a plugin
 // not in its spec, a step waiting on a missing one, a cycle, an edge left
-// out) is refused over the API as a *plan.CheckError, a 400, before any
+// out) is refused over the API as a *plan.VerifyError, a 400, before any
 // step begins: the host serves on and every plugin runs as before.
 func TestEditedPlanRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -47,7 +47,7 @@ func TestEditedPlanRefused(t *testing.T) {
 			edit(edited)
 			var events []hostapi.Message
 			err := c.Apply(ctx, hostapi.ApplyRequest{Source: hostapi.Source(src), Plan: raw(t, edited)}, func(m hostapi.Message) { events = append(events, m) })
-			var bad *plan.CheckError
+			var bad *plan.VerifyError
 			require.ErrorAs(t, err, &bad)
 			assert.Contains(t, err.Error(), "bad plan: step ")
 			assert.Empty(t, events, "refused before the plan was carried out")

@@ -13,6 +13,7 @@ import (
 	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/spec"
 )
 
 // streaming is the handler of an apply-like request: it reads a
@@ -44,14 +45,14 @@ func (s *server) apply(ctx context.Context, req host.ApplyRequest, report host.R
 }
 
 // requestOf is the host's request of the API's, checked as every
-// apply-like request is (checkCommon): its saved plan read as strictly as
+// apply-like request is (validateCommon): its saved plan read as strictly as
 // the request itself.
 func requestOf(w hostapi.ApplyRequest) (host.ApplyRequest, error) {
-	if err := checkCommon(&w); err != nil {
+	if err := validateCommon(&w); err != nil {
 		return host.ApplyRequest{}, err
 	}
 	req := host.ApplyRequest{
-		Source:      plan.Source(w.Source),
+		Source:      spec.Source(w.Source),
 		Restart:     w.Restart,
 		Once:        w.Once,
 		Parallelism: w.Parallelism,

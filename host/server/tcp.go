@@ -26,10 +26,10 @@ type TCP struct {
 	InsecurePlaintext bool
 }
 
-// Check checks the address and that there is a token (a
+// Validate checks the address and that there is a token (a
 // *guard.TokenRequiredError when there is none), and TLS beyond loopback
 // (a *PlaintextError), before anything listens.
-func (t TCP) Check() error {
+func (t TCP) Validate() error {
 	addr, ok := strings.CutPrefix(t.Addr, "tcp://")
 	if !ok {
 		return fmt.Errorf("listen %q: want tcp://HOST:PORT", t.Addr)
@@ -74,9 +74,9 @@ func (e *PlaintextError) Hint() string {
 	return "serve TLS with a certificate and key (PEM), or, on a network you trust with the token, pass --insecure-plaintext"
 }
 
-// listen listens on t.Addr, once Check passes.
+// listen listens on t.Addr, once Validate passes.
 func (t TCP) listen() (net.Listener, error) {
-	if err := t.Check(); err != nil {
+	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	return net.Listen("tcp", strings.TrimPrefix(t.Addr, "tcp://"))

@@ -35,9 +35,9 @@ func (h *Host) Plan(desired *spec.Spec, running *plan.State, opt plan.Options) (
 // what runs, and returns it once it is the plan they give: it is stale
 // (a *hostapi.StaleError) when what runs changed since it was made, its
 // spec is not the one it was made from, or it was made under a key that
-// cannot be checked here; it is refused (a *plan.CheckError) when its
+// cannot be checked here; it is refused (a *plan.VerifyError) when its
 // steps are not the ones its spec and that state give.
-func (h *Host) Saved(p *plan.Plan, src plan.Source, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
+func (h *Host) Saved(p *plan.Plan, src spec.Source, desired *spec.Spec, running *plan.State) (*plan.Plan, error) {
 	keyed, err := h.savedSpec(p, src, desired)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (h *Host) Saved(p *plan.Plan, src plan.Source, desired *spec.Spec, running 
 	}
 	// The digests tie the plan to this spec and state; its steps must be
 	// the ones they give, checked before anything runs.
-	if err := p.Check(keyed, running); err != nil {
+	if err := p.Verify(keyed, running); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -61,7 +61,7 @@ func (h *Host) Saved(p *plan.Plan, src plan.Source, desired *spec.Spec, running 
 // source carries: its Digest is what the plan's Desired must equal, and
 // its hashes those of the plan's changes. A plan made under another key
 // is stale: its digests cannot be checked.
-func (h *Host) savedSpec(p *plan.Plan, src plan.Source, desired *spec.Spec) (*spec.Spec, error) {
+func (h *Host) savedSpec(p *plan.Plan, src spec.Source, desired *spec.Spec) (*spec.Spec, error) {
 	switch {
 	case p.KeyID == "" || p.KeyID == h.key.ID():
 		// "": a plan of a graft before keyed digests; one with env values

@@ -42,7 +42,7 @@ func Alone(desired *spec.Spec) (*plan.Plan, *spec.DigestKey, error) {
 // any, so that the host that applies it can check them.
 func Save(p *plan.Plan, desired *spec.Spec, oneTime *spec.DigestKey) *plan.Plan {
 	saved := *p
-	src := plan.SourceOf(desired)
+	src := spec.SourceOf(desired)
 	if oneTime != nil {
 		src.DigestKey = oneTime.Hex()
 	}

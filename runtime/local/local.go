@@ -4,12 +4,15 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/runtime"
@@ -57,6 +60,37 @@ func (o Options) withDefaults() Options {
 		o.Env = os.Environ()
 	}
 	return o
+}
+
+// Start starts the plugin's command in its own process group with its env
+// and graft's identity variables, and returns once the program runs and,
+// if it has a ready check, is ready. See runtime.Placement.
+//
+// With Options.Records set, the process carries a fresh invocation id in
+// its environment (EnvInvocation); and, where plugins run outside a PID
+// namespace of the daemon's own, the start is recorded there first,
+// before the process exists and so before its ready check, and the record
+// is removed once the process is gone. A daemon killed outright, even
+// during a ready check, leaves its records behind, and the next one finds
+// by them what its plugins left running: what left a plugin's process
+// group, or was its child. In the daemon's namespace nothing can be left
+// (the kernel kills the namespace with the daemon), so nothing is
+// recorded: a record would cost a file per start and find nothing.
+func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
+	if l.opt.Records == "" {
+		return l.start(ctx, req)
+	}
+	inv := uuid.NewString()
+	env := maps.Clone(req.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvInvocation] = inv
+	req.Env = env
+	if l.Isolation().Namespace {
+		return l.start(ctx, req)
+	}
+	return l.startRecorded(ctx, req, inv)
 }
 
 // environ is the environment of one start: base, the minimal base taken

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,34 +23,11 @@ import (
 // the machine that runs it.
 const EnvInvocation = "GRAFT_INVOCATION_ID"
 
-// Start starts the plugin's command in its own process group with its env
-// and graft's identity variables, and returns once the program runs and,
-// if it has a ready check, is ready. See runtime.Placement.
-//
-// With Options.Records set, the process carries a fresh invocation id in
-// its environment (EnvInvocation); and, where plugins run outside a PID
-// namespace of the daemon's own, the start is recorded there first,
-// before the process exists and so before its ready check, and the record
-// is removed once the process is gone. A daemon killed outright, even
-// during a ready check, leaves its records behind, and the next one finds
-// by them what its plugins left running: what left a plugin's process
-// group, or was its child. In the daemon's namespace nothing can be left
-// (the kernel kills the namespace with the daemon), so nothing is
-// recorded: a record would cost a file per start and find nothing.
-func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle, error) {
-	if l.opt.Records == "" {
-		return l.start(ctx, req)
-	}
-	inv := uuid.NewString()
-	env := maps.Clone(req.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	env[EnvInvocation] = inv
-	req.Env = env
-	if l.Isolation().Namespace {
-		return l.start(ctx, req)
-	}
+// startRecorded is Start of req, carrying invocation id inv, recorded
+// in Options.Records first, before the process exists and so before its
+// ready check; the record is removed once the process is gone, or at once
+// when its start fails (which leaves nothing running).
+func (l *Local) startRecorded(ctx context.Context, req runtime.Request, inv string) (runtime.Handle, error) {
 	path := filepath.Join(l.opt.Records, inv)
 	f, err := safefs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -60,7 +36,6 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	f.Close()
 	h, err := l.start(ctx, req)
 	if err != nil {
-		// A failed start leaves nothing running.
 		os.Remove(path)
 		return nil, err
 	}

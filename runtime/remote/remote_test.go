@@ -52,7 +52,7 @@ func helperMain(role string, args []string) {
 func helper(name, role string, args ...string) *spec.Plugin {
 	return &spec.Plugin{
 		Name:       name,
-		Run:        spec.Remote,
+		Run:        spec.OnRunner,
 		Command:    append([]string{os.Args[0]}, args...),
 		Env:        map[string]string{helperEnv: role, "GORACE": "atexit_sleep_ms=0"},
 		StopSignal: "SIGTERM",

@@ -12,17 +12,17 @@ import (
 // The checks of request bodies, after decoding: what they refuse is a
 // 400, and nothing of the request happens.
 
-func checkOpenSession(o *runnerapi.OpenSession) error {
+func validateOpenSession(o *runnerapi.OpenSession) error {
 	if o.LeaseMillis < 0 || o.LeaseMillis > int64(maxLease/time.Millisecond) {
 		return fmt.Errorf("leaseMillis %d: want a positive number of milliseconds, or 0 for the runner's lease", o.LeaseMillis)
 	}
 	return noNUL("holder", o.Holder)
 }
 
-// checkStart refuses a start whose fields no process can be given: no
+// validateStart refuses a start whose fields no process can be given: no
 // session, plugin or command, a name with a NUL, or a process that
 // launch.Spec.Validate refuses, the check the host's loader makes too.
-func checkStart(s *runnerapi.Start) error {
+func validateStart(s *runnerapi.Start) error {
 	switch {
 	case s.Session == "":
 		return errors.New("no session")
@@ -39,7 +39,7 @@ func checkStart(s *runnerapi.Start) error {
 	return s.Validate()
 }
 
-func checkStop(s *runnerapi.Stop) error {
+func validateStop(s *runnerapi.Stop) error {
 	if s.Session == "" {
 		return errors.New("no session")
 	}

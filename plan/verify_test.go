@@ -52,7 +52,7 @@ func clone(t *testing.T, p *Plan) *Plan {
 // JSON, for the golden cases and for random specs and states.
 func TestCheckAcceptsDiffsPlans(t *testing.T) {
 	desired, running, p := checkCase(t)
-	require.NoError(t, clone(t, p).Check(desired, running))
+	require.NoError(t, clone(t, p).Verify(desired, running))
 
 	dirs, err := filepath.Glob("testdata/plan/*")
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestCheckAcceptsDiffsPlans(t *testing.T) {
 		running := goldenState(t, dir)
 		p, err := Diff(desired, running)
 		require.NoError(t, err)
-		assert.NoError(t, clone(t, p).Check(desired, running), dir)
+		assert.NoError(t, clone(t, p).Verify(desired, running), dir)
 	}
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, seed*7919))
@@ -70,12 +70,12 @@ func TestCheckAcceptsDiffsPlans(t *testing.T) {
 		running := randomState(rng, desired)
 		p, err := Diff(desired, running)
 		require.NoError(t, err)
-		require.NoError(t, clone(t, p).Check(desired, running), "seed %d", seed)
+		require.NoError(t, clone(t, p).Verify(desired, running), "seed %d", seed)
 	}
 }
 
 // TestCheckRefuses: every edit of a saved plan is refused with a
-// *CheckError that names the step or field at fault.
+// *VerifyError that names the step or field at fault.
 func TestCheckRefuses(t *testing.T) {
 	step := func(p *Plan, id string) *Step {
 		i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.ID == id })
@@ -93,8 +93,8 @@ func TestCheckRefuses(t *testing.T) {
 			desired, running, p := checkCase(t)
 			saved := clone(t, p)
 			tc.edit(saved)
-			err := saved.Check(desired, running)
-			var bad *CheckError
+			err := saved.Verify(desired, running)
+			var bad *VerifyError
 			require.ErrorAs(t, err, &bad)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, bad.Hint(), "graft plan --out")
@@ -102,7 +102,7 @@ func TestCheckRefuses(t *testing.T) {
 	}
 }
 
-// refusal is an edit of checkCase's plan, and what Check says of it.
+// refusal is an edit of checkCase's plan, and what Verify says of it.
 type refusal struct {
 	name string
 	edit func(p *Plan)
@@ -195,16 +195,16 @@ func ruleRefusals(step func(p *Plan, id string) *Step, change func(p *Plan, plug
 	}
 }
 
-// TestCheckStepsAlone: apply.Run's check, without a spec, refuses what
+// TestVerifyStepsAlone: apply.Run's verification, without a spec, refuses what
 // would leave a step never begun.
-func TestCheckStepsAlone(t *testing.T) {
+func TestVerifyStepsAlone(t *testing.T) {
 	p := &Plan{Steps: []Step{
 		{ID: "stop:a", Op: OpStop, Plugin: "a"},
 		{ID: "start:a", Op: OpStart, Plugin: "a", After: After("stop:a")},
 	}}
-	require.NoError(t, p.CheckSteps())
+	require.NoError(t, p.VerifySteps())
 	p.Steps[0].After = After("start:a")
-	require.EqualError(t, p.CheckSteps(), "bad plan: step stop:a: its steps wait on each other in a cycle: stop:a → start:a → stop:a")
+	require.EqualError(t, p.VerifySteps(), "bad plan: step stop:a: its steps wait on each other in a cycle: stop:a → start:a → stop:a")
 	p.Steps[0].After = After("start:b")
-	require.EqualError(t, p.CheckSteps(), `bad plan: step stop:a: waits on "start:b", which is not a step of the plan`)
+	require.EqualError(t, p.VerifySteps(), `bad plan: step stop:a: waits on "start:b", which is not a step of the plan`)
 }

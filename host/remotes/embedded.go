@@ -1,4 +1,4 @@
-package runners
+package remotes
 
 import (
 	"context"

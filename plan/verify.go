@@ -11,18 +11,18 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// CheckError is a plan refused before anything of it runs: its format, a
+// VerifyError is a plan refused before anything of it runs: its format, a
 // step the plan rules do not allow, or steps other than the ones its spec
 // and the running state give (docs/plan-format.md, "What a saved plan must
 // satisfy").
-type CheckError struct {
+type VerifyError struct {
 	// Step is the id of the step at fault, when one is.
 	Step string `json:"step,omitempty"`
 	// Reason says what is wrong.
 	Reason string `json:"reason"`
 }
 
-func (e *CheckError) Error() string {
+func (e *VerifyError) Error() string {
 	if e.Step != "" {
 		return fmt.Sprintf("bad plan: step %s: %s", e.Step, e.Reason)
 	}
@@ -30,36 +30,36 @@ func (e *CheckError) Error() string {
 }
 
 // Hint tells the operator what to do about it.
-func (e *CheckError) Hint() string {
+func (e *VerifyError) Hint() string {
 	return "make a new plan with graft plan --out and apply it as it was saved: a saved plan is never edited"
 }
 
 // A refused plan crosses the host's API as kind "plan", with its fields
 // (internal/errkind).
-var _ = errkind.Type("plan", http.StatusBadRequest, (*CheckError)(nil), true)
+var _ = errkind.Type("plan", http.StatusBadRequest, (*VerifyError)(nil), true)
 
-func badPlan(step, format string, args ...any) *CheckError {
-	return &CheckError{Step: step, Reason: fmt.Sprintf(format, args...)}
+func badPlan(step, format string, args ...any) *VerifyError {
+	return &VerifyError{Step: step, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Check reports, as a *CheckError, the first reason p, a plan read from a
+// Verify reports, as a *VerifyError, the first reason p, a plan read from a
 // file, is not the plan of desired against running, which the caller has
 // tied to it by its digests. It checks the format and the step graph
-// (CheckSteps), then each step and change against the spec and the state,
+// (VerifySteps), then each step and change against the spec and the state,
 // and last that the steps, changes, waves and summary are exactly those
 // Diff makes of them: Diff is deterministic and reads nothing of running
 // that the state digest does not cover, so a plan made by graft always
 // passes, and any other is refused before it does anything. The reasons
 // of the changes are for people and may differ (a status that moved from
 // starting to running does not make a plan stale).
-func (p *Plan) Check(desired *spec.Spec, running *State) error {
+func (p *Plan) Verify(desired *spec.Spec, running *State) error {
 	if p.Format != Format {
 		return badPlan("", "format %q, want %q", p.Format, Format)
 	}
 	if p.Project != desired.Name {
 		return badPlan("", "project %q, but its spec's is %q", p.Project, desired.Name)
 	}
-	if err := p.CheckSteps(); err != nil {
+	if err := p.VerifySteps(); err != nil {
 		return err
 	}
 	if running == nil {
@@ -75,11 +75,11 @@ func (p *Plan) Check(desired *spec.Spec, running *State) error {
 	return p.same(want)
 }
 
-// CheckSteps checks p's step graph by itself: every step has a known op
+// VerifySteps checks p's step graph by itself: every step has a known op
 // and the id StepID gives it, ids are unique, every step it waits on is a
 // step of the plan (once, and not itself), and the graph has no cycle. A
 // graph that passes has every step begun by apply.Run, or skipped.
-func (p *Plan) CheckSteps() error {
+func (p *Plan) VerifySteps() error {
 	index := make(map[string]int, len(p.Steps))
 	for i, s := range p.Steps {
 		id := s.ID
@@ -178,7 +178,7 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 	}
 	ops := map[string][]Op{}
 	for _, s := range p.Steps {
-		switch on := opOf(s.Op).on; { // CheckSteps has seen every op is known
+		switch on := opOf(s.Op).on; { // VerifySteps has seen every op is known
 		case on == desiredPlugin && desired.Plugins[s.Plugin] == nil:
 			return badPlan(s.ID, "starts %s, which is not in the plan's spec (%s)", s.Plugin, desired.File)
 		case on == knownPlugin && desired.Plugins[s.Plugin] == nil && !runs[s.Plugin]:

@@ -14,8 +14,8 @@ import (
 // The checks of the control API's requests, after decoding: what they
 // refuse is a 400, and nothing of the request happens.
 
-// checkCommon checks the fields every apply-like request may carry.
-func checkCommon(req *hostapi.ApplyRequest) error {
+// validateCommon checks the fields every apply-like request may carry.
+func validateCommon(req *hostapi.ApplyRequest) error {
 	if req.Parallelism < 0 {
 		return fmt.Errorf("parallelism %d: want a positive number, or 0 for the default", req.Parallelism)
 	}
@@ -33,29 +33,29 @@ func checkCommon(req *hostapi.ApplyRequest) error {
 // maxHolder bounds hostapi.ApplyRequest.Holder.
 const maxHolder = 1024
 
-// checkApply: an apply brings about a source. Without one it would be
+// validateApply: an apply brings about a source. Without one it would be
 // the empty spec, which stops every plugin: that is graft down's to do.
-func checkApply(req *hostapi.ApplyRequest) error {
+func validateApply(req *hostapi.ApplyRequest) error {
 	if req.Source.YAML == "" {
 		return errors.New("an apply needs a source: the plugins file, with its content (to stop every plugin: graft down)")
 	}
-	return checkNames(req.Restart)
+	return validateNames(req.Restart)
 }
 
-// checkRestart: a restart names plugins of the last applied spec, and
+// validateRestart: a restart names plugins of the last applied spec, and
 // carries no spec of its own.
-func checkRestart(req *hostapi.ApplyRequest) error {
+func validateRestart(req *hostapi.ApplyRequest) error {
 	if len(req.Restart) == 0 {
 		return errors.New("a restart names the plugins to restart")
 	}
 	if !noSource(req) {
 		return errors.New("a restart carries no source or plan: it restarts plugins of the last applied spec")
 	}
-	return checkNames(req.Restart)
+	return validateNames(req.Restart)
 }
 
-// checkNames checks the plugins a request names to restart.
-func checkNames(names []string) error {
+// validateNames checks the plugins a request names to restart.
+func validateNames(names []string) error {
 	for _, name := range names {
 		if !spec.ValidName(name) {
 			return fmt.Errorf("restart %q: not a plugin's name: a plugin's name has %s", name, spec.NameRule)
@@ -64,9 +64,9 @@ func checkNames(names []string) error {
 	return nil
 }
 
-// checkDown: a down stops every plugin; it carries no spec and names
+// validateDown: a down stops every plugin; it carries no spec and names
 // none.
-func checkDown(req *hostapi.ApplyRequest) error {
+func validateDown(req *hostapi.ApplyRequest) error {
 	if !noSource(req) || len(req.Restart) > 0 {
 		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
 	}

@@ -1,9 +1,9 @@
-// Package runners keeps a host's runner placements: one runtime/remote
+// Package remotes keeps a host's remote placements: one runtime/remote
 // per runner the spec names (by name and address), its settings (token,
-// TLS, lease) read from the spec's files at every apply, and the runner
+// TLS, lease) read from the spec's files once an apply, and the runner
 // embedded in the host for runner entries without an address, started at
 // its first use.
-package runners
+package remotes
 
 import (
 	"fmt"
