@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/internal/statedir"
@@ -45,13 +46,6 @@ func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, err
 	}, nil
 }
 
-// addrVar is the environment variable that gives consumers the address of
-// floating plugin name: GRAFT_ADDR_ and the name in upper case, with
-// '-' as '_'.
-func addrVar(name string) string {
-	return "GRAFT_ADDR_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
-
 // providerEnv is what the host adds to a plugin's environment: the
 // address of each floating plugin it uses. h.mu is held.
 func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string {
@@ -61,7 +55,7 @@ func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string
 			continue
 		}
 		if e := h.plugins[u]; e != nil {
-			env[addrVar(u)] = e.supervisor.State().Address
+			env[instance.EnvAddr(u)] = e.supervisor.State().Address
 		}
 	}
 	return env
@@ -88,7 +82,7 @@ func (h *Host) leaderChanged(name string, lease elect.Lease) {
 	h.mu.Lock()
 	h.epochs[name] = lease.Epoch
 	for c, e := range h.plugins {
-		if got, ok := e.env[addrVar(name)]; ok && got != lease.Address {
+		if got, ok := e.env[instance.EnvAddr(name)]; ok && got != lease.Address {
 			consumers = append(consumers, c)
 		}
 	}

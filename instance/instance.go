@@ -6,14 +6,34 @@ package instance
 import (
 	"os"
 	"strconv"
+	"strings"
 )
 
-// The environment variables graft sets in every plugin's environment.
+// The environment variables graft sets in every plugin's environment
+// (docs/semantics.md, "Identity and generations"). Every name of graft's
+// own has the prefix EnvPrefix, which a plugins file may not use.
 const (
+	EnvPrefix     = "GRAFT_"
 	EnvID         = "GRAFT_INSTANCE_ID"
 	EnvGeneration = "GRAFT_GENERATION"
 	EnvPlugin     = "GRAFT_PLUGIN"
+	// EnvInvocation is an id unique to one start, like systemd's
+	// INVOCATION_ID: a daemon started again finds by it what a previous
+	// one left running, the processes that left their process group
+	// included.
+	EnvInvocation = "GRAFT_INVOCATION_ID"
 )
+
+// EnvAddr is the variable that gives the consumers of floating plugin
+// name its leader's address: GRAFT_ADDR_ and the name in upper case, with
+// '-' as '_'.
+func EnvAddr(name string) string {
+	return EnvPrefix + "ADDR_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// Reserved reports whether an environment variable's name is graft's,
+// whatever its case.
+func Reserved(name string) bool { return strings.HasPrefix(strings.ToUpper(name), EnvPrefix) }
 
 // Instance is a plugin's identity, as in the table of docs/semantics.md,
 // "Identity and generations":

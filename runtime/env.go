@@ -1,6 +1,10 @@
 package runtime
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/graftland/graft/instance"
+)
 
 // DefaultPath is a plugin's PATH when the environment it starts from sets
 // none: systemd's default for services.
@@ -32,7 +36,7 @@ func BaseEnv(parent []string) []string {
 	seen := map[string]bool{}
 	for i := len(parent) - 1; i >= 0; i-- { // the last of a name counts, as in getenv
 		k, _, ok := strings.Cut(parent[i], "=")
-		if ok && strings.HasPrefix(k, "GRAFT_") && !seen[k] {
+		if ok && strings.HasPrefix(k, instance.EnvPrefix) && !seen[k] {
 			seen[k] = true
 			out = append(out, k+"="+vars[k])
 		}

@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"strings"
+
+	"github.com/graftland/graft/instance"
 )
 
 // maxEnvFile bounds an env file: a file of settings, not of data.
@@ -32,7 +34,7 @@ func parseEnvFile(data string) (map[string]string, error) {
 		if !envKeyRE.MatchString(key) {
 			return nil, lineError(n, fmt.Sprintf("bad name %q: a name is letters, digits and _, not starting with a digit", key))
 		}
-		if strings.HasPrefix(strings.ToUpper(key), "GRAFT_") {
+		if instance.Reserved(key) {
 			return nil, lineError(n, key+": the GRAFT_ prefix is reserved")
 		}
 		val = strings.TrimLeft(val, " \t")

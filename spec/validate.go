@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/launch"
 )
 
@@ -155,12 +156,12 @@ func (d *decoder) problem(path string, pr *launch.Problem) {
 // GRAFT_ prefix: graft sets those variables itself.
 func (d *decoder) reservedEnv(p *Plugin, path string) {
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		if kp := path + ".env." + k; strings.HasPrefix(strings.ToUpper(k), "GRAFT_") {
+		if kp := path + ".env." + k; instance.Reserved(k) {
 			d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
 		}
 	}
 	for i, k := range p.InheritEnv {
-		if ip := fmt.Sprintf("%s.inheritEnv[%d]", path, i); strings.HasPrefix(strings.ToUpper(k), "GRAFT_") {
+		if ip := fmt.Sprintf("%s.inheritEnv[%d]", path, i); instance.Reserved(k) {
 			d.errorf(d.at(ip), ip, "the GRAFT_ prefix is reserved: graft's own variables reach every plugin without inheritEnv")
 		}
 	}

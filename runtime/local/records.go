@@ -10,18 +10,17 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/runtime"
 )
 
 // EnvInvocation is set in a local plugin's environment to an id unique to
-// that start, like systemd's INVOCATION_ID: a daemon started again finds
-// by it what a previous one left running, the processes that left their
-// process group included. The instance id is not enough to find leftovers
-// by: a floating plugin's is its instance name, the same on every host of
-// the machine that runs it.
-const EnvInvocation = "GRAFT_INVOCATION_ID"
+// that start (instance.EnvInvocation). The instance id is not enough to
+// find leftovers by: a floating plugin's is its instance name, the same
+// on every host of the machine that runs it.
+const EnvInvocation = instance.EnvInvocation
 
 // startRecorded is Start of req, carrying invocation id inv, recorded
 // in Options.Records first, before the process exists and so before its
