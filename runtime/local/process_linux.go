@@ -222,17 +222,20 @@ func (p *process) cleanupError(o runtime.Outcome, causes *multierror.Error) erro
 }
 
 // cleanLeftovers deals with a process that exited on its own: whatever it
-// left running gets SIGTERM, then SIGKILL after the exit window, so a
-// failed plugin leaves no orphan behind.
+// left running gets the ladder forced from the start (runtime.Ladder):
+// SIGTERM, then SIGKILL after the exit window, so a failed plugin leaves
+// no orphan behind.
 func (p *process) cleanLeftovers() {
 	if p.goneWithin(0, nil) {
 		return
 	}
-	p.signalFamily(syscall.SIGTERM)
-	if !p.goneWithin(p.timing.ExitWindow, nil) {
-		p.signalFamily(syscall.SIGKILL)
-		p.goneWithin(killWait, nil)
-	}
+	runtime.Ladder{
+		Timing:    runtime.Timing{KillAfter: p.timing.ExitWindow},
+		Terminate: func() error { return p.signalFamily(syscall.SIGTERM) },
+		Kill:      func() error { return p.signalFamily(syscall.SIGKILL) },
+		Gone:      p.goneWithin,
+		KillWait:  killWait,
+	}.Run()
 }
 
 // Signal sends sig to the process's family as its stop does: to its
