@@ -28,12 +28,21 @@ type Observation struct {
 // reading stalls the observer. Cancelling ctx (or closing the election)
 // stops it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan Observation {
-	ch := make(chan Observation)
-	ctx, stop := Join(ctx, e.ctx)
-	if !e.goroutine(func() {
+	return Stream(ctx, e.ctx, e.goroutine, e.observe)
+}
+
+// Stream is the channel an election's Observe returns: observe runs on a
+// goroutine of the election's (spawn, which refuses once the election is
+// closed, and then the channel is closed at once), with a context that
+// ends with ctx or the election's (Join), and the channel is closed when
+// observe returns. Both backends observe through it.
+func Stream[T any](ctx, election context.Context, spawn func(func()) bool, observe func(context.Context, chan<- T)) <-chan T {
+	ch := make(chan T)
+	ctx, stop := Join(ctx, election)
+	if !spawn(func() {
 		defer stop()
 		defer close(ch)
-		e.observe(ctx, ch)
+		observe(ctx, ch)
 	}) {
 		stop()
 		close(ch)

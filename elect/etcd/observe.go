@@ -16,17 +16,7 @@ import (
 // again after renew, and reports nothing. Cancelling ctx, or Close, stops
 // it and closes the channel.
 func (e *Election) Observe(ctx context.Context) <-chan elect.Observation {
-	ch := make(chan elect.Observation)
-	ctx, stop := elect.Join(ctx, e.ctx)
-	if !e.goroutine(func() {
-		defer stop()
-		defer close(ch)
-		e.observe(ctx, ch)
-	}) {
-		stop()
-		close(ch)
-	}
-	return ch
+	return elect.Stream(ctx, e.ctx, e.goroutine, e.observe)
 }
 
 func (e *Election) observe(ctx context.Context, ch chan<- elect.Observation) {
