@@ -8,7 +8,11 @@
 // without another copy: docs/architecture.md, "Where a change goes".
 package launch
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Spec is the process of one plugin. Its JSON form is the process part of
 // the runner's start request (docs/runner-api.md, "Start"): within /v1
@@ -33,6 +37,42 @@ type Spec struct {
 	// Health is a liveness check run for as long as the process runs,
 	// where it runs; whoever supervises it counts the failures.
 	Health *Health `json:"health,omitempty"`
+}
+
+// Validate reports every problem of s, as Problems; nil when it has
+// none. It is what a runner checks a start request with, and what the
+// loader of plugins.yaml checks a plugin's process with (through
+// Problems).
+func (s *Spec) Validate() error {
+	if ps := s.Problems(nil); len(ps) > 0 {
+		return ps
+	}
+	return nil
+}
+
+// Problems lists every problem of s. given tells whether a field was
+// written, for a source in which a field can be written empty (`tcp: ""`,
+// `exec: []` in YAML), which is then wrong rather than absent; with nil
+// a field is given when it is not empty, as on the wire. A field's rule
+// is a line here, beside the fields.
+func (s *Spec) Problems(given func(field string) bool) Problems {
+	c := checker{given: given}
+	c.argv("command", s.Command)
+	c.env(s.Env)
+	c.inheritEnv(s.InheritEnv, s.Env)
+	if strings.IndexByte(s.Dir, 0) >= 0 {
+		c.add("dir", "contains a NUL byte")
+	}
+	if c.is("stopSignal", s.StopSignal != "") && !slices.Contains(Signals, s.StopSignal) {
+		c.signal("stopSignal", s.StopSignal)
+	}
+	if r := s.Ready; r != nil {
+		c.ready(r)
+	}
+	if h := s.Health; h != nil {
+		c.health(h)
+	}
+	return c.out
 }
 
 // The defaults of a Spec's unset fields (docs/semantics.md, "Windows and

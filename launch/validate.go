@@ -42,41 +42,7 @@ func (ps Problems) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Validate reports every problem of s, as Problems; nil when it has
-// none. It is what a runner checks a start request with, and what the
-// loader of plugins.yaml checks a plugin's process with (through Check).
-func (s *Spec) Validate() error {
-	if ps := s.Problems(nil); len(ps) > 0 {
-		return ps
-	}
-	return nil
-}
-
-// Problems lists every problem of s. given tells whether a field was
-// written, for a source in which a field can be written empty (`tcp: ""`,
-// `exec: []` in YAML), which is then wrong rather than absent; with nil
-// a field is given when it is not empty, as on the wire.
-func (s *Spec) Problems(given func(field string) bool) Problems {
-	c := checker{given: given}
-	c.argv("command", s.Command)
-	c.env(s.Env)
-	c.inheritEnv(s.InheritEnv, s.Env)
-	if strings.IndexByte(s.Dir, 0) >= 0 {
-		c.add("dir", "contains a NUL byte")
-	}
-	if c.is("stopSignal", s.StopSignal != "") && !slices.Contains(Signals, s.StopSignal) {
-		c.signal("stopSignal", s.StopSignal)
-	}
-	if r := s.Ready; r != nil {
-		c.ready(r)
-	}
-	if h := s.Health; h != nil {
-		c.health(h)
-	}
-	return c.out
-}
-
-// checker gathers the problems of one Check.
+// checker gathers the problems of one Problems.
 type checker struct {
 	given func(string) bool
 	out   Problems
