@@ -1,6 +1,6 @@
 // Package host is the daemon that owns one project's plugins: it keeps
 // their desired spec and running state, carries out applies one at a
-// time, and serves the CLI over a unix socket in its state dir.
+// time; its HTTP API is host/server's, which calls its methods.
 package host
 
 import (

@@ -32,7 +32,7 @@ var Statuses = []Status{Starting, Running, Failed, Stopping, Unconfirmed, Standb
 
 // State is what runs, as a plan reads it: the input of Diff and Verify,
 // and what a saved plan's state digest covers. The host reports more
-// (hostapi.Status, what `graft status --json` prints); its State method
+// (hostapi.Status, what `graft status --json` prints); host.Host.State
 // gives this part of it, and ReadState reads this part of a saved status.
 type State struct {
 	Plugins []Record `json:"plugins"`

@@ -82,8 +82,8 @@ func (d *decoder) name(path, name, what string) {
 // health, retry, instance name and election.
 func (d *decoder) pluginValues(p *Plugin, path string) {
 	if d.written(path+".run") && !slices.Contains(Placements, p.Run) {
-		d.errorf(d.at(path+".run"), path+".run", "unknown placement %q; want one of local, worker, runner, floating%s",
-			p.Run, didYouMean(string(p.Run), placementNames()))
+		d.errorf(d.at(path+".run"), path+".run", "unknown placement %q; want one of %s%s",
+			p.Run, strings.Join(placementNames(), ", "), didYouMean(string(p.Run), placementNames()))
 	}
 	d.reservedEnv(p, path)
 	d.usesConditions(p, path)
