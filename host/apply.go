@@ -24,23 +24,26 @@ func (h *Host) Apply(ctx context.Context, req ApplyRequest, report Report) (*pla
 }
 
 // apply is Apply; save records the spec as the last applied one (the
-// host's own shutdown does not).
+// host's own shutdown does not). The spec is loaded and checked, its
+// files read (within spec.DefaultReadTimeout), before the apply lock is
+// taken: nothing that can block holds it up.
 func (h *Host) apply(ctx context.Context, req ApplyRequest, report Report, save bool) (*plan.Plan, error) {
+	desired, err := h.desired(req.Source)
+	if err != nil {
+		h.metrics.applied(applyRefused, 0)
+		return nil, err
+	}
 	if err := h.lockApply(ctx, req); err != nil {
 		return nil, err
 	}
 	defer h.unlockApply()
-	return h.applyLocked(ctx, req, report, save)
+	return h.applyLocked(ctx, req, desired, report, save)
 }
 
-// applyLocked is apply, with the apply lock held.
-func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, report Report, save bool) (p *plan.Plan, err error) {
+// applyLocked is apply of desired, req's spec, with the apply lock held.
+func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.Spec, report Report, save bool) (p *plan.Plan, err error) {
 	defer func(start time.Time) { h.metrics.applied(resultOf(err, p != nil), time.Since(start)) }(time.Now())
 
-	desired, err := h.desired(req.Source)
-	if err != nil {
-		return nil, err
-	}
 	running := h.State()
 	planned, err := h.plan(req, desired, running)
 	if err != nil {

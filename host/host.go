@@ -236,7 +236,11 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 			return err
 		}
 		h.log.Info("applying the last applied spec", "file", a.Source.File, "applied", a.At)
-		_, err := h.applyLocked(ctx, req, Report{}, true)
+		desired, err := h.desired(req.Source) // the kept spec, parsed as it was read
+		if err != nil {
+			return err
+		}
+		_, err = h.applyLocked(ctx, req, desired, Report{}, true)
 		return err
 	}
 }

@@ -30,6 +30,9 @@ const (
 	DefaultEtcdPrefix     = "/graft/elect/"  // etcd: the key prefix of graft's elections
 	DefaultProbeFailures  = 3                // failed probes of the leader's plugin before it is replaced
 	DefaultStartFailures  = 3                // failed starts in a row before the leader releases the lease
+	// DefaultReadTimeout bounds the reads of the files a spec names,
+	// all of them together: a parse that takes longer fails.
+	DefaultReadTimeout = 30 * time.Second
 	// ShutdownTimeout bounds the graceful stop. It is fixed in YAML
 	// (docs/stopping.md, "The stop sequence"); the Go API of the placements
 	// can change it.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/safefs"
@@ -88,11 +89,14 @@ func (d *decoder) filesValues(p *Plugin, path string) {
 // itself: it merges each plugin's env files into its env and digests
 // its executable and files, for Fields. A missing file or env file, or a
 // bad line of one, is an error at the entry that names it.
-func (d *decoder) readContent(s *Spec, dg Digester) {
+func (d *decoder) readContent(s *Spec, dg Digester, timeout time.Duration) {
 	if dg == nil {
 		dg = contentdigest.New("")
 	}
-	dg = &onceEach{dg: dg, sums: map[string]digest{}}
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	dg = &onceEach{dg: dg, sums: map[string]digest{}, deadline: time.Now().Add(timeout), timeout: timeout}
 	s.content = make(map[string]map[string]string, len(s.Plugins))
 	s.sources = map[string]string{}
 	for _, name := range d.pluginNames(s) {
@@ -108,25 +112,34 @@ func (d *decoder) readContent(s *Spec, dg Digester) {
 		for i, f := range p.Files {
 			fp := fmt.Sprintf("%s.files[%d]", path, i)
 			full := s.Path(f.Path)
+			if f.OnChange == OnChangeNone {
+				// Not part of the plugin's state: not read, only there.
+				if _, err := os.Stat(full); err != nil {
+					d.errorf(d.at(fp), fp, "%s: %v", f.Path, cause(err))
+				}
+				continue
+			}
 			sum, err := dg.Digest(full)
 			if err != nil {
 				d.errorf(d.at(fp), fp, "%s: %v", f.Path, cause(err))
 				continue
 			}
 			s.sources[full] = sum
-			if f.OnChange != OnChangeNone {
-				c[FileField(f.Path)] = sum
-			}
+			c[FileField(f.Path)] = sum
 		}
 		s.content[name] = c
 	}
 }
 
 // onceEach digests each path once per parse: the plugins of a large file
-// often share an executable, which is the same file for all of them.
+// often share an executable, which is the same file for all of them. The
+// digests of one parse end by its deadline: a read still under way then
+// (a hung network mount) fails its entry, and is left to end on its own.
 type onceEach struct {
-	dg   Digester
-	sums map[string]digest
+	dg       Digester
+	sums     map[string]digest
+	deadline time.Time
+	timeout  time.Duration
 }
 
 // digest is the result of Digester.Digest.
@@ -138,10 +151,34 @@ type digest struct {
 func (o *onceEach) Digest(path string) (string, error) {
 	r, ok := o.sums[path]
 	if !ok {
-		r.sum, r.err = o.dg.Digest(path)
+		r = o.bounded(path)
 		o.sums[path] = r
 	}
 	return r.sum, r.err
+}
+
+// bounded is the digest of path, or an error once the parse's deadline
+// has passed.
+func (o *onceEach) bounded(path string) digest {
+	late := fmt.Errorf("not read within %s, which bounds the reads of a spec's files: a file whose read never ends (a hung network mount, a device) cannot be a plugin's", FromStd(o.timeout))
+	left := time.Until(o.deadline)
+	if left <= 0 {
+		return digest{err: late}
+	}
+	done := make(chan digest, 1)
+	go func() {
+		var r digest
+		r.sum, r.err = o.dg.Digest(path)
+		done <- r
+	}()
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-t.C:
+		return digest{err: late}
+	}
 }
 
 // envFiles reads plugin p's env files, in order, and sets p.Env to what

@@ -71,7 +71,7 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	s.applyDefaults()
 	d.validateStructure(s)
 	if len(d.errs) == 0 {
-		d.readContent(s, opt.Digests)
+		d.readContent(s, opt.Digests, opt.ReadTimeout)
 	}
 	if len(d.errs) > 0 {
 		return nil, d.errs.sort()

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -18,6 +19,10 @@ type Options struct {
 	// Digests digests the files a spec names (its executables, files:);
 	// nil digests them without a cache kept across parses.
 	Digests Digester
+	// ReadTimeout bounds the reads of every file a spec names, all of
+	// them together (DefaultReadTimeout when zero): a file whose read
+	// never ends (a hung network mount) fails the parse, naming it.
+	ReadTimeout time.Duration
 	// whole parses the file in one piece (never in pieces, split.go)
 	// and decodes and checks it on one goroutine (never on every core,
 	// parallel.go): the tests compare the two.

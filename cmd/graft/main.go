@@ -68,7 +68,7 @@ func main() {
 // 1 on any error, including a usage error (2 is kept for "changes" under
 // --detailed-exitcode, so CI never mistakes a typo for a plan).
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 
 	cli := CLI{Globals: Globals{stdout: stdout, stderr: stderr}}
@@ -132,4 +132,34 @@ func report(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "Try: %s\n", termtext.Line(h.Hint()))
 	}
 	return 1
+}
+
+// interruptible is the context of a command: cancelled by the first
+// SIGINT or SIGTERM, which a command takes as its cue to end gracefully
+// (an apply lets its steps under way finish and skips the rest); a second
+// one ends graft at once, whatever it was doing, with the status a shell
+// gives a process that signal killed (130, 143).
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs, done := make(chan os.Signal, 2), make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case s := <-sigs:
+				if n == 0 {
+					cancel()
+					continue
+				}
+				code := 128 + int(syscall.SIGINT)
+				if sig, ok := s.(syscall.Signal); ok {
+					code = 128 + int(sig)
+				}
+				os.Exit(code)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }

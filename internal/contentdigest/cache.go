@@ -52,6 +52,9 @@ func (c *Cache) Digest(path string) (string, error) {
 	if !fi.IsDir() {
 		return c.file(path, fi)
 	}
+	if err := checkDir(path); err != nil {
+		return "", err
+	}
 	h := sha256.New()
 	err = filepath.WalkDir(path, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -118,7 +121,7 @@ func (c *Cache) file(path string, fi fs.FileInfo) (string, error) {
 }
 
 func (c *Cache) read(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := openContent(path)
 	if err != nil {
 		return "", err
 	}

@@ -42,6 +42,12 @@ func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 		err = checkFile(path, fi, write)
 	}
 	if err == nil {
+		err = PseudoFS(f, path)
+	}
+	if err == nil && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		// A file opened to read stays non-blocking: on a file system that
+		// honours it (procfs, a FUSE mount), a read that would block
+		// fails at once instead of holding up whoever reads.
 		err = unix.SetNonblock(fd, false)
 	}
 	if err == nil && flag&os.O_TRUNC != 0 {
