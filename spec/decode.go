@@ -29,6 +29,10 @@ type decoder struct {
 	seqs  map[string]*yaml.Node // each list, by path
 	until map[string]Condition  // the condition of each long-form uses entry, by path
 	bad   map[string]bool       // paths whose value could not be decoded
+	// masked is what each value that used a variable was written as: an
+	// error at its path quotes that, never the value, which may be a
+	// secret (errorf).
+	masked map[string]mask
 	nodes int
 	// open holds the mappings being listed, to refuse a merge of one into
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
@@ -43,14 +47,43 @@ type decoder struct {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, until: map[string]Condition{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}}
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, until: map[string]Condition{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}, masked: map[string]mask{}}
 }
 
 func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
 
 func (d *decoder) errorf(p Pos, path, format string, args ...any) {
 	d.bad[path] = true
-	d.errs = append(d.errs, &Error{File: d.file, Pos: p, Path: path, Msg: fmt.Sprintf(format, args...)})
+	msg := fmt.Sprintf(format, args...)
+	if m, ok := d.maskOf(path); ok {
+		msg = strings.ReplaceAll(msg, strconv.Quote(m.resolved), strconv.Quote(m.written))
+		msg = strings.ReplaceAll(msg, m.resolved, m.written)
+	}
+	d.errs = append(d.errs, &Error{File: d.file, Pos: p, Path: path, Msg: msg})
+}
+
+// mask is a value that used a variable: as resolved, and as written
+// ("${SIGNAL}").
+type mask struct{ resolved, written string }
+
+// maskOf is what the value at path, or at the field path is in, was
+// written as, when it used a variable. The masks are made before
+// decoding begins, and only read after: the decoders of a large file's
+// plugins (parallel.go) read their parent's.
+func (d *decoder) maskOf(path string) (mask, bool) {
+	for d.parent != nil {
+		d = d.parent
+	}
+	for {
+		if m, ok := d.masked[path]; ok {
+			return m, true
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return mask{}, false
+		}
+		path = path[:i]
+	}
 }
 
 // at returns where path was written, or the position of the closest

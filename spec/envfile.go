@@ -32,7 +32,9 @@ func parseEnvFile(data string) (map[string]string, error) {
 			return nil, lineError(n, "want KEY=value")
 		}
 		if !envKeyRE.MatchString(key) {
-			return nil, lineError(n, fmt.Sprintf("bad name %q: a name is letters, digits and _, not starting with a digit", key))
+			// Not quoted: a file that is no env file (a token's) would
+			// have its content in the message.
+			return nil, lineError(n, "bad name: a name is letters, digits and _, not starting with a digit")
 		}
 		if instance.Reserved(key) {
 			return nil, lineError(n, key+": the GRAFT_ prefix is reserved")

@@ -36,7 +36,7 @@ EMPTY=
 func TestParseEnvFileErrors(t *testing.T) {
 	for text, want := range map[string]string{
 		"A=1\nnot a line\n":        "line 2: want KEY=value",
-		"A=1\n\n1BAD=x\n":          `line 3: bad name "1BAD"`,
+		"A=1\n\n1BAD=x\n":          `line 3: bad name: a name is letters`,
 		"GRAFT_X=1\n":              "line 1: GRAFT_X: the GRAFT_ prefix is reserved",
 		"A=\"open\nstill open\n":   "line 1: A: no closing \"",
 		"S3CRET='hunter2' extra\n": "line 1: S3CRET: text after the closing quote",

@@ -73,6 +73,9 @@ func (d *decoder) substitute(n *yaml.Node, path string, lookup func(string) (str
 		if out != n.Value && n.Style == 0 {
 			n.Tag = "" // plain: its type is what the value now reads as
 		}
+		if out != n.Value && out != "" {
+			d.masked[path] = mask{resolved: out, written: n.Value}
+		}
 		n.Value = out
 	}
 }
