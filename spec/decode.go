@@ -33,7 +33,7 @@ type decoder struct {
 	// error at its path quotes that, never the value, which may be a
 	// secret (errorf).
 	masked map[string]mask
-	nodes int
+	nodes  int
 	// open holds the mappings being listed, to refuse a merge of one into
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
 	// loop: each level of decoding is a level of graft's Go types.
