@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -32,26 +30,9 @@ type Client struct {
 	base   string // http://graft, or http://HOST:PORT
 	token  string // sent as a bearer token, over TCP
 	http   *http.Client
-}
-
-// NewTCPClient returns a client of the host listening at addr
-// (tcp://HOST:PORT), sending token with every request; with tlsConf, over
-// TLS (a host started with --tls-cert).
-func NewTCPClient(addr, token string, tlsConf *tls.Config) (*Client, error) {
-	hostport, ok := strings.CutPrefix(addr, "tcp://")
-	if !ok {
-		return nil, fmt.Errorf("host %q: want tcp://HOST:PORT", addr)
-	}
-	c := &Client{
-		base:  "http://" + hostport,
-		token: token,
-		http:  &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-	}
-	if tlsConf != nil {
-		c.base = "https://" + hostport
-		c.http.Transport.(*http.Transport).TLSClientConfig = tlsConf
-	}
-	return c, nil
+	// plain, for a client over plain TCP, holds whether the far end has
+	// shown it speaks plain HTTP; until it has, the token is not sent.
+	plain *plainCheck
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -219,12 +200,21 @@ func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w 
 
 // do sends a request and turns error answers into errors.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	if err := c.plain.check(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.send(ctx, method, path, body, c.token)
+}
+
+// send sends a request, with token when it is not "", and turns error
+// answers into errors.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, token string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -232,11 +222,14 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var peer *privsock.PeerError
+		var plain *PlaintextError
 		switch {
 		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
 			return nil, ErrNoHost
 		case errors.As(err, &peer):
 			return nil, peer // it names the socket
+		case errors.As(err, &plain):
+			return nil, plain // it names the host
 		}
 		return nil, fmt.Errorf("talk to the host at %s: %w", c.where(), err)
 	}
@@ -252,7 +245,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (*htt
 	var eb ErrorBody
 	if err := json.Unmarshal(b, &eb); err != nil {
 		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTPS server")) {
-			return nil, fmt.Errorf("the host at %s serves TLS: pass its CA with --tls-ca FILE (or GRAFT_TLS_CA)", c.where())
+			return nil, &TLSRequiredError{Host: c.where()}
 		}
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}

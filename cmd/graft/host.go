@@ -21,7 +21,6 @@ type HostCmd struct {
 	TLSCert      string `name:"tls-cert" env:"GRAFT_TLS_CERT" placeholder:"FILE" help:"Serve --listen over TLS with this certificate (PEM); needs --tls-key."`
 	TLSKey       string `name:"tls-key" env:"GRAFT_TLS_KEY" placeholder:"FILE" help:"The key of --tls-cert (PEM)."`
 	ClientCA     string `name:"client-ca" env:"GRAFT_TLS_CLIENT_CA" placeholder:"FILE" help:"Require, on --listen, client certificates signed by these CAs (PEM); needs --tls-cert."`
-	Plaintext    bool   `name:"insecure-plaintext" help:"Allow --listen beyond loopback without TLS: the token crosses the network in the clear."`
 	Metrics      string `name:"metrics-listen" env:"GRAFT_METRICS_LISTEN" placeholder:"tcp://HOST:PORT" help:"Also serve GET /metrics (Prometheus) here, without a token; the state dir's socket serves it always, and --listen behind the token."`
 	LogFormat    string `enum:"text,json" default:"text" help:"Format of the host's log on stderr: text or json."`
 	HostID       string `name:"host-id" env:"GRAFT_HOST_ID" placeholder:"ID" help:"This host's name in the elections of floating plugins; unique among the hosts sharing an elect.dir (default: the hostname and an id kept in the state dir)."`
@@ -71,7 +70,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 // tcp is the TCP listener the flags ask for, checked (server.TCP.Validate);
 // none without --listen.
 func (c *HostCmd) tcp(g *Globals) (server.TCP, error) {
-	t := server.TCP{Addr: c.Listen, InsecurePlaintext: c.Plaintext}
+	t := server.TCP{Addr: c.Listen, InsecurePlaintext: g.Plaintext}
 	tlsAsked := c.TLSCert != "" || c.TLSKey != "" || c.ClientCA != ""
 	switch {
 	case c.Listen == "" && tlsAsked:

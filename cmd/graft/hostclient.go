@@ -67,7 +67,7 @@ func (g *Globals) newClient(dir string) (*hostapi.Client, error) {
 			return nil, fmt.Errorf("--host %s: %w", g.Host, err)
 		}
 	}
-	return hostapi.NewTCPClient(g.Host, token, conf)
+	return hostapi.NewTCPClient(hostapi.TCP{Addr: g.Host, Token: token, TLS: conf, InsecurePlaintext: g.Plaintext})
 }
 
 // hostStartTimeout bounds the wait for a host started in the background.

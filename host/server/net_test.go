@@ -183,7 +183,7 @@ func TestAPIRefusals(t *testing.T) {
 	st, err := n.unix.Status(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, st.Plugins, 1)
-	tc, err := hostapi.NewTCPClient("tcp://"+n.addr, tcpToken, nil)
+	tc, err := hostapi.NewTCPClient(hostapi.TCP{Addr: "tcp://" + n.addr, Token: tcpToken})
 	require.NoError(t, err)
 	defer tc.Close()
 	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(t, dir, sleeper)}, nil))
@@ -192,7 +192,7 @@ func TestAPIRefusals(t *testing.T) {
 	var hint interface{ Hint() string }
 	assert.ErrorAs(t, err, &hint, "db is no floating plugin, and the answer says so: %v", err)
 
-	bad, err := hostapi.NewTCPClient("tcp://"+n.addr, "not-it", nil)
+	bad, err := hostapi.NewTCPClient(hostapi.TCP{Addr: "tcp://" + n.addr, Token: "not-it"})
 	require.NoError(t, err)
 	_, err = bad.Status(context.Background())
 	assert.ErrorIs(t, err, hostapi.ErrUnauthorized)
