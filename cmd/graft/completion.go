@@ -13,6 +13,8 @@ import (
 	"github.com/posener/complete"
 	"github.com/willabides/kongplete"
 	"gopkg.in/yaml.v3"
+
+	"github.com/graftland/graft/spec"
 )
 
 // CompletionCmd is `graft completion bash|zsh|fish`.
@@ -84,14 +86,14 @@ func answerCompletion(parser *kong.Kong, exit func(int)) {
 // predictPlugins lists the plugins of the plugins file the command line
 // names (--file FILE or --file=FILE, before or after the command), else
 // of plugins.yaml. It reads only the names, so that a file with a problem
-// elsewhere still completes; a file that cannot be read completes
-// nothing.
+// elsewhere still completes, but only names a plugin may have; a file
+// that cannot be read completes nothing.
 func predictPlugins(complete.Args) []string {
 	line := os.Getenv("COMP_LINE")
 	if point, err := strconv.Atoi(os.Getenv("COMP_POINT")); err == nil && point >= 0 && point < len(line) {
 		line = line[:point] // the words before the cursor
 	}
-	data, err := os.ReadFile(completionFile(line))
+	data, err := spec.Read(completionFile(line))
 	if err != nil {
 		return nil
 	}
@@ -103,7 +105,11 @@ func predictPlugins(complete.Args) []string {
 	}
 	names := make([]string, 0, len(doc.Plugins))
 	for name := range doc.Plugins {
-		names = append(names, name)
+		// A name that is not a plugin's (an escape sequence, a $(…))
+		// would be put on the command line as it is: it is left out.
+		if spec.ValidName(name) {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	return names

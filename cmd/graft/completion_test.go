@@ -91,3 +91,22 @@ COMP_LINE="`+line+`" COMP_POINT=`+strconv.Itoa(len(line))+` "$1"`)
 		assert.Equal(t, "web\n", string(out), "graft %s completes the plugin names", command)
 	}
 }
+
+// TestCompletionDropsBadNames: names a plugin may not have (an escape
+// sequence, a command substitution, a space) are never offered, since
+// the shell would put them on the command line as they are.
+func TestCompletionDropsBadNames(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "name: shop\nplugins:\n  web: {command: [w]}\n" +
+		"  \"\\e]0;owned\\a\\e[2J\": {command: [x]}\n" +
+		"  \"$(touch owned)\": {command: [x]}\n" +
+		"  \"a b\": {command: [x]}\n  \"`id`\": {command: [x]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(yaml), 0o644))
+	line := "graft logs "
+	cmd := exec.Command("graft")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COMP_LINE="+line, "COMP_POINT="+strconv.Itoa(len(line)))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "web\n", string(out))
+}
