@@ -34,6 +34,9 @@ type decoder struct {
 	// secret (errorf).
 	masked map[string]mask
 	nodes  int
+	// room is how many bytes the expansion of variables may still add
+	// before the spec outgrows MaxSize; below zero once it has.
+	room int
 	// open holds the mappings being listed, to refuse a merge of one into
 	// itself ("&a {<<: *a}"), which would never end. Other aliases cannot
 	// loop: each level of decoding is a level of graft's Go types.

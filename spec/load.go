@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,10 +15,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// MaxSize is the most a spec may be, as written and once its variables
+// are expanded: it bounds the memory that parsing one takes
+// (docs/security.md, "Memory").
+const MaxSize = 4 << 20
+
 // Load reads, defaults and validates the plugins file at path. On a bad
 // file the error is an Errors listing every problem.
 func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := Read(path)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +57,11 @@ func ParseIn(file, dir string, data []byte) (*Spec, error) {
 // files are digested.
 func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	parses.Add(1)
+	if len(data) > MaxSize {
+		return nil, Errors{{File: file, Pos: Pos{1, 1}, Msg: tooLarge}}
+	}
 	d := newDecoder(file)
+	d.room = MaxSize - len(data)
 	root, err := parseDocument(file, data, opt.whole)
 	if err != nil {
 		return nil, err
@@ -126,3 +136,25 @@ func syntaxError(file string, err error) error {
 	}
 	return Errors{e}
 }
+
+// Read reads the plugins file at path, refusing one larger than MaxSize
+// before it has all been read. A pipe is read to its end (graft validate
+// <(generate)).
+func Read(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxSize {
+		return nil, Errors{{File: path, Pos: Pos{1, 1}, Msg: tooLarge}}
+	}
+	return data, nil
+}
+
+// tooLarge is the problem of a spec larger than MaxSize.
+var tooLarge = fmt.Sprintf("larger than %d MiB, the most a plugins file may be", MaxSize>>20)

@@ -65,11 +65,20 @@ func (d *decoder) substitute(n *yaml.Node, path string, lookup func(string) (str
 		if !strings.Contains(n.Value, "$") {
 			return
 		}
-		out, err := expand(n.Value, lookup, vars)
+		if d.room < 0 {
+			return // the spec has outgrown MaxSize: said once
+		}
+		out, err := expand(n.Value, lookup, vars, len(n.Value)+d.room)
+		if err == errTooLarge {
+			d.room = -1
+			d.errorf(nodePos(n), path, "with its variables expanded here, the spec is %s", tooLarge)
+			return
+		}
 		if err != nil {
 			d.errorf(nodePos(n), path, "%v", err)
 			return
 		}
+		d.room -= len(out) - len(n.Value)
 		if out != n.Value && n.Style == 0 {
 			n.Tag = "" // plain: its type is what the value now reads as
 		}
@@ -90,16 +99,26 @@ func (e *varError) Error() string {
 	return "variable " + e.name + " is not set, and ${" + e.name + "} has no default; set it, or write ${" + e.name + ":-default}"
 }
 
+// errTooLarge is an expansion that would outgrow its limit.
+var errTooLarge = errorString("too large")
+
 // expand resolves ${VAR}, ${VAR:-default} and ${VAR:?message} in s, and
 // $$ to $. Any other $ is itself. A variable that is set but empty counts
-// as unset for :- and :?, as in POSIX shells and docker compose.
-func expand(s string, lookup func(string) (string, bool), vars map[string]string) (string, error) {
+// as unset for :- and :?, as in POSIX shells and docker compose. A result
+// longer than limit bytes is errTooLarge, found before it is built.
+func expand(s string, lookup func(string) (string, bool), vars map[string]string, limit int) (string, error) {
 	var b strings.Builder
 	for {
 		i := strings.IndexByte(s, '$')
 		if i < 0 || i == len(s)-1 {
+			if b.Len()+len(s) > limit {
+				return "", errTooLarge
+			}
 			b.WriteString(s)
 			return b.String(), nil
+		}
+		if b.Len()+i > limit {
+			return "", errTooLarge
 		}
 		b.WriteString(s[:i])
 		switch s[i+1] {
@@ -120,6 +139,9 @@ func expand(s string, lookup func(string) (string, bool), vars map[string]string
 		v, err := variable(s[i+2:i+end], lookup, vars)
 		if err != nil {
 			return "", err
+		}
+		if b.Len()+len(v) > limit {
+			return "", errTooLarge
 		}
 		b.WriteString(v)
 		s = s[i+end+1:]
@@ -188,6 +210,7 @@ func (s *Spec) Resolved() ([]byte, error) {
 		return nil, err
 	}
 	d := newDecoder(s.File)
+	d.room = MaxSize - len(s.Text)
 	d.substitute(root, "", VarsLookup(s.Vars), map[string]string{}, map[*yaml.Node]bool{})
 	if len(d.errs) > 0 {
 		return nil, d.errs.sort()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -56,7 +57,7 @@ func (c *ApplyCmd) request(file string, g *Globals) (hostapi.ApplyRequest, strin
 		}
 		req.LockWait = wait.Milliseconds()
 	}
-	data, err := os.ReadFile(file)
+	data, err := readInput(file)
 	if err != nil {
 		return req, "", err
 	}
@@ -99,4 +100,22 @@ func savedPlan(data []byte) (*plan.Plan, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// readInput reads what graft apply is given, a plugins file or a saved
+// plan, refusing one larger than the host would take.
+func readInput(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, hostapi.MaxBody+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	if len(data) > hostapi.MaxBody {
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most a saved plan may be", file, hostapi.MaxBody>>20)
+	}
+	return data, nil
 }

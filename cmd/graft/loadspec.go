@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/graftland/graft/internal/contentdigest"
@@ -15,7 +14,7 @@ import (
 // its state dir when that is there and can be trusted, so that a plan
 // does not read an unchanged binary again (docs/state-dir.md).
 func (g *Globals) loadSpec(file string) (*spec.Spec, error) {
-	data, err := os.ReadFile(file)
+	data, err := spec.Read(file)
 	if err != nil {
 		return nil, err
 	}
