@@ -44,6 +44,9 @@ func parseEnvFile(data string) (map[string]string, error) {
 		if err != nil {
 			return nil, lineError(n, key+": "+err.Error())
 		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, lineError(n, key+": a NUL byte, which no environment can hold")
+		}
 		i += used
 		out[key] = v
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/graftland/graft/internal/errkind"
+	"github.com/graftland/graft/internal/termtext"
 )
 
 // Pos is a position in the plugins file, 1-based.
@@ -25,8 +26,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	// One problem is one line, whatever it quotes (a path with a newline
+	// in it, an escape sequence): termtext.Line escapes what a terminal
+	// would act on.
 	var b strings.Builder
-	b.WriteString(e.File)
+	b.WriteString(termtext.Line(e.File))
 	if e.Pos.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Pos.Line)
 		if e.Pos.Col > 0 {
@@ -35,10 +39,10 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Path != "" {
-		b.WriteString(e.Path)
+		b.WriteString(termtext.Line(e.Path))
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Msg)
+	b.WriteString(termtext.Line(e.Msg))
 	return b.String()
 }
 

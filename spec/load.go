@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -109,14 +110,14 @@ func parseWhole(file string, data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Errors{{File: file, Pos: Pos{1, 1}, Msg: "empty file; want a mapping with plugins:"}}
 		}
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
 		return nil, Errors{{File: file, Pos: nodePos(&extra), Msg: "a second YAML document; a plugins file holds one"}}
 	case !errors.Is(err, io.EOF):
-		return nil, syntaxError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		return nil, Errors{{File: file, Pos: Pos{1, 1}, Msg: "empty file; want a mapping with plugins:"}}
@@ -125,16 +126,65 @@ func parseWhole(file string, data []byte) (*yaml.Node, error) {
 }
 
 // yamlLine finds the line in yaml.v3's syntax errors, which carry it only
-// in their text ("yaml: line 3: did not find expected key").
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// in their text ("yaml: line 3: did not find expected key"); yamlAnchor
+// is one of those that carry none, found in the text instead.
+var (
+	yamlLine   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
 
-func syntaxError(file string, err error) error {
+func syntaxError(file string, data []byte, err error) error {
 	e := &Error{File: file, Msg: err.Error()}
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		e.Pos.Line, _ = strconv.Atoi(m[1])
 		e.Msg = "YAML syntax: " + m[2]
+	} else if m := yamlAnchor.FindStringSubmatch(err.Error()); m != nil {
+		e.Pos = offsetPos(data, aliasAt(data, m[1]))
+		e.Msg = "YAML syntax: *" + m[1] + " names no anchor (&" + m[1] + ") written before it"
+	} else if !utf8.Valid(data) {
+		e.Pos = offsetPos(data, invalidUTF8(data))
+		e.Msg = "not UTF-8: a plugins file is UTF-8 text"
 	}
 	return Errors{e}
+}
+
+// aliasAt is the offset of the first alias *name in data, -1 if none.
+func aliasAt(data []byte, name string) int {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte("*"+name))
+		if j < 0 {
+			return -1
+		}
+		at, end := i+j, i+j+1+len(name)
+		if end == len(data) || bytes.IndexByte([]byte(" \t\r\n,]}"), data[end]) >= 0 {
+			return at
+		}
+		i = at + 1
+	}
+}
+
+// invalidUTF8 is the offset of the first byte of data that is not UTF-8.
+func invalidUTF8(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// offsetPos is the line and column, in runes, of offset in data; none
+// for -1.
+func offsetPos(data []byte, offset int) Pos {
+	if offset < 0 {
+		return Pos{}
+	}
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	return Pos{Line: line, Col: col}
 }
 
 // Read reads the plugins file at path, refusing one larger than MaxSize
