@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 )
@@ -73,7 +74,7 @@ func TestCompletedSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, migrateSpec(ran, "v1"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]plan.Status{"migrate": plan.Completed, "api": plan.Running}, statuses(h))
 	before := pluginStatus(h, "migrate")
@@ -97,12 +98,12 @@ func TestCompletedSurvivesRestart(t *testing.T) {
 	assert.Zero(t, after.PID)
 	assert.Equal(t, 1, runs(t, ran), "not run again by the start-up's apply")
 
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
+	p, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, migrateSpec(ran, "v1"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, plan.Summary{Keep: 2}, p.Summary)
 	assert.Equal(t, 1, runs(t, ran))
 
-	p, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v2"))}, Report{})
+	p, err = h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, migrateSpec(ran, "v2"))}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, p.Summary.Replace, "a changed entry runs again")
 	assert.Equal(t, 2, runs(t, ran))
@@ -145,7 +146,7 @@ func TestCompletedUnreadable(t *testing.T) {
 			dir := t.TempDir()
 			state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 			h := open(t, state)
-			_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
+			_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, migrateSpec(ran, "v1"))}, Report{})
 			require.NoError(t, err)
 			require.NoError(t, h.Shutdown(context.Background()))
 			require.NoError(t, spoil(filepath.Join(state, completedFile)))
@@ -183,7 +184,7 @@ func TestCompletedForgotten(t *testing.T) {
 	h := open(t, state)
 	defer func() { h.Shutdown(context.Background()) }()
 	apply := func(yaml string) error {
-		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, yaml)}, Report{})
+		_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, yaml)}, Report{})
 		return err
 	}
 	require.NoError(t, apply(gated))
@@ -228,7 +229,7 @@ func TestCompletedOtherEntry(t *testing.T) {
 			dir := t.TempDir()
 			state, ran := filepath.Join(dir, ".graft"), filepath.Join(dir, "ran.txt")
 			h := open(t, state)
-			_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, migrateSpec(ran, "v1"))}, Report{})
+			_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, migrateSpec(ran, "v1"))}, Report{})
 			require.NoError(t, err)
 			require.NoError(t, h.Shutdown(context.Background()))
 			recs := readCompleted(t, state)

@@ -15,6 +15,7 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/internal/statedir"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -33,7 +34,7 @@ func TestDigestKeyKept(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	k, err := planner.ReadKey(state)
 	require.NoError(t, err)
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, withSecret)}, Report{})
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, withSecret)}, Report{})
 	require.NoError(t, err)
 	before := h.Status().Plugins[0]
 	assert.Equal(t, k.ID(), before.KeyID)
@@ -49,7 +50,7 @@ func TestDigestKeyKept(t *testing.T) {
 	other, err := Open(filepath.Join(t.TempDir(), ".graft"), Options{Logger: quiet})
 	require.NoError(t, err)
 	defer other.Shutdown(context.Background())
-	p, err := other.Plan(source(t, dir, withSecret))
+	p, err := other.Plan(testsupport.Source(dir, withSecret))
 	require.NoError(t, err)
 	assert.NotEqual(t, after.Hash, p.Changes[0].Hash, "another state dir, another key")
 	assert.NotEqual(t, k.ID(), p.KeyID)
@@ -84,7 +85,7 @@ func TestSavedPlanKeys(t *testing.T) {
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
 	ctx := context.Background()
-	src := source(t, dir, withSecret)
+	src := testsupport.Source(dir, withSecret)
 	desired, err := src.Spec()
 	require.NoError(t, err)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -33,7 +34,7 @@ func TestFloatingEpochExhausted(t *testing.T) {
 
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
-	src := source(t, dir, "name: shop\nplugins:\n  relay:\n    run: floating\n    command: [sleep, '60']\n    elect: {dir: shared, address: '127.0.0.1:1'}\n")
+	src := testsupport.Source(dir, "name: shop\nplugins:\n  relay:\n    run: floating\n    command: [sleep, '60']\n    elect: {dir: shared, address: '127.0.0.1:1'}\n")
 	began := time.Now()
 	_, err = h.Apply(context.Background(), ApplyRequest{Source: src}, Report{})
 	var exhausted *elect.ExhaustedError

@@ -20,6 +20,7 @@ import (
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/dirlock"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -27,10 +28,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		runRole(role) // the test binary run again, as a host or a host's log
-		return
-	}
+	testsupport.PlayRole(roleEnv, runRole) // the test binary run again, as a host's log
 	runtimetest.Main(m)
 }
 
@@ -41,11 +39,6 @@ func open(t *testing.T, dir string) *Host {
 	h, err := Open(dir, Options{Logger: quiet, Timing: runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: 100 * time.Millisecond, KillAfter: 100 * time.Millisecond}})
 	require.NoError(t, err)
 	return h
-}
-
-func source(t *testing.T, dir, yaml string) spec.Source {
-	t.Helper()
-	return spec.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
 }
 
 const twoSleeps = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"
@@ -66,7 +59,7 @@ func TestApplyAndShutdown(t *testing.T) {
 		assert.Equal(t, 1, plans, "the plan comes first")
 		events++
 	}}
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, report)
+	p, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps), Holder: "test"}, report)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Summary.Start)
 	assert.Equal(t, 1, plans)
@@ -90,7 +83,7 @@ func TestReapply(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -125,18 +118,18 @@ func TestApplyLock(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the first"}, Report{})
+		_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, slow), Holder: "the first"}, Report{})
 		assert.NoError(t, err)
 	}()
 	require.Eventually(t, func() bool { return h.Status().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
 
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the second"}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, slow), Holder: "the second"}, Report{})
 	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)
 	assert.Equal(t, "the first", locked.Holder)
 	assert.True(t, strings.HasPrefix(err.Error(), "another apply is under way: the first, since "))
 
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, slow), Holder: "the third", LockWait: 10 * time.Second}, Report{})
+	p, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, slow), Holder: "the third", LockWait: 10 * time.Second}, Report{})
 	require.NoError(t, err, "it waited")
 	assert.False(t, p.HasChanges(), "and found the first apply's work done")
 	wg.Wait()
@@ -146,11 +139,11 @@ func TestStalePlan(t *testing.T) {
 	dir := t.TempDir()
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
-	src := source(t, dir, twoSleeps)
+	src := testsupport.Source(dir, twoSleeps)
 	saved, err := h.Plan(src)
 	require.NoError(t, err)
 
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "plugins:\n  x: {command: [sleep, '60']}\n")}, Report{})
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, "plugins:\n  x: {command: [sleep, '60']}\n")}, Report{})
 	require.NoError(t, err)
 	_, err = h.Apply(context.Background(), ApplyRequest{Source: src, Plan: saved}, Report{})
 	var stale *hostapi.StaleError
@@ -174,12 +167,12 @@ func TestFailedStartConverges(t *testing.T) {
 	h := open(t, filepath.Join(dir, ".graft"))
 	defer h.Shutdown(context.Background())
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, bad)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, bad)}, Report{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "start db: exited before it was ready (exit status 3); last output:\n  cannot start")
 	assert.Equal(t, map[string]plan.Status{"db": plan.Failed}, statuses(h), "api was skipped")
 
-	p, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	p, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Summary.Start)
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
@@ -192,7 +185,7 @@ func TestParsedOnce(t *testing.T) {
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
 	before := spec.Parses()
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), spec.Parses()-before, "an apply parses its spec once")
 

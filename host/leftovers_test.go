@@ -5,7 +5,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 )
@@ -43,14 +43,11 @@ func recordedBeforeReady(t *testing.T, noNamespace bool) {
 	if !noNamespace && recorded {
 		testprog.Unavailable(t, "no PID namespace here; as root this runs")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there: the check never passes
+	addr := testsupport.FreeAddr(t) // nothing listens there: the check never passes
 	yaml := fmt.Sprintf("name: shop\nplugins:\n  slow: {command: [sleep, '60'], ready: {tcp: '%s', timeout: 2 seconds}}\n", addr)
 	applied := make(chan error, 1)
 	go func() {
-		_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, yaml), Holder: "test"}, Report{})
+		_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, yaml), Holder: "test"}, Report{})
 		applied <- err
 	}()
 

@@ -11,15 +11,14 @@ import (
 // roleEnv names the role the test binary plays when run again by a test.
 const roleEnv = "HOST_TEST_ROLE"
 
-func runRole(role string) {
-	switch role {
-	case "hostlog":
-		hostLogMain()
-	default:
-		fmt.Fprintln(os.Stderr, "unknown role", role)
-		os.Exit(2)
+// runRole plays role (testsupport.PlayRole), or returns false for a role
+// it does not know.
+func runRole(role string, _ []string) bool {
+	if role != "hostlog" {
+		return false
 	}
-	os.Exit(0)
+	hostLogMain()
+	return true
 }
 
 // hostLogMain opens HOST_TEST_DIR's host.log as a background host does,

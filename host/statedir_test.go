@@ -89,7 +89,7 @@ func TestLinksInStateDir(t *testing.T) {
 	require.ErrorAs(t, err, &kept)
 	testsupport.UnsafePath(t, err, appliedPath, "is a symbolic link", "rm "+appliedPath)
 
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, Report{})
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, Report{})
 	testsupport.UnsafePath(t, err, api, "is a symbolic link", "rm "+api)
 	fi, err := os.Lstat(appliedPath)
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestKeptSpecReplaced(t *testing.T) {
 	require.NoError(t, os.MkdirAll(state, 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(state, appliedFile), []byte("garbage"), 0o600))
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -120,7 +120,7 @@ func TestStartUpWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -145,7 +145,7 @@ func TestStartUpWritesNothing(t *testing.T) {
 	// A changed spec is written.
 	h = open(t, state)
 	defer h.Shutdown(context.Background())
-	_, err = h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n")}, Report{})
+	_, err = h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n")}, Report{})
 	require.NoError(t, err)
 	fi, err := os.Stat(filepath.Join(state, appliedFile))
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestLinkedStateDir(t *testing.T) {
 	link := filepath.Join(dir, ".graft")
 	require.NoError(t, os.Symlink(real, link))
 	h := open(t, link)
-	_, err := h.Apply(context.Background(), ApplyRequest{Source: source(t, dir, twoSleeps)}, Report{})
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, Report{})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 	assert.FileExists(t, filepath.Join(real, appliedFile))

@@ -512,26 +512,7 @@ func (ev *events) ready(t *testing.T) runnerapi.Event {
 }
 
 // alive reports whether pid names a live process (a zombie is not).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[0] != "Z"
-}
-
-// waitGone waits up to d for every pid to be gone.
-func waitGone(t *testing.T, d time.Duration, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for _, pid := range pids {
-		for alive(pid) {
-			require.True(t, time.Now().Before(deadline), "pid %d still alive after %s", pid, d)
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-}
+func alive(pid int) bool { return !runtimetest.Gone(pid) }
 
 // marked lists the live processes of the test (by its mark) with their
 // GRAFT_INSTANCE_ID and GRAFT_GENERATION.

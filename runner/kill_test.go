@@ -4,7 +4,6 @@ package runner
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -89,7 +88,10 @@ func (d *daemon) kill() {
 // its own, which the kernel kills when the runner dies. The next runner
 // finds its records, and nothing left of them.
 func TestKill9(t *testing.T) {
-	needNamespace(t)
+	s := proc.NewSpawner()
+	iso := s.Isolation()
+	s.Close()
+	testsupport.NeedNamespace(t, iso.Err)
 	kill9(t, false)
 }
 
@@ -116,10 +118,10 @@ func kill9(t *testing.T, noNamespace bool) {
 	assert.Error(t, <-c.stopAnswered)
 	assert.Error(t, <-c.startAnswered)
 	if noNamespace {
-		waitGone(t, 5*time.Second, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID)
+		testsupport.WaitGone(t, 5*time.Second, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID)
 		require.True(t, alive(c.escaped), "the escaped grandchild outlived the runner")
 	} else {
-		waitGone(t, 2500*time.Millisecond, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID, c.escaped)
+		testsupport.WaitGone(t, 2500*time.Millisecond, c.idle.PID, c.stubborn.PID, c.starting.PID, c.escapes.PID, c.escaped)
 		t.Logf("every process was gone %s after the kill", time.Since(killed).Round(time.Millisecond))
 	}
 
@@ -207,7 +209,7 @@ func (k *kill9Run) catch(d *daemon) caught {
 // id.
 func (k *kill9Run) midStart(d *daemon, sess string, c caught) record {
 	t := k.t
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
 	slow.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(60000 * time.Millisecond)}
 	go func() {
@@ -285,22 +287,5 @@ func (k *kill9Run) recovered(d *daemon, escaped int, noNamespace bool) {
 	}
 	for name, gen := range k.handed {
 		assert.Equal(t, int64(2), gen, name)
-	}
-}
-
-// needNamespace skips a test where this process cannot make PID
-// namespaces, unless GRAFT_TEST_REQUIRE_ALL=1 makes that a failure; as
-// root it always can.
-func needNamespace(t *testing.T) {
-	t.Helper()
-	s := proc.NewSpawner()
-	iso := s.Isolation()
-	s.Close()
-	switch {
-	case iso.Namespace:
-	case os.Geteuid() == 0 || testprog.RequireAll():
-		t.Fatalf("processes get no PID namespace: %v", iso.Err)
-	default:
-		testprog.Unavailable(t, fmt.Sprintf("processes get no PID namespace here (%v); as root this test runs", iso.Err))
 	}
 }

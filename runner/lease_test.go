@@ -3,7 +3,6 @@
 package runner
 
 import (
-	"github.com/graftland/graft/launch"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testsupport"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -22,17 +23,6 @@ const (
 	testGrace = 200 * time.Millisecond
 	slack     = 1500 * time.Millisecond
 )
-
-// goneAt polls until pid is gone and returns when it was first seen gone.
-func goneAt(t *testing.T, pid int, within time.Duration) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for alive(pid) {
-		require.True(t, time.Now().Before(deadline), "pid %d still alive after %s", pid, within)
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Now()
-}
 
 // TestLeaseRunsOut: a session nobody renews ends when its lease runs out,
 // not before: its processes are interrupted, and killed after grace, and
@@ -49,8 +39,8 @@ func TestLeaseRunsOut(t *testing.T) {
 	// The lease runs from the last renewal.
 	renewed := last()
 
-	coopGone := goneAt(t, coop.PID, testLease+testGrace+slack)
-	stubGone := goneAt(t, stub.PID, testLease+testGrace+slack)
+	coopGone := testsupport.WaitGone(t, testLease+testGrace+slack, coop.PID)
+	stubGone := testsupport.WaitGone(t, testLease+testGrace+slack, stub.PID)
 	assert.GreaterOrEqual(t, coopGone.Sub(renewed), testLease, "not before the lease ran out")
 	assert.GreaterOrEqual(t, stubGone.Sub(renewed), testLease+testGrace, "killed grace after the interrupt")
 	assert.Less(t, stubGone.Sub(renewed), testLease+testGrace+slack)
@@ -135,7 +125,7 @@ func TestEndSessionDuringStart(t *testing.T) {
 	h := newHarness(t, Options{Lease: 5 * time.Second, Grace: testGrace})
 	sess := h.open(0)
 	ev := h.events(sess)
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	slow := plugin(t, sess, "listen", "1h", addr)
 	slow.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(60000 * time.Millisecond)}
 	type answer struct {

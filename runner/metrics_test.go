@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 // scrape reads the runner's GET /metrics with c's token, parsed by
@@ -86,7 +88,7 @@ func TestMetrics(t *testing.T) {
 
 	// Nobody renews: the lease runs out, its processes are stopped.
 	last()
-	goneAt(t, a.PID, testLease+testGrace+slack)
+	testsupport.WaitGone(t, testLease+testGrace+slack, a.PID)
 	require.Eventually(t, func() bool {
 		m = h.scrape()
 		return m[`graft_runner_instances{status="running"}`] == 0 && m[`graft_runner_instances{status="stopping"}`] == 0

@@ -3,14 +3,15 @@
 package runner
 
 import (
-	"github.com/graftland/graft/launch"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graftland/graft/internal/testsupport"
+	"github.com/graftland/graft/launch"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,7 +158,7 @@ func TestGrandchildrenDie(t *testing.T) {
 	res, status, e := h.stop(sess, "forker", st.Generation, 200*time.Millisecond)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Equal(t, runnerapi.Killed, res.Outcome)
-	waitGone(t, time.Second, append(pids, st.PID)...)
+	testsupport.WaitGone(t, time.Second, append(pids, st.PID)...)
 }
 
 // TestEvents: output lines and an exit of its own arrive on the stream;
@@ -238,7 +239,7 @@ func TestStartFailed(t *testing.T) {
 func TestReady(t *testing.T) {
 	h := newHarness(t, short)
 	sess := h.open(0)
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	req := plugin(t, sess, "listen", "300ms", addr)
 	req.Ready = &launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(10000 * time.Millisecond)}
 	answered := make(chan runnerapi.Started, 1)
@@ -263,11 +264,4 @@ func TestReady(t *testing.T) {
 	st := <-answered
 	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond)
 	assert.Equal(t, int64(1), st.Generation)
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }

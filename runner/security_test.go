@@ -3,22 +3,15 @@
 package runner
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,6 +26,7 @@ import (
 
 	"github.com/graftland/graft/internal/dirlock"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -285,14 +279,15 @@ func TestListen(t *testing.T) {
 // --client-ca, a client without a certificate that CA signed is refused.
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, caKey := newCA(t)
-	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", ca.Raw)
-	serverCert, serverKey := issue(t, ca, caKey, "runner", x509.ExtKeyUsageServerAuth)
-	writePEM(t, filepath.Join(dir, "server.pem"), "CERTIFICATE", serverCert.Raw)
-	writeKey(t, filepath.Join(dir, "server.key"), serverKey)
-	clientCert, clientKey := issue(t, ca, caKey, "host", x509.ExtKeyUsageClientAuth)
+	testsupport.WriteCerts(t, dir)
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+	require.NoError(t, err)
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	client, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key"))
+	require.NoError(t, err)
+	other, err := tls.LoadX509KeyPair(filepath.Join(dir, "other-client.pem"), filepath.Join(dir, "other-client.key"))
+	require.NoError(t, err)
 
 	for _, withCA := range []bool{false, true} {
 		clientCA := ""
@@ -323,11 +318,10 @@ func TestTLS(t *testing.T) {
 			}
 			return nil
 		}
-		assert.NoError(t, get(tls.Certificate{Certificate: [][]byte{clientCert.Raw}, PrivateKey: clientKey}), "with a client certificate")
+		assert.NoError(t, get(client), "with a client certificate")
 		if withCA {
 			assert.Error(t, get(), "without a client certificate")
-			other, otherKey := newCA(t)
-			assert.Error(t, get(tls.Certificate{Certificate: [][]byte{other.Raw}, PrivateKey: otherKey}), "with a certificate of another CA")
+			assert.Error(t, get(other), "with a certificate of another CA")
 		} else {
 			assert.NoError(t, get(), "no client certificate asked for")
 		}
@@ -339,54 +333,6 @@ func TestTLS(t *testing.T) {
 		srv.Close()
 		require.NoError(t, r.Close())
 	}
-	_, err := TLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "server.key"))
+	_, err = TLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "server.key"))
 	assert.ErrorContains(t, err, "no PEM certificate")
-}
-
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "graft test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return cert, key
-}
-
-func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name string, usage x509.ExtKeyUsage) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return cert, key
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-}
-
-func writeKey(t *testing.T, path string, key *ecdsa.PrivateKey) {
-	der, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	writePEM(t, path, "EC PRIVATE KEY", der)
 }

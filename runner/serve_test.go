@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
 
@@ -46,7 +47,7 @@ func TestServe(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Serve did not end with its ctx")
 	}
-	waitGone(t, 5*time.Second, st.PID)
+	testsupport.WaitGone(t, 5*time.Second, st.PID)
 	_, err = os.Stat(sock)
 	assert.True(t, os.IsNotExist(err), "the socket is removed")
 	assert.Contains(t, log.String(), `msg="runner listening" listen=unix://`+sock+` tls=false client-certificates=false token=false`)

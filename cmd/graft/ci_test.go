@@ -20,6 +20,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -216,8 +217,8 @@ type ciHost struct {
 func startCIHost(t *testing.T) *ciHost {
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")
-	genCerts(certs, func(err error) { require.NoError(t, err) })
-	h := &ciHost{addr: "tcp://" + freeAddr(t), token: "ci-s3cret-token",
+	testsupport.WriteCerts(t, certs)
+	h := &ciHost{addr: "tcp://" + testsupport.FreeAddr(t), token: "ci-s3cret-token",
 		tokenFile: filepath.Join(dir, "token"), caFile: filepath.Join(certs, "ca.pem")}
 	require.NoError(t, os.WriteFile(h.tokenFile, []byte(h.token+"\n"), 0o600))
 	ca, err := os.ReadFile(h.caFile)

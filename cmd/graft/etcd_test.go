@@ -19,6 +19,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/internal/etcdtest"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -143,7 +144,8 @@ func TestEtcdFrozenLeader(t *testing.T) {
 	require.True(t, pidAlive(oldPID), "nothing of the frozen host runs to stop its relay")
 
 	frozen.signal(syscall.SIGCONT)
-	overlap := waitGone(t, oldPID, fSlack+5*time.Second)
+	resumed := time.Now()
+	overlap := testsupport.WaitGone(t, fSlack+5*time.Second, oldPID).Sub(resumed)
 	t.Logf("the resumed leader's relay stopped %s after SIGCONT", overlap)
 	assert.Less(t, overlap, fSlack)
 	assert.Contains(t, frozen.stderr(), "renewal too late", "the term was lost without a word to etcd")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime/local"
 )
@@ -77,7 +77,7 @@ func newFleet(t *testing.T, n int) *fleet {
 	f := &fleet{t: t, run: root, elect: filepath.Join(root, "elect")}
 	require.NoError(t, os.Mkdir(f.elect, 0o755))
 	for i := range n {
-		h := &fhost{f: f, id: fmt.Sprintf("h%d", i+1), dir: filepath.Join(root, fmt.Sprintf("h%d", i+1)), addr: freeAddr(t)}
+		h := &fhost{f: f, id: fmt.Sprintf("h%d", i+1), dir: filepath.Join(root, fmt.Sprintf("h%d", i+1)), addr: testsupport.FreeAddr(t)}
 		require.NoError(t, os.Mkdir(h.dir, 0o755))
 		yaml := fmt.Sprintf(`name: fleet
 plugins:
@@ -94,13 +94,6 @@ plugins:
 	}
 	t.Cleanup(f.stop)
 	return f
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func (h *fhost) file() string  { return filepath.Join(h.dir, "plugins.yaml") }
@@ -468,18 +461,6 @@ func pidAlive(pid int) bool {
 	return err == nil && !strings.Contains(string(stat), ") Z ")
 }
 
-// waitGone waits, up to d, until process pid is gone, and says how long
-// that took.
-func waitGone(t *testing.T, pid int, d time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for pidAlive(pid) {
-		require.Less(t, time.Since(start), d, "process %d runs on", pid)
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func TestFloatingFailover(t *testing.T) {
 	f := newFleet(t, 5)
 	f.startAll()
@@ -572,7 +553,8 @@ func TestFloatingFrozenLeader(t *testing.T) {
 	// Resumed, it finds the higher epoch at its next renewal and stops its
 	// relay first: the two run side by side for at most renew after that.
 	frozen.signal(syscall.SIGCONT)
-	overlap := waitGone(t, oldPID, fRenew+fSlack+5*time.Second)
+	resumed := time.Now()
+	overlap := testsupport.WaitGone(t, fRenew+fSlack+5*time.Second, oldPID).Sub(resumed)
 	t.Logf("the resumed leader's relay stopped %s after SIGCONT (renew = %s)", overlap, fRenew)
 	assert.Less(t, overlap, fRenew+fSlack)
 	require.Eventually(t, func() bool {
@@ -762,7 +744,8 @@ func TestFloatingKilledLeaderTakesItsDaemon(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "the relay's daemon runs")
 
 	old.kill()
-	took := waitGone(t, daemon, 2500*time.Millisecond)
+	killed := time.Now()
+	took := testsupport.WaitGone(t, 2500*time.Millisecond, daemon).Sub(killed)
 	t.Logf("the relay's daemon was gone %s after its host", took.Round(time.Millisecond))
 	l2, _ := f.leaderAfter(1, fTTL+fPoll+fSlack+5*time.Second)
 	assert.Equal(t, int64(2), l2.Epoch)

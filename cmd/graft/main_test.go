@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 var update = flag.Bool("update", false, "rewrite the cmp files of testdata/script")
@@ -429,11 +430,9 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: freeport var")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(testsupport.FreeAddr(ts))
 	ts.Check(err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ts.Setenv(args[0], strconv.Itoa(port))
+	ts.Setenv(args[0], port)
 }
 
 // envsubst FILE... replaces $VAR and ${VAR} in the files with the

@@ -23,6 +23,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -207,7 +208,7 @@ func TestAnotherUserGetsNoWayIn(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  api: {command: [plug, serve, api]}\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte("s3cret\n"), 0o600))
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	hostCmd := exec.Command("graft", "host", "--listen", "tcp://"+addr, "--token-file", filepath.Join(dir, "token"))
 	hostCmd.Dir = dir
 	hostCmd.Env = append(os.Environ(), "NO_COLOR=1", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+dir)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/faultproxy"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -43,7 +44,7 @@ type remoteRig struct {
 // it, the host, and anything left.
 func newRemoteRig(t *testing.T) *remoteRig {
 	dir := t.TempDir()
-	rig := &remoteRig{t: t, dir: dir, run: dir, addr: freeAddr(t)}
+	rig := &remoteRig{t: t, dir: dir, run: dir, addr: testsupport.FreeAddr(t)}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "token"), []byte("rig-token\n"), 0o600))
 	rig.runner = exec.Command("graft", "runner", "--listen", "tcp://"+rig.addr, "--token-file", filepath.Join(dir, "token"), "--state-dir", filepath.Join(dir, "rstate"),
 		"--lease", fmt.Sprintf("%d millis", rLease.Milliseconds()), "--grace", fmt.Sprintf("%d millis", rGrace.Milliseconds()))
@@ -89,7 +90,7 @@ func (rig *remoteRig) stop() {
 	if pid := hostPID(filepath.Join(rig.dir, ".graft")); pid > 0 {
 		syscall.Kill(pid, syscall.SIGCONT)
 		syscall.Kill(pid, syscall.SIGKILL)
-		waitGone(rig.t, pid, 10*time.Second)
+		testsupport.WaitGone(rig.t, 10*time.Second, pid)
 	}
 	rig.runner.Process.Signal(syscall.SIGTERM)
 	select {
@@ -162,7 +163,8 @@ func TestHostFrozenPastLease(t *testing.T) {
 	hostPid := hostPID(filepath.Join(rig.dir, ".graft"))
 	require.NotZero(t, hostPid)
 	require.NoError(t, syscall.Kill(hostPid, syscall.SIGSTOP))
-	took := waitGone(t, r.PID, rLease+rGrace+10*time.Second)
+	frozen := time.Now()
+	took := testsupport.WaitGone(t, rLease+rGrace+10*time.Second, r.PID).Sub(frozen)
 	t.Logf("the runner stopped the plugin %s after the host froze (lease %s, grace %s)", took, rLease, rGrace)
 	// The last renewal came at most a third of the lease before the
 	// freeze.
@@ -203,7 +205,7 @@ func TestNetworkDark(t *testing.T) {
 	}, rLease+10*time.Second, 50*time.Millisecond)
 	r, _ = rig.api()
 	t.Logf("unconfirmed: %s", r.LastError)
-	waitGone(t, pid, rLease+rGrace+10*time.Second)
+	testsupport.WaitGone(t, rLease+rGrace+10*time.Second, pid)
 
 	px.Light()
 	require.Eventually(t, func() bool {
@@ -245,6 +247,6 @@ func TestNetworkDark(t *testing.T) {
 	out, err = rig.graft("down")
 	assert.Error(t, err)
 	assert.Contains(t, out, "RemoteTerminationUnconfirmed")
-	waitGone(t, r.PID, rLease+rGrace+10*time.Second)
+	testsupport.WaitGone(t, rLease+rGrace+10*time.Second, r.PID)
 	px.Light()
 }

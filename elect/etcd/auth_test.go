@@ -1,15 +1,6 @@
 package etcd
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,6 +11,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/internal/etcdtest"
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 // TestTLS: with a server that serves over TLS and wants a client
@@ -28,9 +20,7 @@ import (
 // client retries it until the read's deadline).
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, caKey := writeCA(t, dir)
-	writeLeaf(t, dir, "server", ca, caKey, x509.ExtKeyUsageServerAuth)
-	writeLeaf(t, dir, "client", ca, caKey, x509.ExtKeyUsageClientAuth)
+	testsupport.WriteCerts(t, dir)
 	srv := etcdtest.StartTLS(t, &etcdtest.TLS{CA: filepath.Join(dir, "ca.pem"),
 		Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key")})
 
@@ -88,40 +78,4 @@ func TestAuth(t *testing.T) {
 	}
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "authentication failed")
-}
-
-// writeCA writes a self-signed CA as ca.pem in dir.
-func writeCA(t *testing.T, dir string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "graft test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", der)
-	return ca, key
-}
-
-// writeLeaf writes a certificate for loopback that ca signs, for usage,
-// as NAME.pem, and its key as NAME.key.
-func writeLeaf(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, usage x509.ExtKeyUsage) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	writePEM(t, filepath.Join(dir, name+".pem"), "CERTIFICATE", der)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	writePEM(t, filepath.Join(dir, name+".key"), "EC PRIVATE KEY", kb)
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 }

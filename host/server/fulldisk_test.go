@@ -48,7 +48,7 @@ func TestFullDisk(t *testing.T) {
 	ctx := context.Background()
 
 	src := t.TempDir()
-	specOf := func(quiet string) hostapi.Source { return wire(t, src, strings.Replace(noisySpec, "%s", quiet, 1)) }
+	specOf := func(quiet string) hostapi.Source { return wire(src, strings.Replace(noisySpec, "%s", quiet, 1)) }
 	require.NoError(t, cl.Apply(ctx, hostapi.ApplyRequest{Source: specOf("60")}, nil))
 
 	// The log fills the disk up to the reserve (1%: 20 KiB), and stops.

@@ -73,7 +73,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".graft")
 	h := open(t, state)
-	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: source(t, dir, twoSleeps)}, host.Report{})
+	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: testsupport.Source(dir, twoSleeps)}, host.Report{})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
@@ -113,22 +113,22 @@ func TestPlanEndpoint(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	c := serve(t, h)
 	ctx := context.Background()
-	_, err := h.Apply(ctx, host.ApplyRequest{Source: source(t, dir, withSecret)}, host.Report{})
+	_, err := h.Apply(ctx, host.ApplyRequest{Source: testsupport.Source(dir, withSecret)}, host.Report{})
 	require.NoError(t, err)
 
-	p, err := planOf(t)(c.Plan(ctx, wire(t, dir, withSecret)))
+	p, err := planOf(t)(c.Plan(ctx, wire(dir, withSecret)))
 	require.NoError(t, err)
 	assert.False(t, p.HasChanges(), "the same spec under the host's key: nothing to do")
 	assert.Equal(t, h.Status().Plugins[0].KeyID, p.KeyID, "the host's key")
 	assert.Equal(t, h.State().Digest(), p.State)
 
-	p, err = planOf(t)(c.Plan(ctx, wire(t, dir, strings.Replace(withSecret, "4711", "4712", 1))))
+	p, err = planOf(t)(c.Plan(ctx, wire(dir, strings.Replace(withSecret, "4711", "4712", 1))))
 	require.NoError(t, err)
 	require.Len(t, p.Changes, 1)
 	assert.Equal(t, plan.Replace, p.Changes[0].Action)
 	assert.Equal(t, []string{"env.PIN"}, p.Changes[0].Fields)
 
-	_, err = c.Plan(ctx, wire(t, dir, "name: shop\nplugins:\n  db: {}\n"))
+	_, err = c.Plan(ctx, wire(dir, "name: shop\nplugins:\n  db: {}\n"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing command")
 	_, err = c.Plan(ctx, hostapi.Source{})
@@ -207,7 +207,7 @@ func TestLogThatIsNotAFile(t *testing.T) {
 	check()
 
 	// A plugin whose log is a pipe does not start, and says why.
-	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, host.Report{})
+	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: testsupport.Source(dir, "name: shop\nplugins:\n  api: {command: [sleep, '60']}\n")}, host.Report{})
 	testsupport.UnsafePath(t, err, fifo, "is a named pipe", "rm "+fifo)
 }
 

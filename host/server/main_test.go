@@ -6,8 +6,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,17 +14,14 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
-	"github.com/graftland/graft/spec"
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		runRole(role) // the test binary run again, as a host
-		return
-	}
+	testsupport.PlayRole(roleEnv, runRole) // the test binary run again, as a host
 	runtimetest.Main(m)
 }
 
@@ -42,15 +37,10 @@ func open(t *testing.T, dir string) *host.Host {
 	return h
 }
 
-// source is a plugins file of dir with content yaml, as the host takes it.
-func source(t *testing.T, dir, yaml string) spec.Source {
-	t.Helper()
-	return spec.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
-}
-
-// wire is source as the API carries it.
-func wire(t *testing.T, dir, yaml string) hostapi.Source {
-	return hostapi.Source(source(t, dir, yaml))
+// wire is the plugins file of dir holding yaml (testsupport.Source) as
+// the API carries it.
+func wire(dir, yaml string) hostapi.Source {
+	return hostapi.Source(testsupport.Source(dir, yaml))
 }
 
 const twoSleeps = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"

@@ -26,6 +26,7 @@ import (
 	"github.com/graftland/graft/internal/asnobody"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
@@ -44,11 +45,9 @@ type netHost struct {
 
 func serveNet(t *testing.T, limits guard.Limits) *netHost {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testsupport.FreeAddr(t)
 	n := &netHost{dir: filepath.Join(t.TempDir(), ".graft"), addr: addr, log: runtimetest.NewRecorder()}
+	var err error
 	n.h, err = host.Open(n.dir, host.Options{Logger: slog.New(slog.NewTextHandler(n.log, nil)), Timing: timing, Limits: limits})
 	require.NoError(t, err)
 	t.Cleanup(func() { n.h.Shutdown(context.Background()) })
@@ -132,8 +131,8 @@ const sleeper = "name: shop\nplugins:\n  db: {command: [sleep, '60']}\n"
 func TestAPIRefusals(t *testing.T) {
 	n := serveNet(t, guard.Limits{})
 	dir := filepath.Dir(n.dir)
-	require.NoError(t, n.unix.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(t, dir, sleeper)}, nil))
-	src, err := json.Marshal(source(t, dir, sleeper))
+	require.NoError(t, n.unix.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(dir, sleeper)}, nil))
+	src, err := json.Marshal(testsupport.Source(dir, sleeper))
 	require.NoError(t, err)
 	jsonType := []string{"Content-Type", "application/json"}
 
@@ -186,7 +185,7 @@ func TestAPIRefusals(t *testing.T) {
 	tc, err := hostapi.NewTCPClient(hostapi.TCP{Addr: "tcp://" + n.addr, Token: tcpToken})
 	require.NoError(t, err)
 	defer tc.Close()
-	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(t, dir, sleeper)}, nil))
+	require.NoError(t, tc.Apply(context.Background(), hostapi.ApplyRequest{Source: wire(dir, sleeper)}, nil))
 	require.NoError(t, tc.Restart(context.Background(), hostapi.ApplyRequest{Restart: []string{"db"}}, nil))
 	_, err = tc.Leader(context.Background(), "db")
 	var hint interface{ Hint() string }

@@ -17,15 +17,14 @@ import (
 // roleEnv names the role the test binary plays when run again by a test.
 const roleEnv = "HOST_TEST_ROLE"
 
-func runRole(role string) {
-	switch role {
-	case "tmpfs-host":
-		tmpfsHostMain()
-	default:
-		fmt.Fprintln(os.Stderr, "unknown role", role)
-		os.Exit(2)
+// runRole plays role (testsupport.PlayRole), or returns false for a role
+// it does not know.
+func runRole(role string, _ []string) bool {
+	if role != "tmpfs-host" {
+		return false
 	}
-	os.Exit(0)
+	tmpfsHostMain()
+	return true
 }
 
 // tmpfsHostMain mounts a tmpfs of HOST_TEST_TMPFS bytes on HOST_TEST_DIR,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -26,10 +27,10 @@ func TestEditedPlanRefused(t *testing.T) {
 	defer h.Shutdown(context.Background())
 	c := serve(t, h)
 	ctx := context.Background()
-	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, twoSleeps)}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(dir, twoSleeps)}, nil))
 	before := h.Status()
 
-	src := source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n  api: {command: [sleep, '60'], uses: [db]}\n")
+	src := testsupport.Source(dir, "name: shop\nplugins:\n  db: {command: [sleep, '61']}\n  api: {command: [sleep, '60'], uses: [db]}\n")
 	saved, err := h.Plan(src)
 	require.NoError(t, err)
 	require.Len(t, saved.Steps, 4, "stop:api, stop:db, start:db, start:api")

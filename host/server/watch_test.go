@@ -14,6 +14,7 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
 
@@ -49,7 +50,7 @@ func TestWatchStatus(t *testing.T) {
 	}
 	until("no plugins", func(s map[string]plan.Status) bool { return len(s) == 0 })
 
-	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: source(t, dir, twoSleeps), Holder: "test"}, host.Report{})
+	_, err := h.Apply(context.Background(), host.ApplyRequest{Source: testsupport.Source(dir, twoSleeps), Holder: "test"}, host.Report{})
 	require.NoError(t, err)
 	st := until("both running", func(s map[string]plan.Status) bool { return s["db"] == plan.Running && s["api"] == plan.Running })
 	var db int

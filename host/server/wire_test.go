@@ -30,7 +30,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	ctx := context.Background()
 
 	bad := "name: shop\nplugins:\n  db: {command: [sh, -c, 'echo cannot start; exit 3'], ready: {exec: [sleep, '10'], timeout: 5 seconds}}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	err := c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, bad)}, nil)
+	err := c.Apply(ctx, hostapi.ApplyRequest{Source: wire(dir, bad)}, nil)
 	var applyErr *hostapi.ApplyError
 	require.ErrorAs(t, err, &applyErr)
 	var start *runtime.StartError
@@ -45,7 +45,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 
 	// A stop that has to force its plugin succeeds, and says so.
 	stubborn := "name: shop\nplugins:\n  db: {command: [sh, -c, 'trap \"\" TERM; echo up; exec sleep 60']}\n  api: {command: [sleep, '60'], uses: [db]}\n"
-	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, stubborn)}, nil))
+	require.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(dir, stubborn)}, nil))
 	var stops []hostapi.Event
 	err = c.Restart(ctx, hostapi.ApplyRequest{Restart: []string{"db"}}, func(m hostapi.Message) {
 		if m.Type == hostapi.MsgEvent && m.Event.Step.ID == "stop:db" && m.Event.Phase != hostapi.Began {
@@ -76,7 +76,7 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	}
 
 	// A stale plan.
-	src := wire(t, dir, twoSleeps)
+	src := wire(dir, twoSleeps)
 	raw, err := c.Plan(ctx, src)
 	require.NoError(t, err)
 	var saved plan.Plan
@@ -93,10 +93,10 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 	slow := "name: shop\nplugins:\n  slow:\n    command: [sleep, '60']\n    ready: {exec: [sleep, '0.5'], timeout: 10 seconds}\n"
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, slow), Holder: "the first"}, nil))
+		assert.NoError(t, c.Apply(ctx, hostapi.ApplyRequest{Source: wire(dir, slow), Holder: "the first"}, nil))
 	})
 	require.Eventually(t, func() bool { return h.Status().Host.Applying == "the first" }, 5*time.Second, time.Millisecond)
-	err = c.Apply(ctx, hostapi.ApplyRequest{Source: wire(t, dir, slow), Holder: "the second"}, nil)
+	err = c.Apply(ctx, hostapi.ApplyRequest{Source: wire(dir, slow), Holder: "the second"}, nil)
 	var locked *hostapi.LockedError
 	require.ErrorAs(t, err, &locked)
 	assert.Equal(t, "the first", locked.Holder)

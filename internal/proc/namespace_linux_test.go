@@ -17,28 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 // hostRole makes this test binary a host of its own, for the tests that
 // kill it: it starts the isolated plugin the test names and prints its
 // family's pids.
 const hostRole = "GRAFT_PROC_TEST_HOST"
-
-// needIsolation skips the test where this process cannot make PID
-// namespaces, unless GRAFT_TEST_REQUIRE_ALL=1, which makes that a
-// failure; as root it always can.
-func needIsolation(t *testing.T, s *Spawner) {
-	t.Helper()
-	iso := s.Isolation()
-	switch {
-	case iso.Namespace:
-	case os.Geteuid() == 0:
-		t.Fatalf("no PID namespace: %v", iso.Err)
-	default:
-		testprog.Unavailable(t, fmt.Sprintf("no PID namespace here (%v); as root this test runs", iso.Err))
-	}
-}
 
 // family is the shell script of the tests' plugin: a child in its group
 // and a daemon, double-forked into a session of its own, whose parent
@@ -71,7 +56,7 @@ func startIsolated(t *testing.T, s *Spawner, script string, out *os.File) *Proce
 func TestIsolated(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
@@ -127,7 +112,7 @@ func TestIsolated(t *testing.T) {
 func TestIsolatedSignal(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
@@ -149,7 +134,7 @@ func TestIsolatedSignal(t *testing.T) {
 func TestIsolatedStartErrors(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(dir+"/noexec", []byte("\x7fELF garbage"), 0o755))
 	in, err := s.namespace()
@@ -173,7 +158,7 @@ func TestKilledHostTakesTheFamily(t *testing.T) {
 	s := NewSpawner()
 	iso := s.Isolation()
 	s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	for _, tt := range []struct {
 		name    string
 		isolate bool
@@ -204,16 +189,16 @@ func TestKilledHostTakesTheFamily(t *testing.T) {
 			killed := time.Now()
 			if !tt.isolate {
 				// The parent-death signal reaches the plugin alone.
-				waitGone(t, 2500*time.Millisecond, pids[1])
+				testsupport.WaitGone(t, 2500*time.Millisecond, pids[1])
 				time.Sleep(100 * time.Millisecond)
 				assert.False(t, gonePid(pids[2]), "without a namespace the plugin's child outlives its host")
 				assert.False(t, gonePid(pids[3]), "without a namespace the daemon outlives its host")
 				syscall.Kill(pids[2], syscall.SIGKILL)
 				syscall.Kill(pids[3], syscall.SIGKILL)
-				waitGone(t, 5*time.Second, pids[2:]...)
+				testsupport.WaitGone(t, 5*time.Second, pids[2:]...)
 				return
 			}
-			waitGone(t, 2500*time.Millisecond, pids...)
+			testsupport.WaitGone(t, 2500*time.Millisecond, pids...)
 			t.Logf("the whole family was gone %s after the kill", time.Since(killed).Round(time.Millisecond))
 		})
 	}
@@ -334,27 +319,6 @@ func gonePid(pid int) bool {
 	return err != nil || e.zombie
 }
 
-// waitGone waits until every pid is gone, at most d.
-func waitGone(t *testing.T, d time.Duration, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		var alive []int
-		for _, pid := range pids {
-			if !gonePid(pid) {
-				alive = append(alive, pid)
-			}
-		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v still alive %s later", alive, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestSnapshotLeavesThreadsOut: the process table brought up to date pid
 // by pid holds processes alone: /proc answers for a thread's id too, with
 // its process's parent and environment, and an init's threads (it is a Go
@@ -362,7 +326,7 @@ func waitGone(t *testing.T, d time.Duration, pids ...int) {
 func TestSnapshotLeavesThreadsOut(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	_, err := snapshot()
 	require.NoError(t, err)
 	p := startIsolated(t, s, "exec sleep 60", nil)

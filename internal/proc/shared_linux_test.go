@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 // TestIsolatedShareANamespace: the isolated processes of a Spawner share
@@ -22,7 +24,7 @@ import (
 func TestIsolatedShareANamespace(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	a := startIsolated(t, s, family, nil)
 	b := startIsolated(t, s, "exec sleep 60", nil)
 	assert.Same(t, a.ns, b.ns, "one init")
@@ -36,7 +38,7 @@ func TestIsolatedShareANamespace(t *testing.T) {
 	for _, m := range ms {
 		pids = append(pids, m.Pid)
 	}
-	waitGone(t, 2*time.Second, pids...)
+	testsupport.WaitGone(t, 2*time.Second, pids...)
 	st, err := b.Reap()
 	require.NoError(t, err)
 	assert.Equal(t, Status{Code: -1, Signal: syscall.SIGKILL}, st, "killed with its namespace")
@@ -47,7 +49,7 @@ func TestIsolatedShareANamespace(t *testing.T) {
 func TestIsolatedInitDies(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	a := startIsolated(t, s, "exec sleep 60", nil)
 	old := nsOf(t, a.Pid, "pid")
 	require.NoError(t, syscall.Kill(a.ns.pid, syscall.SIGKILL))
@@ -77,7 +79,7 @@ func TestIsolatedInitDies(t *testing.T) {
 func TestIsolatedConcurrent(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -119,7 +121,7 @@ func TestIsolatedConcurrent(t *testing.T) {
 func TestIsolatedLargeSpec(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
-	needIsolation(t, s)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
 	big := "BIG=" + strings.Repeat("x", 3*chunk+17)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)

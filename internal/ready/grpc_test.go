@@ -16,6 +16,7 @@ import (
 
 	"github.com/graftland/graft/internal/etcdtest"
 	"github.com/graftland/graft/internal/health"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 )
 
@@ -35,7 +36,7 @@ func TestGRPCReady(t *testing.T) {
 	addr := etcdAddr(t)
 	require.NoError(t, Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{GRPC: addr}}), noExec, nil, nil))
 
-	none := freeAddr(t)
+	none := testsupport.FreeAddr(t)
 	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{GRPC: none}, Timeout: launch.Duration(300 * time.Millisecond)}), noExec, nil, nil)
 	var nr *NotReadyError
 	require.ErrorAs(t, err, &nr)

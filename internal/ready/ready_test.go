@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 )
 
@@ -30,16 +31,8 @@ func readyOf(r launch.Ready) *launch.Ready {
 
 func noExec(context.Context, []string) error { return errors.New("no exec here") }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestTCP(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	ln := make(chan net.Listener, 1)
 	go func() {
 		time.Sleep(150 * time.Millisecond)
@@ -59,7 +52,7 @@ func TestTCP(t *testing.T) {
 }
 
 func TestNotReady(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testsupport.FreeAddr(t)
 	began := time.Now()
 	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: addr}, Timeout: launch.Duration(300 * time.Millisecond)}), noExec, nil, nil)
 	var nr *NotReadyError
@@ -112,14 +105,14 @@ func TestExec(t *testing.T) {
 func TestGone(t *testing.T) {
 	gone := make(chan struct{})
 	time.AfterFunc(100*time.Millisecond, func() { close(gone) })
-	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: freeAddr(t)}}), noExec, gone, nil)
+	err := Wait(context.Background(), readyOf(launch.Ready{Probe: launch.Probe{TCP: testsupport.FreeAddr(t)}}), noExec, gone, nil)
 	assert.ErrorIs(t, err, ErrGone)
 }
 
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err := Wait(ctx, readyOf(launch.Ready{Probe: launch.Probe{TCP: freeAddr(t)}}), noExec, nil, nil)
+	err := Wait(ctx, readyOf(launch.Ready{Probe: launch.Probe{TCP: testsupport.FreeAddr(t)}}), noExec, nil, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	var nr *NotReadyError
 	assert.False(t, errors.As(err, &nr), "the caller's deadline is not the check's timeout")

@@ -1,7 +1,9 @@
 // Package testsupport is what the tests of several of graft's packages
 // share: files for attacks to aim at, the test binary run again in a
-// role, free loopback addresses, certificates, waits for processes.
-// Only tests link it.
+// role, free loopback addresses, certificates, waits for processes to be
+// gone, the PID namespaces a test needs, plugins files. Only tests link
+// it. It imports runtime/runtimetest and what that imports, whose own
+// tests therefore cannot use it.
 package testsupport
 
 import (

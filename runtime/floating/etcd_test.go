@@ -17,6 +17,7 @@ import (
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/elect/etcd"
 	"github.com/graftland/graft/internal/etcdtest"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -36,7 +37,7 @@ func etcdFleet(t *testing.T, srv *etcdtest.Server, n int) []*fhost {
 	hosts := make([]*fhost, n)
 	var wg sync.WaitGroup
 	for i := range hosts {
-		f := &fhost{id: string(rune('a' + i)), clock: newFreezable(elect.Skewed(0)), addr: freeAddr(t)}
+		f := &fhost{id: string(rune('a' + i)), clock: newFreezable(elect.Skewed(0)), addr: testsupport.FreeAddr(t)}
 		inner := local.New(local.Options{Timing: fast})
 		t.Cleanup(func() { assert.NoError(t, inner.Close()) })
 		f.p = New(inner, Options{HostID: f.id, Clock: f.clock, Timing: fast, Etcd: etcd.New})
@@ -116,7 +117,7 @@ func TestEtcdElection(t *testing.T) {
 
 	stopped := time.Now()
 	srv.Stop()
-	gone := goneAt(t, pid, etcdTTL+slack)
+	gone := testsupport.WaitGone(t, etcdTTL+slack, pid)
 	t.Logf("the relay was gone %s after etcd stopped (session ttl %s)", gone.Sub(stopped), etcdTTL)
 	assert.Less(t, gone.Sub(stopped), etcdTTL, "gone before the session could have expired")
 

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -94,7 +95,7 @@ func fencedFleet(t *testing.T, n int, mk func(addr string) *spec.Plugin) []*fenc
 	hosts := make([]*fencedHost, n)
 	var wg sync.WaitGroup
 	for i := range hosts {
-		f := &fencedHost{fhost: fhost{id: string(rune('a' + i)), clock: newFreezable(elect.Skewed(0)), addr: freeAddr(t)}, share: newShare()}
+		f := &fencedHost{fhost: fhost{id: string(rune('a' + i)), clock: newFreezable(elect.Skewed(0)), addr: testsupport.FreeAddr(t)}, share: newShare()}
 		inner := local.New(local.Options{Timing: fast})
 		t.Cleanup(func() { assert.NoError(t, inner.Close()) })
 		f.p = New(inner, Options{HostID: f.id, Clock: f.clock, Timing: fast, Fault: f.share.fault})
@@ -147,17 +148,6 @@ func lastWrite(t *testing.T, dir string, x *fencedHost) time.Time {
 	return mtime
 }
 
-// goneAt polls until pid is gone and returns when it was seen gone.
-func goneAt(t *testing.T, pid int, within time.Duration) time.Time {
-	t.Helper()
-	limit := time.Now().Add(within)
-	for !runtimetest.Gone(pid) {
-		require.True(t, time.Now().Before(limit), "process %d still runs after %s", pid, within)
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Now()
-}
-
 // TestFencedInTime: over 20 rounds, the leader's share hangs, hangs its
 // writes only, fails its writes, or shows a newer epoch (written by an
 // intruder, as after a split), in turn. Every time the leader's plugin is confirmed gone before ttl has
@@ -188,7 +178,7 @@ func TestFencedInTime(t *testing.T) {
 			writeLease(t, dir, intruder)
 			e++
 		}
-		gone := goneAt(t, pid, fenceTTL+slack)
+		gone := testsupport.WaitGone(t, fenceTTL+slack, pid)
 		left := last.Add(fenceTTL).Sub(gone)
 		t.Logf("round %d (%s): host %s's plugin gone %s before ttl after its last renewal", round, mode, x.id, left)
 		assert.Positive(t, left, "round %d (%s): the plugin outlived the lease", round, mode)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/internal/fsfault"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -75,9 +76,9 @@ func TestConformance(t *testing.T) {
 			var p *spec.Plugin
 			switch b {
 			case runtimetest.Failing:
-				p = plugin(name, t.TempDir(), freeAddr(t), "exit", "3", "one", "two", "three")
+				p = plugin(name, t.TempDir(), testsupport.FreeAddr(t), "exit", "3", "one", "two", "three")
 			default:
-				p = plugin(name, t.TempDir(), freeAddr(t), string(b))
+				p = plugin(name, t.TempDir(), testsupport.FreeAddr(t), string(b))
 			}
 			// The fixed windows need a ttl that holds them (elect.MinTTL).
 			if v, ok := timings.Load(t); ok {
@@ -119,7 +120,7 @@ func fleet(t *testing.T, dir string, n int, skews ...time.Duration) []*fhost {
 		if i < len(skews) {
 			base = elect.Skewed(skews[i])
 		}
-		f := &fhost{id: string(rune('a' + i)), clock: newFreezable(base), addr: freeAddr(t)}
+		f := &fhost{id: string(rune('a' + i)), clock: newFreezable(base), addr: testsupport.FreeAddr(t)}
 		f.p = newPlacement(t, f.id, f.clock)
 		hosts[i] = f
 		wg.Go(func() {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/elect"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -27,10 +27,7 @@ import (
 const helperEnv = "GRAFT_TEST_FLOATING_HELPER"
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(helperEnv); role != "" {
-		helperMain(role, os.Args[1:])
-		return
-	}
+	testsupport.PlayRole(helperEnv, runtimetest.Play, helperMain)
 	runtimetest.Main(m)
 }
 
@@ -38,8 +35,8 @@ func TestMain(m *testing.M) {
 // the life of the process.
 var held *os.File
 
-// helperMain acts as the plugin of one of runtimetest.Play's roles, or
-// of
+// helperMain acts as the plugin of one of this package's roles, those
+// beyond runtimetest.Play's, or returns false:
 //
 //	serve ADDR           answers HTTP GET with 200 on ADDR, and is cooperative.
 //	                     Only a process that runs answers HTTP: the kernel
@@ -49,8 +46,7 @@ var held *os.File
 //	                     to LOCK.overlap first: two leaders' plugins ran at once.
 //	                     The kernel drops the lock as the holder exits, however
 //	                     it is killed, so the check needs no clock.
-func helperMain(role string, args []string) {
-	runtimetest.Play(role, args)
+func helperMain(role string, args []string) bool {
 	switch role {
 	case "exclusive":
 		f, err := os.OpenFile(args[0], os.O_CREATE|os.O_RDWR, 0o644)
@@ -78,8 +74,7 @@ func helperMain(role string, args []string) {
 		go http.Serve(l, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		runtimetest.Play("cooperative", nil)
 	}
-	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
-	os.Exit(2)
+	return false
 }
 
 // The elections' durations in these tests: short, and in the proportions
@@ -101,18 +96,11 @@ var short = runtime.Timing{ShutdownTimeout: 300 * time.Millisecond, ExitWindow: 
 // plugin is a floating plugin named name, instance name, that plays role
 // with args, elected in dir and reached at addr.
 func plugin(name, dir, addr, role string, args ...string) *spec.Plugin {
-	return &spec.Plugin{
-		Name:     name,
-		Run:      spec.Floating,
-		Instance: name,
-		Command:  append([]string{os.Args[0]}, args...),
-		// Under -race a program sleeps a second at exit unless told not
-		// to, which would look like a slow stop.
-		Env:        map[string]string{helperEnv: role, "GORACE": "atexit_sleep_ms=0"},
-		StopSignal: "SIGTERM",
-		Elect: &spec.Elect{Dir: dir, Address: addr, TTL: spec.FromStd(ttl), Renew: spec.FromStd(renew),
-			Poll: spec.FromStd(poll), LockStale: spec.FromStd(lockStale)},
-	}
+	p := testsupport.RolePlugin(spec.Floating, name, helperEnv, role, args...)
+	p.Instance = name
+	p.Elect = &spec.Elect{Dir: dir, Address: addr, TTL: spec.FromStd(ttl), Renew: spec.FromStd(renew),
+		Poll: spec.FromStd(poll), LockStale: spec.FromStd(lockStale)}
+	return p
 }
 
 // newPlacement is a floating placement of host id on a local placement
@@ -123,14 +111,6 @@ func newPlacement(t *testing.T, id string, clock elect.Clock) *Placement {
 	p := New(inner, Options{HostID: id, Clock: clock, Timing: short})
 	t.Cleanup(func() { assert.NoError(t, p.Close()) })
 	return p
-}
-
-// freeAddr is a loopback address no one listens on.
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // freezable is real time, or a wall clock whose timers stop firing while

@@ -18,15 +18,13 @@ import (
 
 // The plugins of these tests are this test binary run again, as
 // go-plugin's helper processes are: GRAFT_TEST_HELPER names what the
-// plugin does. helperMain runs instead of the tests when it is set.
+// plugin does (testsupport.PlayRole).
 const helperEnv = "GRAFT_TEST_HELPER"
 
-// helperMain acts as the plugin that GRAFT_TEST_HELPER names, and exits:
-// one of runtimetest.Play's roles, or one of this package's.
-func helperMain(role string, args []string) {
-	if runtimetest.Play(role, args) {
-		return
-	}
+// helperMain acts as the plugin of one of this package's roles, those
+// beyond runtimetest.Play's, and exits, or returns false for a role it
+// does not know.
+func helperMain(role string, args []string) bool {
 	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	switch role {
 	case "slow": // takes args[0] to shut down on the first SIGTERM; exits at the second
@@ -53,15 +51,15 @@ func helperMain(role string, args []string) {
 				os.Exit(0)
 			}
 		}
-	default:
-		familyMain(role, args)
 	}
+	return familyMain(role, args)
 }
 
 // familyMain acts as the helper roles that start processes of their own
 // (children in the plugin's group, a grandchild that escapes into a
-// session of its own), and exits.
-func familyMain(role string, args []string) {
+// session of its own), and exits, or returns false for a role it does
+// not know.
+func familyMain(role string, args []string) bool {
 	say := func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	switch role {
 	case "forker": // starts args[0] stubborn children in its group, prints their pids, then is cooperative
@@ -78,10 +76,8 @@ func familyMain(role string, args []string) {
 	case "setsid-spawner": // the middle of a double fork: new session, spawn, print, exit
 		fmt.Println(spawnHelper("stubborn", true))
 		os.Exit(0)
-	default:
-		fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
-		os.Exit(2)
 	}
+	return false
 }
 
 // probeMain is a ready command: it exits 0 if addr accepts a connection.

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/internal/testprog"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
@@ -106,10 +106,13 @@ func hostMain() {
 // then kills the whole namespace, the daemon that left the plugin's group
 // and session included.
 func TestKillHostLeavesNoChild(t *testing.T) {
-	needNamespace(t)
+	l := New(Options{})
+	iso := l.Isolation()
+	l.Close()
+	testsupport.NeedNamespace(t, iso.Err)
 	plugin, daemon := startHost(t, "1")
 	killed := time.Now()
-	eventuallyGone(t, 2500*time.Millisecond, plugin, daemon)
+	testsupport.WaitGone(t, 2500*time.Millisecond, plugin, daemon)
 	t.Logf("the plugin and its daemon were gone %s after the kill", time.Since(killed).Round(time.Millisecond))
 }
 
@@ -119,10 +122,10 @@ func TestKillHostLeavesNoChild(t *testing.T) {
 // leftovers).
 func TestKillHostWithoutNamespace(t *testing.T) {
 	plugin, daemon := startHost(t, "no-namespace")
-	eventuallyGone(t, 2*time.Second, plugin)
+	testsupport.WaitGone(t, 2*time.Second, plugin)
 	assert.False(t, gone(daemon), "the daemon left the plugin's family: no parent-death signal reaches it")
 	syscallKill(daemon)
-	eventuallyGone(t, 2*time.Second, daemon)
+	testsupport.WaitGone(t, 2*time.Second, daemon)
 }
 
 // startHost starts this test binary as a host (hostMain), waits until it
@@ -166,23 +169,6 @@ func startHost(t *testing.T, mode string) (plugin, daemon int) {
 	return plugin, daemon
 }
 
-// needNamespace skips a test where this process cannot make PID
-// namespaces, unless GRAFT_TEST_REQUIRE_ALL=1 makes that a failure; as
-// root it always can.
-func needNamespace(t *testing.T) {
-	t.Helper()
-	l := New(Options{})
-	iso := l.Isolation()
-	l.Close()
-	switch {
-	case iso.Namespace:
-	case os.Geteuid() == 0 || testprog.RequireAll():
-		t.Fatalf("plugins get no PID namespace: %v", iso.Err)
-	default:
-		testprog.Unavailable(t, fmt.Sprintf("plugins get no PID namespace here (%v); as root this test runs", iso.Err))
-	}
-}
-
 // TestDaemonDiesWithItsPlugin: a plugin that double-forks a daemon into a
 // new session. In the plugin's PID namespace the daemon is adopted by its
 // init; without one, with this process a subreaper, it is adopted here,
@@ -197,7 +183,7 @@ func TestDaemonDiesWithItsPlugin(t *testing.T) {
 			l := New(Options{Timing: short, NoNamespace: noNamespace})
 			defer l.Close()
 			if !noNamespace {
-				needNamespace(t)
+				testsupport.NeedNamespace(t, l.Isolation().Err)
 			}
 			out := runtimetest.NewRecorder()
 			h := startHelper(t, l, helper("daemon", "daemon"), out)
@@ -217,7 +203,7 @@ func TestDaemonDiesWithItsPlugin(t *testing.T) {
 			outcome, err := h.Stop(context.Background())
 			assert.Equal(t, runtime.Killed, outcome, "the daemon ignores SIGTERM")
 			assert.Error(t, err)
-			eventuallyGone(t, time.Second, pids...)
+			testsupport.WaitGone(t, time.Second, pids...)
 			// Reaped: no zombie left.
 			deadline := time.Now().Add(2 * time.Second)
 			for {
@@ -284,7 +270,7 @@ func TestParentDeathSignalPitfall(t *testing.T) {
 		}
 		cmd := r.cmd
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		eventuallyGone(t, 2*time.Second, cmd.Process.Pid)
+		testsupport.WaitGone(t, 2*time.Second, cmd.Process.Pid)
 		return
 	}
 	t.Fatal("no goroutine ran off the main thread")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -30,10 +31,7 @@ func TestMain(m *testing.M) {
 		probeMain(os.Args[2])
 		return
 	}
-	if role := os.Getenv(helperEnv); role != "" {
-		helperMain(role, os.Args[1:])
-		return
-	}
+	testsupport.PlayRole(helperEnv, runtimetest.Play, helperMain)
 	if os.Getenv(hostEnv) != "" {
 		hostMain()
 		return
@@ -47,15 +45,7 @@ var short = runtime.Timing{ShutdownTimeout: 400 * time.Millisecond, ExitWindow: 
 
 // helper returns a plugin that runs this test binary as role with args.
 func helper(name, role string, args ...string) *spec.Plugin {
-	return &spec.Plugin{
-		Name:    name,
-		Run:     spec.Local,
-		Command: append([]string{os.Args[0]}, args...),
-		// Under -race a program sleeps a second at exit unless told not
-		// to, which would look like a slow stop.
-		Env:        map[string]string{helperEnv: role, "GORACE": "atexit_sleep_ms=0"},
-		StopSignal: "SIGTERM",
-	}
+	return testsupport.RolePlugin(spec.Local, name, helperEnv, role, args...)
 }
 
 func newLocal(t *testing.T, timing runtime.Timing) *Local {
@@ -74,20 +64,6 @@ func startHelper(t *testing.T, l *Local, p *spec.Plugin, out *runtimetest.Record
 // gone reports whether pid names no live process: none, or a zombie
 // about to be reaped.
 var gone = runtimetest.Gone
-
-// eventuallyGone waits up to d for every pid to be gone.
-func eventuallyGone(t *testing.T, d time.Duration, pids ...int) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for _, pid := range pids {
-		for !gone(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d still runs %s later", pid, d)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
 
 func TestConformance(t *testing.T) {
 	runtimetest.Run(t, runtimetest.Kit{
@@ -230,15 +206,6 @@ func TestStartErrors(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// freePort returns a loopback port nothing listens on.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 func TestReady(t *testing.T) {
 	l := newLocal(t, short)
 	ready := func(r spec.Ready) *spec.Ready {
@@ -249,7 +216,7 @@ func TestReady(t *testing.T) {
 	}
 
 	t.Run("tcp", func(t *testing.T) {
-		addr := freePort(t)
+		addr := testsupport.FreeAddr(t)
 		p := helper("listener", "listen", "300ms", addr)
 		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: addr}})
 		h := startHelper(t, l, p, runtimetest.NewRecorder())
@@ -261,7 +228,7 @@ func TestReady(t *testing.T) {
 	})
 
 	t.Run("exec", func(t *testing.T) {
-		addr := freePort(t)
+		addr := testsupport.FreeAddr(t)
 		p := helper("listener", "listen", "200ms", addr)
 		// The probe is this binary too: it exits 0 once addr answers.
 		p.Ready = ready(spec.Ready{Probe: launch.Probe{Exec: []string{os.Args[0], "--probe", addr}}})
@@ -275,7 +242,7 @@ func TestReady(t *testing.T) {
 
 	t.Run("exits first", func(t *testing.T) {
 		p := helper("crash", "exit", "4", "config error: no such file /etc/app.conf")
-		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: freePort(t)}})
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: testsupport.FreeAddr(t)}})
 		_, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(p))
 		var se *runtime.StartError
 		require.ErrorAs(t, err, &se)
@@ -284,7 +251,7 @@ func TestReady(t *testing.T) {
 	})
 
 	t.Run("not in time", func(t *testing.T) {
-		addr := freePort(t)
+		addr := testsupport.FreeAddr(t)
 		p := helper("late", "identity")
 		// Long enough for this test binary, run again under -race on a
 		// loaded machine, to have printed the line the error quotes.
@@ -314,7 +281,7 @@ func TestGrandchildrenDieWithTheirPlugin(t *testing.T) {
 	assert.Equal(t, runtime.Killed, outcome, "its children needed force")
 	var timeout *runtime.LocalTerminationTimeout
 	assert.ErrorAs(t, err, &timeout)
-	eventuallyGone(t, time.Second, pids...)
+	testsupport.WaitGone(t, time.Second, pids...)
 }
 
 // waitReady waits until n processes have printed "ready".

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
 )
@@ -38,7 +39,7 @@ func TestSignalAndStarted(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not gone after SIGKILL to its family")
 	}
-	eventuallyGone(t, time.Second, pids...)
+	testsupport.WaitGone(t, time.Second, pids...)
 	exit := h.Exit()
 	assert.False(t, exit.Requested)
 	assert.Equal(t, "SIGKILL", exit.Signal)

@@ -6,12 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/graftland/graft/internal/faultproxy"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runner"
 	"github.com/graftland/graft/runnerapi"
@@ -35,28 +34,14 @@ import (
 const helperEnv = "GRAFT_TEST_REMOTE_HELPER"
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(helperEnv); role != "" {
-		helperMain(role, os.Args[1:])
-		return
-	}
+	testsupport.PlayRole(helperEnv, runtimetest.Play)
 	runtimetest.Main(m)
 }
 
-// helperMain acts as the plugin of one of runtimetest.Play's roles.
-func helperMain(role string, args []string) {
-	runtimetest.Play(role, args)
-	fmt.Fprintf(os.Stderr, "unknown helper role %q\n", role)
-	os.Exit(2)
-}
-
+// helper is a plugin on a runner that plays one of runtimetest.Play's
+// roles.
 func helper(name, role string, args ...string) *spec.Plugin {
-	return &spec.Plugin{
-		Name:       name,
-		Run:        spec.OnRunner,
-		Command:    append([]string{os.Args[0]}, args...),
-		Env:        map[string]string{helperEnv: role, "GORACE": "atexit_sleep_ms=0"},
-		StopSignal: "SIGTERM",
-	}
+	return testsupport.RolePlugin(spec.OnRunner, name, helperEnv, role, args...)
 }
 
 // Short durations for most tests.
@@ -245,9 +230,7 @@ func TestInFlightCallFails(t *testing.T) {
 	// Open the session first, so only the start is in flight.
 	warm, err := r.Start(context.Background(), runtime.Request{Project: "shop", Output: runtimetest.NewRecorder()}.For(helper("warm", "cooperative")))
 	require.NoError(t, err)
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().String()
-	ln.Close()
+	port := testsupport.FreeAddr(t)
 	p := helper("slow", "listen", "3s", port)
 	p.Ready = &spec.Ready{Probe: launch.Probe{TCP: port}, Timeout: spec.FromStd(20 * time.Second)}
 	errs := make(chan error, 1)
@@ -318,9 +301,7 @@ func TestStopUnconfirmed(t *testing.T) {
 func TestStartCancelled(t *testing.T) {
 	addr := testRunner(t)
 	r := newRemote(t, addr, nil)
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := ln.Addr().String()
-	ln.Close()
+	port := testsupport.FreeAddr(t)
 	p := helper("slow", "listen", "1h", port)
 	p.Ready = &spec.Ready{Probe: launch.Probe{TCP: port}, Timeout: spec.FromStd(time.Minute)}
 	out := runtimetest.NewRecorder()
