@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testsupport"
 )
 
 // TestBlockingFileHoldsNoLock: an apply whose spec names a file that
@@ -30,12 +32,12 @@ func TestBlockingFileHoldsNoLock(t *testing.T) {
 	}
 	for _, f := range blocking {
 		began := time.Now()
-		_, err := h.Apply(ctx, ApplyRequest{Source: source(t, dir, "name: shop\nplugins:\n  db: {command: [sleep, '60'], files: ["+f+"]}\n")}, Report{})
+		_, err := h.Apply(ctx, ApplyRequest{Source: testsupport.Source(dir, "name: shop\nplugins:\n  db: {command: [sleep, '60'], files: ["+f+"]}\n")}, Report{})
 		require.Error(t, err, f)
 		assert.Contains(t, err.Error(), "plugins.db.files[0]: "+f)
 		assert.Less(t, time.Since(began), 5*time.Second, "%s: refused, not waited on", f)
 	}
-	_, err := h.Apply(ctx, ApplyRequest{Source: source(t, dir, twoSleeps), LockWait: time.Second}, Report{})
+	_, err := h.Apply(ctx, ApplyRequest{Source: testsupport.Source(dir, twoSleeps), LockWait: time.Second}, Report{})
 	require.NoError(t, err, "the lock is free")
 	require.NoError(t, h.Restart(ctx, ApplyRequest{Restart: []string{"db"}, LockWait: time.Second}, Report{}))
 	require.NoError(t, h.Down(ctx, ApplyRequest{Holder: "test"}, Report{}))
