@@ -276,7 +276,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	// The step's ctx is not cancelled with its apply's: a one-shot's waits
 	// for its end, so that it is recorded once it completes.
 	st, err := e.supervisor.StartUntil(ctx, until, reached)
-	if err == nil && p.Once {
+	if err == nil && p.Once.On {
 		x.h.syncCompleted()
 	}
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err

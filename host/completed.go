@@ -113,7 +113,7 @@ func (h *Host) restoreCompleted() {
 	}
 	for _, name := range slices.Sorted(maps.Keys(recs)) {
 		r := recs[name]
-		if kept == nil || kept.Plugins[name] == nil || !kept.Plugins[name].Once ||
+		if kept == nil || kept.Plugins[name] == nil || !kept.Plugins[name].Once.On ||
 			kept.Hash(name) != r.Hash || kept.KeyID() != r.KeyID {
 			h.log.Info("a completed one-shot's entry is not the last applied one; it runs again", "plugin", name)
 			continue

@@ -274,7 +274,7 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, report Report) err
 			if s.Plugins[name] == nil {
 				return &NotFoundError{What: fmt.Sprintf("restart %s: no such plugin in %s", name, a.Source.File)}
 			}
-			if req.Once && !s.Plugins[name].Once {
+			if req.Once && !s.Plugins[name].Once.On {
 				return &NotFoundError{What: fmt.Sprintf("run %s: no one-shot (once: true) of that name in %s; graft restart replaces a plugin that keeps running", name, a.Source.File)}
 			}
 		}

@@ -16,7 +16,7 @@ import (
 // placement: nothing of it runs.
 func TestNewCompleted(t *testing.T) {
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := NewCompleted(nil, Request{Plugin: &spec.Plugin{Name: "migrate", Once: true}}, State{
+	s := NewCompleted(nil, Request{Plugin: &spec.Plugin{Name: "migrate", Once: spec.Once{On: true}}}, State{
 		Status: Running, PID: 42, Identity: Identity{ID: "abc", Generation: 3}, Since: since, Restarts: 2, LastError: "exited 1",
 	})
 	st := s.State()

@@ -17,7 +17,7 @@ import (
 // The State is the plugin's once its start returned: the run's identity
 // and pid, which a one-shot no longer has when it completes.
 func (s *Supervisor) StartUntil(ctx context.Context, until spec.Condition, reached func(spec.Condition)) (State, error) {
-	once := s.req.Plugin != nil && s.req.Plugin.Once
+	once := s.req.Plugin != nil && s.req.Plugin.Once.On
 	err := s.startReporting(ctx, reached)
 	st := s.State()
 	if err != nil && !(once && !st.NextRetry.IsZero()) {

@@ -142,7 +142,7 @@ func (s *Supervisor) settle(ctx context.Context, h Handle, err error, lost Handl
 		s.set(Running, "")
 		s.watch(h)
 		s.monitor(h)
-	case s.req.Plugin.Once && completedEarly(err):
+	case s.req.Plugin.Once.On && completedEarly(err):
 		// A one-shot that did its work before its ready check passed.
 		s.handle, s.state.PID = nil, 0
 		s.set(Completed, "")
@@ -199,7 +199,7 @@ func (s *Supervisor) watch(h Handle) {
 		}
 		s.handle = nil
 		s.state.PID = 0
-		if s.req.Plugin.Once && exit.Success() {
+		if s.req.Plugin.Once.On && exit.Success() {
 			s.set(Completed, "") // done: retry is for failures only
 			return
 		}

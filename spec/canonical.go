@@ -27,7 +27,7 @@ type shape uint8
 const (
 	shapeValue     shape = iota // one JSON value
 	shapeStructPtr              // a pointer to a struct: its fields, and "{}" for itself
-	shapeStruct                 // a struct without MarshalText: its fields, dotted
+	shapeStruct                 // a struct without MarshalText or MarshalJSON: its fields, dotted
 	shapeMap                    // one JSON value per key
 )
 
@@ -55,7 +55,7 @@ func fieldsOf(t reflect.Type) []fieldInfo {
 		switch {
 		case f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
 			fi.shape = shapeStructPtr
-		case f.Type.Kind() == reflect.Struct && !f.Type.Implements(textMarshaler):
+		case f.Type.Kind() == reflect.Struct && !f.Type.Implements(textMarshaler) && !f.Type.Implements(jsonMarshaler):
 			fi.shape = shapeStruct
 		case f.Type.Kind() == reflect.Map:
 			fi.shape = shapeMap

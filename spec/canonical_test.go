@@ -41,7 +41,7 @@ func refFlatten(v reflect.Value, prefix string, out map[string]string) {
 		case f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct:
 			refFlatten(f.Elem(), key, out)
 			out[key] = "{}"
-		case f.Kind() == reflect.Struct && !f.Type().Implements(textMarshaler):
+		case f.Kind() == reflect.Struct && !f.Type().Implements(textMarshaler) && !f.Type().Implements(jsonMarshaler):
 			refFlatten(f, key, out)
 		case f.Kind() == reflect.Map:
 			for _, k := range f.MapKeys() {

@@ -146,9 +146,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if isNull(n) {
 		return
 	}
-	if s, ok := addr(v).(shorthand); ok && n.Kind == yaml.ScalarNode {
-		s.fromScalar(n.Value) // a files entry written as its path
-		return
+	if s, ok := addr(v).(shorthand); ok {
+		switch n.Kind {
+		case yaml.ScalarNode: // a files entry written as its path, once: true
+			if problem := s.fromScalar(n); problem != "" {
+				d.errorf(nodePos(n), path, "%s", problem)
+			}
+			return
+		case yaml.MappingNode:
+			defer s.fromMapping()
+		}
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(textUnmarshaler) {
 		if !d.scalar(n, path, "a string") {

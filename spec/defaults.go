@@ -15,6 +15,7 @@ const (
 	DefaultStopSignal   = launch.DefaultStopSignal
 	DefaultMargin       = 5 * time.Second            // the host waits shutdown timeout + lease + margin
 	DefaultReadyTimeout = launch.DefaultReadyTimeout // how long a start waits for ready
+	DefaultOnceTimeout  = time.Hour                  // how long a one-shot may run, to its completion
 
 	DefaultHealthInterval = launch.DefaultHealthInterval // between the starts of two health checks
 	DefaultHealthTimeout  = launch.DefaultHealthTimeout  // how long one health check may take
@@ -84,6 +85,9 @@ func (s *Spec) applyDefaults() {
 // applyDefaults fills the unset fields of p's blocks: ready, health,
 // retry and elect.
 func (p *Plugin) applyDefaults() {
+	if p.Once.On {
+		orDefault(&p.Once.Timeout, DefaultOnceTimeout)
+	}
 	if p.Ready != nil {
 		orDefault(&p.Ready.Timeout, DefaultReadyTimeout)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/launch"
@@ -38,11 +40,21 @@ const (
 var OnChanges = []OnChange{OnChangeReplace, OnChangeReload, OnChangeNone}
 
 // fromScalar is the short form of a files entry, its path alone.
-func (f *File) fromScalar(s string) { f.Path = s }
+func (f *File) fromScalar(n *yaml.Node) string {
+	f.Path = n.Value
+	return ""
+}
 
-// shorthand is a type the decoder fills from a scalar as well as from a
-// mapping.
-type shorthand interface{ fromScalar(string) }
+// fromMapping has nothing to add to a files entry's fields.
+func (f *File) fromMapping() {}
+
+// shorthand is a type written as a scalar as well as a mapping.
+// fromScalar fills it from the scalar, or says what is wrong with it;
+// fromMapping is called once the mapping's fields are decoded.
+type shorthand interface {
+	fromScalar(n *yaml.Node) (problem string)
+	fromMapping()
+}
 
 // Digester digests the content of a file or directory;
 // contentdigest.Cache is one.

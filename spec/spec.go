@@ -116,7 +116,7 @@ type Plugin struct {
 	// Once marks a one-shot plugin: it runs to completion (a migration, a
 	// cache warm-up) and is not run again while it stays completed
 	// (docs/semantics.md, "One-shot plugins").
-	Once bool `yaml:"once"`
+	Once Once `yaml:"once"`
 	// StopSignal starts the graceful stop (default SIGTERM).
 	StopSignal string `yaml:"stopSignal"`
 	// Ready gates the start until the plugin answers.

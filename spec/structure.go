@@ -45,7 +45,7 @@ func (d *decoder) validateStructure(s *Spec) {
 // plugin (kept running on whichever host leads) cannot, and it is checked
 // by its exit, so a liveness check has nothing to add.
 func (d *decoder) once(p *Plugin, path string) {
-	if !p.Once {
+	if !p.Once.On {
 		return
 	}
 	if why := p.Run.Traits().NoOnce; why != "" {

@@ -109,7 +109,7 @@ func (d *decoder) validateConditions(s *Spec, p *Plugin, path string) {
 		}
 		up := fmt.Sprintf("%s.uses[%d].until", path, i)
 		switch {
-		case c == UntilCompleted && !prov.Once:
+		case c == UntilCompleted && !prov.Once.On:
 			d.errorf(d.at(up), up, "%s is not one-shot (once: true), so it never completes; wait for ready or started", u)
 		case c == UntilHealthy && prov.Health == nil:
 			d.errorf(d.at(up), up, "%s has no health check, so it is never healthy; give it health: or wait for ready", u)

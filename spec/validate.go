@@ -98,6 +98,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	if r := p.Ready; r != nil {
 		d.positive(path+".ready.timeout", r.Timeout)
 	}
+	d.positive(path+".once.timeout", p.Once.Timeout)
 	if hc := p.Health; hc != nil {
 		d.healthValues(hc, path+".health")
 	}

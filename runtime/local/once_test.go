@@ -22,7 +22,7 @@ import (
 func TestOnceCompletes(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("migrate", "exit", "0", "migrated")
-	p.Once = true
+	p.Once.On = true
 	p.Retry = retrying(50*time.Millisecond, time.Second, 0)
 	out := &stamps{mark: "migrated"}
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
@@ -49,7 +49,7 @@ func TestOnceCompletes(t *testing.T) {
 func TestOnceFailsThroughRetries(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("migrate", "exit", "3", "no database")
-	p.Once = true
+	p.Once.On = true
 	p.Retry = retrying(50*time.Millisecond, time.Second, 2)
 	out := &stamps{mark: "no database"}
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
@@ -94,7 +94,7 @@ func TestAwaitStarted(t *testing.T) {
 func TestOnceStopped(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("migrate", "cooperative")
-	p.Once = true
+	p.Once.On = true
 	out := &stamps{mark: "stopping"}
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	require.NoError(t, s.Start(context.Background()))
@@ -121,7 +121,7 @@ func TestStartUntil(t *testing.T) {
 	defer cancel()
 
 	p := helper("migrate", "exit", "0", "migrated")
-	p.Once = true
+	p.Once.On = true
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{mark: "migrated"}}.For(p))
 	var got []spec.Condition
 	st, err := s.StartUntil(ctx, spec.UntilReady, func(c spec.Condition) { got = append(got, c) })
