@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -33,7 +34,7 @@ func (h *Host) apply(ctx context.Context, req ApplyRequest, report Report, save 
 		h.metrics.applied(applyRefused, 0)
 		return nil, err
 	}
-	if err := h.lockApply(ctx, req); err != nil {
+	if err := h.lockApply(ctx, req, save); err != nil {
 		return nil, err
 	}
 	defer h.unlockApply()
@@ -41,8 +42,13 @@ func (h *Host) apply(ctx context.Context, req ApplyRequest, report Report, save 
 }
 
 // applyLocked is apply of desired, req's spec, with the apply lock held.
+// When ctx ends (its client went away) or graft down preempts it, it
+// begins no further step, and its steps stop waiting for their plugins
+// (waits).
 func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.Spec, report Report, save bool) (p *plan.Plan, err error) {
 	defer func(start time.Time) { h.metrics.applied(resultOf(err, p != nil), time.Since(start)) }(time.Now())
+	ctx, release := h.waits(ctx)
+	defer release()
 
 	running := h.State()
 	planned, err := h.plan(req, desired, running)
@@ -62,7 +68,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	h.runners.Refresh(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
-	err = apply.Run(ctx, p, executor{h: h, desired: desired}, apply.Options{
+	err = apply.Run(ctx, p, executor{h: h, desired: desired, waits: ctx}, apply.Options{
 		Parallelism: req.Parallelism,
 		Events: func(e apply.Event) {
 			h.logEvent(e)
@@ -77,11 +83,12 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 }
 
 // lockApply takes the apply lock, waiting as req allows, or for the
-// host's own start-up apply, which any apply waits for.
-func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
+// host's own start-up apply, which any apply waits for. A preemptible
+// apply is one graft down may preempt (preempt.go).
+func (h *Host) lockApply(ctx context.Context, req ApplyRequest, preemptible bool) error {
 	select {
 	case h.applying <- struct{}{}:
-		h.setHolder(req.Holder)
+		h.setHolder(req.Holder, preemptible)
 		return nil
 	default:
 	}
@@ -90,7 +97,7 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 	h.mu.Unlock()
 	wait := req.LockWait
 	if held.who == startupHolder {
-		wait = 24 * time.Hour // part of starting the host: wait for it
+		wait = forever // part of starting the host: wait for it
 	}
 	if wait <= 0 {
 		return &hostapi.LockedError{Holder: held.who, Since: held.since}
@@ -99,7 +106,7 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 	defer timer.Stop()
 	select {
 	case h.applying <- struct{}{}:
-		h.setHolder(req.Holder)
+		h.setHolder(req.Holder, preemptible)
 		return nil
 	case <-timer.C:
 		return &hostapi.LockedError{Holder: held.who, Since: held.since}
@@ -108,18 +115,29 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest) error {
 	}
 }
 
-func (h *Host) setHolder(who string) {
+// forever is how long an apply waits for the lock when it must have it:
+// the host's start-up, graft down. Its client's going away ends the wait.
+const forever = 24 * time.Hour
+
+func (h *Host) setHolder(who string, preemptible bool) {
 	if who == "" {
 		who = "an unnamed client"
 	}
+	hd := holder{who: who, since: time.Now()}
+	if preemptible {
+		hd.preempted, hd.preempt = context.WithCancelCause(context.Background())
+	}
 	h.mu.Lock()
-	h.holder = holder{who: who, since: time.Now()}
+	h.holder = hd
 	h.mu.Unlock()
 	h.changed.notify()
 }
 
 func (h *Host) unlockApply() {
 	h.mu.Lock()
+	if h.holder.preempt != nil {
+		h.holder.preempt(nil)
+	}
 	h.holder = holder{}
 	h.mu.Unlock()
 	h.changed.notify()
@@ -197,6 +215,10 @@ func (h *Host) logEvent(e apply.Event) {
 type executor struct {
 	h       *Host
 	desired *spec.Spec
+	// waits ends the waits of its starts (for a one-shot's completion, a
+	// plugin's health), not the starts: the apply's client went away, or
+	// graft down preempted it.
+	waits context.Context
 }
 
 // Stop stops the plugin and forgets it, once its end is confirmed. A stop
@@ -273,11 +295,14 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
 	x.h.changed.notify()
-	// The step's ctx is not cancelled with its apply's: a one-shot's waits
-	// for its end, so that it is recorded once it completes.
-	st, err := e.supervisor.StartUntil(ctx, until, reached)
-	if err == nil && p.Once.On {
+	// The start goes on whatever becomes of the apply; only its wait ends.
+	st, err := e.supervisor.StartUntil(x.waits, until, reached)
+	switch {
+	case !p.Once.On:
+	case err == nil:
 		x.h.syncCompleted()
+	case errors.As(err, new(*runtime.WaitEndedError)):
+		x.h.recordWhenDone(name, e) // left running: its completion is still recorded
 	}
 	return apply.Result{Identity: st.Identity, PID: st.PID}, err
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/runtime/worker"
+	"github.com/graftland/graft/spec"
 )
 
 // Options configures a Host.
@@ -100,6 +101,10 @@ type Host struct {
 type holder struct {
 	who   string
 	since time.Time
+	// preempted, for an apply that graft down may preempt, is cancelled
+	// with its cause when one does (preempt.go); nil for the others.
+	preempted context.Context
+	preempt   context.CancelCauseFunc
 }
 
 // Open takes the state dir dir for a new host: it makes the directory,
@@ -224,10 +229,10 @@ func (h *Host) BeginReapply() func(ctx context.Context) error {
 		return func(context.Context) error { return aerr }
 	}
 	req := ApplyRequest{Source: a.Source, Holder: startupHolder}
-	locked := h.lockApply(context.Background(), req) == nil
+	locked := h.lockApply(context.Background(), req, true) == nil
 	return func(ctx context.Context) error {
 		if !locked {
-			if err := h.lockApply(ctx, req); err != nil {
+			if err := h.lockApply(ctx, req, true); err != nil {
 				return err
 			}
 		}
@@ -286,10 +291,22 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, report Report) err
 
 // Down stops every plugin, consumers first, whatever becomes of ctx, then
 // forgets the applied spec and the completed one-shots, and ends the host
-// (Serve returns). The next apply is a fresh deploy.
+// (Serve returns). The next apply is a fresh deploy. An apply under way
+// is preempted: it begins no further step and stops waiting for its
+// plugins; Down takes the lock once that apply's steps under way have
+// ended, waiting as long as ctx lasts (docs/semantics.md, "graft down").
 func (h *Host) Down(ctx context.Context, req ApplyRequest, report Report) error {
+	desired, err := h.desired(spec.Source{})
+	if err != nil {
+		return err
+	}
+	h.preemptApply(&PreemptedError{By: req.Holder})
+	if err := h.lockApply(ctx, ApplyRequest{Holder: req.Holder, LockWait: forever}, false); err != nil {
+		return err
+	}
+	defer h.unlockApply()
 	h.freezeCompleted()
-	_, err := h.apply(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, report, false)
+	_, err = h.applyLocked(context.WithoutCancel(ctx), ApplyRequest{Holder: req.Holder, Parallelism: req.Parallelism}, desired, report, false)
 	if err == nil {
 		err = h.forgetApplied()
 	}

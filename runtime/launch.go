@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/graftland/graft/spec"
 )
@@ -16,9 +18,14 @@ import (
 // completion is its step's success, which releases what waits on it.
 // The State is the plugin's once its start returned: the run's identity
 // and pid, which a one-shot no longer has when it completes.
+//
+// Cancelling ctx ends the waits, not the start: the start under way goes
+// on to its end (its ready check has its own timeout), and the plugin
+// keeps running; StartUntil then returns a *WaitEndedError with ctx's
+// cause. A one-shot's own bound is its once.timeout (deadline.go).
 func (s *Supervisor) StartUntil(ctx context.Context, until spec.Condition, reached func(spec.Condition)) (State, error) {
 	once := s.req.Plugin != nil && s.req.Plugin.Once.On
-	err := s.startReporting(ctx, reached)
+	err := s.startReporting(context.WithoutCancel(ctx), reached)
 	st := s.State()
 	if err != nil && !(once && !st.NextRetry.IsZero()) {
 		return st, err // a one-shot waits through its retries, a failed start's too
@@ -38,8 +45,26 @@ func (s *Supervisor) StartUntil(ctx context.Context, until spec.Condition, reach
 	case spec.UntilCompleted:
 		err = s.Await(ctx, goal)
 	}
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = &WaitEndedError{Plugin: s.req.Name, Until: goal, Cause: context.Cause(ctx)}
+	}
 	return st, err
 }
+
+// WaitEndedError is a start whose wait ended before its plugin got as
+// far as the start goes (StartUntil): the plugin was left running.
+type WaitEndedError struct {
+	Plugin string
+	Until  spec.Condition
+	// Cause is why the wait ended: the client went away, graft down.
+	Cause error
+}
+
+func (e *WaitEndedError) Error() string {
+	return fmt.Sprintf("stopped waiting for %s to be %s (%v); it was left running", e.Plugin, e.Until, e.Cause)
+}
+
+func (e *WaitEndedError) Unwrap() error { return e.Cause }
 
 // startReporting starts the plugin and calls reached(started) as soon as
 // its process has started, so that the steps waiting for that begin

@@ -34,7 +34,11 @@ type Supervisor struct {
 	starting    chan struct{}
 	cancelStart context.CancelFunc
 	timer       *time.Timer
-	wg          sync.WaitGroup // watchers of handles, and retries armed
+	// deadline, for a one-shot, fires at its once.timeout; expired is
+	// set once it did (deadline.go).
+	deadline *time.Timer
+	expired  bool
+	wg       sync.WaitGroup // watchers of handles, and retries armed
 	// changed is closed, and replaced, at every change of state, for
 	// Await.
 	changed chan struct{}
@@ -101,6 +105,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("start: the plugin is being stopped")
 	}
+	if s.expired {
+		s.mu.Unlock()
+		return errors.New("start: the one-shot's once.timeout has passed")
+	}
 	if s.starting != nil || s.handle != nil && s.state.Status != StopUnconfirmed {
 		s.mu.Unlock()
 		return errors.New("start: the plugin is already started")
@@ -114,6 +122,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	s.starting, s.cancelStart = done, cancel
+	s.armDeadline()
 	s.started = false
 	s.health = nil
 	s.state.Health, s.state.HealthError = "", ""
@@ -145,7 +154,7 @@ func (s *Supervisor) settle(ctx context.Context, h Handle, err error, lost Handl
 	case s.req.Plugin.Once.On && completedEarly(err):
 		// A one-shot that did its work before its ready check passed.
 		s.handle, s.state.PID = nil, 0
-		s.set(Completed, "")
+		s.complete()
 		err = nil
 	case s.stopping:
 		s.set(Stopping, "")
@@ -200,7 +209,7 @@ func (s *Supervisor) watch(h Handle) {
 		s.handle = nil
 		s.state.PID = 0
 		if s.req.Plugin.Once.On && exit.Success() {
-			s.set(Completed, "") // done: retry is for failures only
+			s.complete() // done: retry is for failures only
 			return
 		}
 		s.set(Failed, describeExit(exit))
@@ -235,7 +244,7 @@ func describeExit(e Exit) string {
 // with attempts left. Called with s.mu held.
 func (s *Supervisor) scheduleRetry() {
 	r := s.retry
-	if r == nil || (r.Attempts > 0 && s.attempt >= r.Attempts) {
+	if r == nil || s.expired || (r.Attempts > 0 && s.attempt >= r.Attempts) {
 		s.state.NextRetry = time.Time{}
 		return
 	}
@@ -291,6 +300,7 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 		s.wg.Done() // the armed retry will not run
 	}
 	s.timer = nil
+	s.disarmDeadline()
 	for s.starting != nil {
 		starting := s.starting
 		s.cancelStart()

@@ -143,3 +143,29 @@ func TestStartUntil(t *testing.T) {
 	_, err = s.Stop(context.Background())
 	require.NoError(t, err)
 }
+
+// TestOnceTimeoutEndsRetries: a one-shot's once.timeout counts from its
+// first start, its retries included: a one-shot that keeps failing with
+// retries left is failed for good at its timeout, and no retry follows.
+func TestOnceTimeoutEndsRetries(t *testing.T) {
+	l := newLocal(t, short)
+	p := helper("migrate", "exit", "3", "no database")
+	p.Once = spec.Once{On: true, Timeout: spec.FromStd(400 * time.Millisecond)}
+	p.Retry = retrying(50*time.Millisecond, 100*time.Millisecond, 0) // retries without end
+	out := &stamps{mark: "no database"}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.StartUntil(ctx, spec.UntilReady, func(spec.Condition) {})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not complete within 400 millis (once.timeout)")
+	st := s.State()
+	assert.Equal(t, runtime.Failed, st.Status)
+	assert.True(t, st.NextRetry.IsZero(), "no retry after its timeout")
+	runs := len(out.times())
+	assert.Greater(t, runs, 1, "it was retried before its timeout")
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, out.times(), runs, "and not after")
+	_, err = s.Stop(context.Background())
+	assert.NoError(t, err)
+}
