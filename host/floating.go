@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,7 +48,8 @@ func (h *Host) Leader(ctx context.Context, name string) (hostapi.LeaderInfo, err
 }
 
 // providerEnv is what the host adds to a plugin's environment: the
-// address of each floating plugin it uses. h.mu is held.
+// address of each floating plugin it uses, and the epoch of the leader
+// there. h.mu is held.
 func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string {
 	env := map[string]string{}
 	for _, u := range p.Uses {
@@ -55,7 +57,9 @@ func (h *Host) providerEnv(desired *spec.Spec, p *spec.Plugin) map[string]string
 			continue
 		}
 		if e := h.plugins[u]; e != nil {
-			env[instance.EnvAddr(u)] = e.supervisor.State().Address
+			st := e.supervisor.State()
+			env[instance.EnvAddr(u)] = st.Address
+			env[instance.EnvEpoch(u)] = strconv.FormatInt(st.Epoch, 10)
 		}
 	}
 	return env
@@ -72,17 +76,22 @@ func (h *Host) followLeaders() {
 }
 
 // leaderChanged restarts, on this host, the consumers of a floating
-// plugin whose leader moved, so they connect to the new one. It runs as
-// a restart of the last applied spec, planned like any, after whatever
-// apply is under way; consumers already started with the new address are
-// left alone.
+// plugin that has a new leader (a new epoch) or a new address, so they
+// connect to the new one, even at the same address: a host re-elected
+// after a lost term, or hosts that all publish one virtual address, run
+// a new process there (docs/semantics.md, "Floating plugins"). It runs
+// as a restart of the last applied spec, planned like any, after
+// whatever apply is under way; consumers already started with the new
+// epoch and address are left alone.
 func (h *Host) leaderChanged(name string, lease elect.Lease) {
 	h.log.Info("leader", "plugin", name, "holder", lease.Holder, "address", lease.Address, "epoch", lease.Epoch)
 	var consumers []string
+	epoch := strconv.FormatInt(lease.Epoch, 10)
 	h.mu.Lock()
 	h.epochs[name] = lease.Epoch
 	for c, e := range h.plugins {
-		if got, ok := e.env[instance.EnvAddr(name)]; ok && got != lease.Address {
+		addr, ok := e.env[instance.EnvAddr(name)]
+		if ok && (addr != lease.Address || e.env[instance.EnvEpoch(name)] != epoch) {
 			consumers = append(consumers, c)
 		}
 	}

@@ -31,6 +31,14 @@ func EnvAddr(name string) string {
 	return EnvPrefix + "ADDR_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
+// EnvEpoch is the variable that gives the consumers of floating plugin
+// name the epoch of the leader whose address EnvAddr gives: GRAFT_EPOCH_
+// and the name as in EnvAddr. Every new epoch restarts them, at a new
+// address or the same one.
+func EnvEpoch(name string) string {
+	return EnvPrefix + "EPOCH_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
 // Reserved reports whether an environment variable's name is graft's,
 // whatever its case.
 func Reserved(name string) bool { return strings.HasPrefix(strings.ToUpper(name), EnvPrefix) }

@@ -45,6 +45,9 @@ type State struct {
 	Role string
 	// Address is where a floating plugin's leader serves.
 	Address string
+	// Epoch is the epoch of a floating plugin's leader, as this host
+	// last saw it; 0 before one is known.
+	Epoch int64
 	// Health is the verdict of its health check: empty without one.
 	Health health.Status
 	// HealthError is the error of its last failed health check.

@@ -325,7 +325,7 @@ func (h *handle) State() runtime.State {
 	default:
 		st = runtime.State{Status: runtime.Starting, Since: h.since}
 	}
-	st.Role, st.Address, st.Backend = string(h.roleLocked()), h.leader.Address, h.req.Plugin.Elect.Backend()
+	st.Role, st.Address, st.Epoch, st.Backend = string(h.roleLocked()), h.leader.Address, h.leader.Epoch, h.req.Plugin.Elect.Backend()
 	return st
 }
 
