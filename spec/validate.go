@@ -187,10 +187,9 @@ func (d *decoder) electValues(e *Elect, ep string) {
 	if d.written(ep+".port") && (e.Port < 1 || e.Port > 65535) {
 		d.errorf(d.at(ep+".port"), ep+".port", "want a port from 1 to 65535, got %d", e.Port)
 	}
-	if e.Address != "" {
-		if err := validateHostPort(e.Address); err != nil {
-			d.errorf(d.at(ep+".address"), ep+".address", "%v", err)
-		}
+	kind, _ := ElectAddressKind(e.Address)
+	if kind == AddressBad || (kind == AddressNetwork || kind == AddressInterface) && e.Port == 0 && !d.isBad(ep+".port") {
+		d.errorf(d.at(ep+".address"), ep+".address", "want HOST:PORT with a port from 1 to 65535, or, with elect.port, a network to prefer (10.0.0.0/8) or an interface's name (eth0), got %q", d.text[ep+".address"])
 	}
 	for _, f := range []struct {
 		key string

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -101,9 +99,9 @@ func (p *Placement) Start(ctx context.Context, req runtime.Request) (runtime.Han
 	if e == nil {
 		return nil, fmt.Errorf("start %s: a floating plugin needs elect", pl.Name)
 	}
-	addr := e.Address
-	if addr == "" {
-		addr = net.JoinHostPort(localAddress(), strconv.Itoa(e.Port))
+	addr, err := publishAddress(e)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", pl.Name, err)
 	}
 	el, err := p.backend(req, addr)
 	if err != nil {
