@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,4 +258,38 @@ func entries(t *testing.T, dir string) []string {
 func assertEmpty(t *testing.T, dir string) {
 	t.Helper()
 	assert.Empty(t, entries(t, dir), "nothing is left in %s", dir)
+}
+
+// TestStaleSocketDir: what a host that was killed left (its socket link,
+// naming a dead socket in the directory made for it) is no host to a
+// client, and does not keep the next host from listening: that one
+// listens in a directory of its own and replaces the link.
+func TestStaleSocketDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("TMPDIR", tmp)
+	deep := deepStateDir(t)
+	require.NoError(t, os.MkdirAll(deep, 0o750))
+	left := filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid())+"-1")
+	require.NoError(t, os.Mkdir(left, 0o700))
+	dead, err := net.Listen("unix", filepath.Join(left, "host.sock"))
+	require.NoError(t, err)
+	dead.(*net.UnixListener).SetUnlinkOnClose(false)
+	dead.Close()
+	require.NoError(t, os.WriteFile(filepath.Join(deep, hostapi.SocketLink), []byte(filepath.Join(left, "host.sock")+"\n"), 0o600))
+	c, err := hostapi.NewClient(deep)
+	require.NoError(t, err)
+	_, err = c.Status(context.Background())
+	assert.ErrorIs(t, err, hostapi.ErrNoHost)
+
+	h := open(t, deep)
+	t.Cleanup(func() { h.Shutdown(context.Background()) }) // after serve's cleanup
+	serve(t, h)
+	st, err := c.Status(context.Background())
+	require.NoError(t, err, "the same client finds the new host")
+	assert.Equal(t, os.Getpid(), st.Host.PID)
+	path, err := hostapi.SocketPath(deep)
+	require.NoError(t, err)
+	assert.NotEqual(t, left, filepath.Dir(path))
+	c.Close()
 }
