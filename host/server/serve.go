@@ -101,7 +101,12 @@ func (s *server) listenSocket() (ln net.Listener, path string, cleanup func(), e
 		return nil, "", nil, err
 	}
 	if err := sock.Unused(); err != nil {
-		s.log.Warn("the socket directory in XDG_RUNTIME_DIR will not do: the host listens in a directory made for it instead", "socket", sock.Path, "err", err)
+		args := []any{"socket", sock.Path, "err", err}
+		var h interface{ Hint() string }
+		if errors.As(err, &h) {
+			args = append(args, "fix", h.Hint())
+		}
+		s.log.Warn("the socket directory in XDG_RUNTIME_DIR will not do: the host listens in a directory made for it instead", args...)
 	}
 	cleanup = func() { os.Remove(link); sock.Remove() }
 	if sock.Elsewhere() {

@@ -224,6 +224,7 @@ func TestSquattedRuntimeDir(t *testing.T) {
 	}
 	assert.Equal(t, 1, strings.Count(log, "level=WARN"), log)
 	assert.Contains(t, log, "the socket directory "+filepath.Join(rt, "graft")+" is not this user's alone: it is a symbolic link")
+	assert.Contains(t, log, "fix=\"another user may have made it")
 	assertEmpty(t, tmp)
 	assertEmpty(t, filepath.Join(rt, "theirs"))
 }
