@@ -10,10 +10,10 @@ import (
 )
 
 // embedded is a runner inside the host, serving on a unix socket in its
-// state dir, for runner entries without an address.
+// state dir (or elsewhere, where that path is too long: hostapi.Listen),
+// for runner entries without an address.
 type embedded struct {
 	sock   *hostapi.Socket
-	path   string
 	cancel context.CancelFunc // ends its Serve
 	done   chan error         // Serve's error, once it returned
 }
@@ -39,7 +39,7 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &embedded{sock: sock, path: sock.Path, cancel: cancel, done: make(chan error, 1)}
+	e := &embedded{sock: sock, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		e.done <- r.Serve(ctx, guard.Listener(sock, g.opt.Limits.WithDefaults().MaxConns), "unix://"+sock.Path, nil)
 	}()
