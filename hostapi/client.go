@@ -25,29 +25,32 @@ var ErrNoHost = errors.New("no host is running")
 
 // Client talks to the host of a state dir, or to a host over TCP.
 type Client struct {
-	dir    string
-	socket string // the unix socket; "" for TCP
-	base   string // http://graft, or http://HOST:PORT
-	token  string // sent as a bearer token, over TCP
-	http   *http.Client
+	dir   string // the state dir whose host's socket it dials; "" for TCP
+	base  string // http://graft, or http://HOST:PORT
+	token string // sent as a bearer token, over TCP
+	http  *http.Client
 	// plain, for a client over plain TCP, holds whether the far end has
 	// shown it speaks plain HTTP; until it has, the token is not sent.
 	plain *plainCheck
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
-// each call; a host that is not running is ErrNoHost. It sends nothing
-// through a socket whose listener runs as another user: that is a
-// *privsock.PeerError.
+// each call, to the socket the state dir names then (SocketPath: a host
+// started since may listen elsewhere); a host that is not running is
+// ErrNoHost. It sends nothing through a socket whose listener runs as
+// another user: that is a *privsock.PeerError.
 func NewClient(dir string) (*Client, error) {
-	socket, err := socketOf(dir)
-	if err != nil {
-		return nil, err
+	if dir == "" {
+		dir = "." // "" is a TCP client's
 	}
-	c := &Client{dir: dir, socket: socket, base: "http://graft"}
+	c := &Client{dir: dir, base: "http://graft"}
 	c.http = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return privsock.Dial(ctx, c.socket)
+			path, err := SocketPath(dir)
+			if err != nil {
+				return nil, err
+			}
+			return privsock.Dial(ctx, path)
 		},
 		DisableKeepAlives: true,
 	}}
@@ -125,7 +128,7 @@ func (c *Client) Restart(ctx context.Context, req ApplyRequest, on func(Message)
 // ends the host; it returns once the host has gone.
 func (c *Client) Down(ctx context.Context, req ApplyRequest, on func(Message)) error {
 	pid := 0
-	if c.socket != "" {
+	if c.dir != "" {
 		// A host of this machine: Down returns once its process is gone,
 		// so that the state dir's lock is free for the next host.
 		if st, err := c.Status(ctx); err == nil && st.Host != nil && st.Host.PID != os.Getpid() {
@@ -224,7 +227,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, tok
 		var peer *privsock.PeerError
 		var plain *PlaintextError
 		switch {
-		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrNoHost):
 			return nil, ErrNoHost
 		case errors.As(err, &peer):
 			return nil, peer // it names the socket
@@ -257,8 +260,11 @@ func limitAnswer(r io.Reader) io.Reader { return io.LimitReader(r, MaxBody) }
 
 // where names the host the client talks to.
 func (c *Client) where() string {
-	if c.socket != "" {
-		return c.socket
+	if c.dir != "" {
+		if p, err := SocketPath(c.dir); err == nil {
+			return p
+		}
+		return "the socket of " + c.dir
 	}
 	return c.base
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -24,49 +26,106 @@ const (
 // terminating NUL (sun_path is 108 bytes; 104 on the BSDs and macOS).
 const maxSocketPath = 103
 
-// SocketPath returns where the host of state dir dir listens: host.sock
-// in it, or, when that path is too long for a unix socket, a short path
-// in the user's own socket directory (privsock.SocketDir) named by a
-// digest of dir.
-func SocketPath(dir string) (string, error) { return SocketIn(dir, socketFile) }
+// Socket is a unix socket that a daemon of a state dir listens on.
+type Socket struct {
+	net.Listener
+	// Path is where it listens: in the state dir, or elsewhere (Elsewhere).
+	Path string
+	dir  *privsock.Dir // where it is, when not in the state dir
+}
 
-// SocketIn is the path of socket name in state dir dir, or, when that is
-// too long for a unix socket, a short path in the user's own socket
-// directory ($XDG_RUNTIME_DIR/graft, else graft-<uid> in the temporary
-// directory, mode 0700: see privsock.SocketDir) named by a digest of both.
-// The host's own socket is SocketPath; the host's embedded runner listens
-// on another.
-func SocketIn(dir, name string) (string, error) {
+// Listen listens, mode 0600, on the socket name of state dir dir (the
+// host's is host.sock; its embedded runner's, another): dir/name, or,
+// when that path is too long for a unix socket, name in a directory of
+// the user's alone (privsock.SocketDir: one made for this socket alone,
+// or $XDG_RUNTIME_DIR/graft, where it is named by a digest of dir and
+// name). A socket left at its path by a daemon that died is replaced:
+// the caller holds the state dir's lock. The socket's path, when
+// elsewhere, is the caller's to record (the host's: SocketLink), for
+// clients to find it.
+func Listen(dir, name string) (*Socket, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Socket{Path: filepath.Join(abs, name)}
+	if len(s.Path) > maxSocketPath {
+		d, err := privsock.SocketDir()
+		if err != nil {
+			return nil, err
+		}
+		s.dir = &d
+		if s.Path = filepath.Join(d.Path, name); !d.Fresh {
+			sum := sha256.Sum256([]byte(filepath.Join(abs, name)))
+			s.Path = filepath.Join(d.Path, hex.EncodeToString(sum[:8])+".sock")
+		}
+		if len(s.Path) > maxSocketPath {
+			d.Remove()
+			return nil, &socketPathError{dir: abs, path: s.Path}
+		}
+	}
+	if !s.Fresh() {
+		os.Remove(s.Path) // a daemon that died left it
+	}
+	if s.Listener, err = privsock.Listen(s.Path); err != nil {
+		s.Remove()
+		return nil, fmt.Errorf("listen on %s: %w", s.Path, err)
+	}
+	return s, nil
+}
+
+// Elsewhere reports whether the socket is outside its state dir.
+func (s *Socket) Elsewhere() bool { return s.dir != nil }
+
+// Fresh reports whether the socket is in a directory made for it alone.
+func (s *Socket) Fresh() bool { return s.dir != nil && s.dir.Fresh }
+
+// Unused is why $XDG_RUNTIME_DIR/graft was not used for a socket
+// elsewhere, or nil: the caller warns of it.
+func (s *Socket) Unused() error {
+	if s.dir == nil {
+		return nil
+	}
+	return s.dir.Unused
+}
+
+// Remove removes the socket and the directory made for it; it is called
+// once the listener is closed.
+func (s *Socket) Remove() {
+	os.Remove(s.Path)
+	if s.dir != nil {
+		s.dir.Remove()
+	}
+}
+
+// SocketPath returns where the host of state dir dir listens: the path
+// its host recorded (SocketLink), else host.sock in dir. A dir too deep
+// for host.sock whose host recorded nothing has no host: ErrNoHost.
+// Nothing is made: the socket directory is the host's to make.
+//
+// A recorded socket whose directory is not this user's alone
+// (privsock.CheckDir) is no host's of this user either (ErrNoHost): the
+// link is one a host that died left, naming a directory since removed
+// and perhaps made again by someone else. Such a link is never followed,
+// and the next host replaces it. (A listener of another user's in a
+// directory of this user's is refused as well, by privsock.Dial.)
+func SocketPath(dir string) (string, error) {
+	link := filepath.Join(dir, SocketLink)
+	if b, err := safefs.ReadFile(link, 4096); err == nil {
+		p := strings.TrimSpace(string(b))
+		if err := privsock.CheckDir(filepath.Dir(p)); err != nil {
+			return "", fmt.Errorf("%s names %s, but %w: %w", link, p, err, ErrNoHost)
+		}
+		return p, nil
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	if p := filepath.Join(abs, name); len(p) <= maxSocketPath {
+	if p := filepath.Join(abs, socketFile); len(p) <= maxSocketPath {
 		return p, nil
 	}
-	base, err := privsock.SocketDir()
-	if err != nil {
-		return "", err
-	}
-	key := abs
-	if name != socketFile {
-		key = filepath.Join(abs, name)
-	}
-	sum := sha256.Sum256([]byte(key))
-	p := filepath.Join(base, hex.EncodeToString(sum[:8])+".sock")
-	if len(p) > maxSocketPath {
-		return "", &socketPathError{dir: abs, path: p}
-	}
-	return p, nil
-}
-
-// socketOf finds the socket of the host of dir: the one its host recorded
-// (SocketLink), else where SocketPath says.
-func socketOf(dir string) (string, error) {
-	if b, err := safefs.ReadFile(filepath.Join(dir, SocketLink), 4096); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	return SocketPath(dir)
+	return "", fmt.Errorf("%s records no socket: %w", filepath.Join(abs, SocketLink), ErrNoHost)
 }
 
 // socketPathError is a state dir whose socket fits neither in it nor in

@@ -5,6 +5,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -127,14 +129,17 @@ func TestRunnerOfAnotherUserRefused(t *testing.T) {
 	assert.Empty(t, st.Instances)
 }
 
-// TestSocketDirOfAnotherUserRefused: a state dir too deep for its socket
-// has its socket in graft-<uid> in the temporary directory. Another user
+// TestSocketDirOfAnotherUserIgnored: a state dir too deep for its socket
+// once had it in graft-<uid> in the temporary directory. Another user
 // (graft runner, run as nobody) makes that directory first and listens
-// at the exact socket path the host would have: graft refuses the
-// directory, starts no host, and talks to no one. Given the directory
-// back (owned by this user, 0700) with the stranger still listening in
-// it, graft refuses the socket, naming it and the stranger's uid.
-func TestSocketDirOfAnotherUserRefused(t *testing.T) {
+// at the exact socket path the host would have had there: graft starts
+// its host all the same, in a directory made for it, and talks to no
+// one else; graft down removes that directory. Then the state dir's
+// socket link is made to name the stranger's socket, as a link left by
+// a host that died would once its directory was removed and made again
+// by someone else: graft does not follow it, says no host runs, and
+// starts one.
+func TestSocketDirOfAnotherUserIgnored(t *testing.T) {
 	uid := asnobody.Need(t)
 	theirs := asnobody.Dir(t)
 	tmp := filepath.Join(theirs, "tmp") // a shared temporary directory, as /tmp
@@ -145,36 +150,43 @@ func TestSocketDirOfAnotherUserRefused(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  api: {command: [plug, serve, api], env: {SECRET: hunter2}}\n"), 0o600))
 	state := filepath.Join(dir, ".graft")
-	// Where the socket goes, named as the host would name it.
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	t.Setenv("TMPDIR", t.TempDir())
-	probe, err := hostapi.SocketPath(state)
-	require.NoError(t, err)
+	// Where the socket went, named as graft named it there.
+	sum := sha256.Sum256([]byte(state))
 	squat := filepath.Join(tmp, "graft-0")
-	sock := filepath.Join(squat, filepath.Base(probe))
+	sock := filepath.Join(squat, hex.EncodeToString(sum[:8])+".sock")
 	nobodysRunner(t, theirs, sock, squat) // its state dir is the socket directory: it makes it
 
 	env := []string{"TMPDIR=" + tmp, "XDG_RUNTIME_DIR="}
 	t.Cleanup(func() {
+		graftAs(t, dir, env, "down")
 		if pid := hostPID(state); pid > 0 {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	for _, args := range [][]string{{"apply"}, {"status"}} {
-		out, err := graftAs(t, dir, env, args...)
-		require.Error(t, err, out)
-		assert.Contains(t, out, fmt.Sprintf("graft: the socket directory %s is not this user's alone: it is owned by uid %d, not by this user (uid 0)", squat, uid), args)
-		assert.Contains(t, out, "Try: another user may have made it to catch graft's sockets: remove it", args)
-	}
-	assert.Zero(t, hostPID(state), "no host was started")
-
-	require.NoError(t, os.Chown(squat, 0, 0))
 	out, err := graftAs(t, dir, env, "apply")
-	require.Error(t, err, out)
-	assert.Contains(t, out, fmt.Sprintf("graft: %s: the process listening there runs as uid %d, not as this user (uid 0): graft sent it nothing", sock, uid))
-	assert.Zero(t, hostPID(state), "no host was started")
+	require.NoError(t, err, out)
+	require.NotZero(t, hostPID(state), "a host runs")
+	link, err := os.ReadFile(filepath.Join(state, "host.sock.path"))
+	require.NoError(t, err)
+	mine := filepath.Dir(strings.TrimSpace(string(link)))
+	assert.Equal(t, tmp, filepath.Dir(mine))
+	assert.NotEqual(t, squat, mine)
+	out, err = graftAs(t, dir, env, "status")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "api")
+	out, err = graftAs(t, dir, env, "down")
+	require.NoError(t, err, out)
+	assert.NoDirExists(t, mine, "graft down removes the host's socket directory")
+
+	require.NoError(t, os.WriteFile(filepath.Join(state, "host.sock.path"), []byte(sock+"\n"), 0o600))
+	out, _ = graftAs(t, dir, env, "status")
+	assert.Contains(t, out, "No host is running", out)
+	out, err = graftAs(t, dir, env, "apply")
+	require.NoError(t, err, out)
+	require.NotZero(t, hostPID(state), "a host runs")
+
 	st := runnerStatus(t, sock)
-	assert.Empty(t, st.Sessions)
+	assert.Empty(t, st.Sessions, "the stranger heard nothing")
 	assert.Equal(t, strconv.Itoa(uid), procUID(t, st.PID), "the stranger is nobody")
 }
 

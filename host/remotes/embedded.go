@@ -2,20 +2,18 @@ package remotes
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/runner"
 )
 
 // embedded is a runner inside the host, serving on a unix socket in its
-// state dir, for runner entries without an address.
+// state dir (or elsewhere, where that path is too long: hostapi.Listen),
+// for runner entries without an address.
 type embedded struct {
-	path   string
+	sock   *hostapi.Socket
 	cancel context.CancelFunc // ends its Serve
 	done   chan error         // Serve's error, once it returned
 }
@@ -31,29 +29,29 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	path, err := hostapi.SocketIn(g.opt.StateDir, Socket)
+	// Where the host's socket is elsewhere, so is this one, and the host
+	// has warned of a socket directory in XDG_RUNTIME_DIR that will not
+	// do (sock.Unused): once is enough. The host dials it at the path it
+	// is given here; no one else needs to find it.
+	sock, err := hostapi.Listen(g.opt.StateDir, Socket)
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
-	os.Remove(path) // left by a host that died; this one holds the state dir's lock
-	ln, err := privsock.Listen(path)
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &embedded{path: path, cancel: cancel, done: make(chan error, 1)}
+	e := &embedded{sock: sock, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		e.done <- r.Serve(ctx, guard.Listener(ln, g.opt.Limits.WithDefaults().MaxConns), "unix://"+path, nil)
+		e.done <- r.Serve(ctx, guard.Listener(sock, g.opt.Limits.WithDefaults().MaxConns), "unix://"+sock.Path, nil)
 	}()
 	g.embedded = e
 	return e, nil
 }
 
 // close stops the runner (what runs on it is stopped), then its server,
-// which removes its socket.
+// then removes its socket and the directory made for it.
 func (e *embedded) close() error {
 	e.cancel()
-	return <-e.done
+	err := <-e.done
+	e.sock.Remove()
+	return err
 }

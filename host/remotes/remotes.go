@@ -24,7 +24,8 @@ import (
 // Options configures a Registry.
 type Options struct {
 	// StateDir is the host's state dir: the embedded runner keeps its state
-	// in StateDir/runner and listens on StateDir/runner.sock.
+	// in StateDir/runner and listens on StateDir/runner.sock (elsewhere
+	// when that path is too long: hostapi.Listen).
 	StateDir string
 	// HostID names the host to the runners, in their sessions' holder.
 	HostID string
@@ -107,7 +108,7 @@ func (g *Registry) resolve(desired *spec.Spec, name string) (runtime.Placement, 
 		if err != nil {
 			return nil, fmt.Errorf("start the runner embedded in the host: %w", err)
 		}
-		cfg.Address, cfg.SameMachine = "unix://"+e.path, true
+		cfg.Address, cfg.SameMachine = "unix://"+e.sock.Path, true
 	}
 	key := cfg.Name + "\x00" + cfg.Address
 	if e := g.byKey[key]; e != nil {

@@ -5,10 +5,8 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,48 +21,6 @@ import (
 	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
-
-// TestLongStateDir: a state dir too deep for a unix socket's path gets a
-// socket in the user's own socket directory, mode 0700, which clients
-// find.
-func TestLongStateDir(t *testing.T) {
-	dir := t.TempDir()
-	tmp := t.TempDir()
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	t.Setenv("TMPDIR", tmp)
-	deep := filepath.Join(dir, strings.Repeat("d", 60), strings.Repeat("e", 60), ".graft")
-	h := open(t, deep)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() { served <- Serve(ctx, h, Options{}, func() { close(ready) }) }()
-	<-ready
-	path, err := hostapi.SocketPath(deep)
-	require.NoError(t, err)
-	assert.NotEqual(t, filepath.Join(deep, "host.sock"), path)
-	assert.LessOrEqual(t, len(path), 103, "sun_path holds 108 bytes on Linux, 104 on the BSDs")
-	own := filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid()))
-	assert.Equal(t, own, filepath.Dir(path))
-	fi, err := os.Lstat(own)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-
-	c, err := hostapi.NewClient(deep)
-	require.NoError(t, err)
-	st, err := c.Status(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, os.Getpid(), st.Host.PID)
-	c.Close()
-	cancel()
-	require.NoError(t, <-served)
-	require.NoError(t, h.Shutdown(context.Background()))
-	_, err = os.Stat(path)
-	assert.True(t, errors.Is(err, os.ErrNotExist), "the socket is removed")
-	c, err = hostapi.NewClient(deep)
-	require.NoError(t, err)
-	_, err = c.Status(context.Background())
-	assert.ErrorIs(t, err, hostapi.ErrNoHost)
-}
 
 // TestRun: a host run again after its shutdown listens, says it is ready,
 // applies its kept spec again, and when its ctx ends stops every plugin

@@ -25,7 +25,6 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/asnobody"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime/runtimetest"
@@ -284,9 +283,11 @@ func TestSlowClientsCutOff(t *testing.T) {
 	assert.NoError(t, err, "the host is still there")
 }
 
-// TestSocketDirOfAnotherUser: when the socket directory of a state dir
-// too deep for its socket is another user's (nobody's, for real), the
-// host does not listen there and its client does not dial there.
+// TestSocketDirOfAnotherUser: graft-<uid> in the temporary directory
+// (where graft once put the sockets of state dirs too deep for one) made
+// first by another user (nobody, for real) does not keep a host of such
+// a dir from listening: it listens in a directory of its own, which a
+// client finds, and makes nothing in theirs.
 func TestSocketDirOfAnotherUser(t *testing.T) {
 	uid := asnobody.Need(t)
 	tmp := t.TempDir()
@@ -295,19 +296,12 @@ func TestSocketDirOfAnotherUser(t *testing.T) {
 	theirs := filepath.Join(tmp, "graft-0")
 	require.NoError(t, os.Mkdir(theirs, 0o700))
 	require.NoError(t, os.Chown(theirs, uid, uid))
-	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60), ".graft")
 
-	h := open(t, deep)
-	defer h.Shutdown(context.Background())
-	err := Serve(context.Background(), h, Options{}, func() { t.Error("it listened") })
-	var de *privsock.DirError
-	require.ErrorAs(t, err, &de)
-	assert.Equal(t, theirs, de.Dir)
-	assert.Contains(t, err.Error(), fmt.Sprintf("owned by uid %d", uid))
-
-	_, err = hostapi.NewClient(deep)
-	require.ErrorAs(t, err, &de)
-	entries, err := os.ReadDir(theirs)
-	require.NoError(t, err)
-	assert.Empty(t, entries, "nothing made there")
+	dirs, log := runDeep(t, theirs)
+	for _, dir := range dirs {
+		assert.Equal(t, tmp, filepath.Dir(dir))
+	}
+	assert.NotContains(t, log, "level=WARN")
+	assert.Equal(t, []string{"graft-0"}, entries(t, tmp), "the host's directories are gone")
+	assertEmpty(t, theirs)
 }

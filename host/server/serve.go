@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,7 +20,7 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/statedir"
 )
 
 // Options configures the host's listeners beyond its socket.
@@ -88,30 +87,36 @@ func Serve(ctx context.Context, h *host.Host, opt Options, ready func()) error {
 }
 
 // listenSocket listens on the host's unix socket: in the state dir, or,
-// where that path is too long for a socket, in a private directory that
-// the state dir's socket link names (hostapi.SocketPath). cleanup removes
-// the socket and the link.
+// where that path is too long for a socket, in a directory of the user's
+// alone, which the state dir's socket link names (hostapi.Listen). It
+// writes the link once it listens, before the host says it is ready, so
+// a client that finds the link finds a host there. cleanup removes the
+// socket, the directory made for it, and the link.
 func (s *server) listenSocket() (ln net.Listener, path string, cleanup func(), err error) {
 	dir := s.h.Dir()
-	path, err = hostapi.SocketPath(dir)
+	link := filepath.Join(dir, hostapi.SocketLink)
+	os.Remove(link) // a host that died left it: this host holds the lock
+	sock, err := hostapi.Listen(dir, statedir.Socket)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	link := filepath.Join(dir, hostapi.SocketLink)
-	os.Remove(link)
-	if filepath.Dir(path) != dir {
-		if err := atomicfile.Write(link, []byte(path+"\n"), 0o600); err != nil {
+	if err := sock.Unused(); err != nil {
+		args := []any{"socket", sock.Path, "err", err}
+		var h interface{ Hint() string }
+		if errors.As(err, &h) {
+			args = append(args, "fix", h.Hint())
+		}
+		s.log.Warn("the socket directory in XDG_RUNTIME_DIR will not do: the host listens in a directory made for it instead", args...)
+	}
+	cleanup = func() { os.Remove(link); sock.Remove() }
+	if sock.Elsewhere() {
+		if err := atomicfile.Write(link, []byte(sock.Path+"\n"), 0o600); err != nil {
+			sock.Close()
+			cleanup()
 			return nil, "", nil, err
 		}
 	}
-	// A socket left by a host that died: this host holds the lock, so no
-	// other host is listening there.
-	os.Remove(path)
-	if ln, err = privsock.Listen(path); err != nil {
-		os.Remove(link)
-		return nil, "", nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	return ln, path, func() { os.Remove(path); os.Remove(link) }, nil
+	return sock, sock.Path, cleanup, nil
 }
 
 // serve serves each server on its listener until ctx ends, graft down

@@ -66,22 +66,69 @@ func TestPrivateDirOfAnotherUser(t *testing.T) {
 	assert.Equal(t, "it is owned by uid "+strconv.Itoa(uid)+", not by this user (uid 0)", de.Why)
 }
 
-// TestSocketDir: $XDG_RUNTIME_DIR/graft, else graft-<uid> in the
-// temporary directory.
+// TestSocketDir: $XDG_RUNTIME_DIR/graft, shared, when it is this user's
+// alone; else, and when it will not do (why is Unused), a directory made
+// now in the temporary directory, graft-<uid>-<random>, mode 0700, a new
+// one each time, which Remove removes.
 func TestSocketDir(t *testing.T) {
-	rt := t.TempDir()
+	rt, tmp := t.TempDir(), t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", rt)
-	dir, err := SocketDir()
+	t.Setenv("TMPDIR", tmp)
+	d, err := SocketDir()
 	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(rt, "graft"), dir)
+	assert.Equal(t, Dir{Path: filepath.Join(rt, "graft")}, d)
+	d.Remove()
+	assert.DirExists(t, d.Path, "a shared one stays")
 
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	old := syscall.Umask(0)
+	d, err = SocketDir()
+	syscall.Umask(old)
+	require.NoError(t, err)
+	assert.True(t, d.Fresh)
+	assert.NoError(t, d.Unused)
+	assert.Equal(t, tmp, filepath.Dir(d.Path))
+	assert.Regexp(t, "^graft-"+strconv.Itoa(os.Getuid())+"-[0-9]+$", filepath.Base(d.Path))
+	fi, err := os.Lstat(d.Path)
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "whatever the umask")
+	again, err := SocketDir()
+	require.NoError(t, err)
+	assert.NotEqual(t, d.Path, again.Path, "a new one each time")
+	d.Remove()
+	again.Remove()
+	assert.NoDirExists(t, d.Path)
+	assert.NoDirExists(t, again.Path)
+
+	require.NoError(t, os.Remove(filepath.Join(rt, "graft")))
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(rt, "graft")))
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	d, err = SocketDir()
+	require.NoError(t, err)
+	defer d.Remove()
+	assert.True(t, d.Fresh)
+	assert.Equal(t, tmp, filepath.Dir(d.Path))
+	var de *DirError
+	require.ErrorAs(t, d.Unused, &de)
+	assert.Equal(t, filepath.Join(rt, "graft"), de.Dir)
+	assert.Equal(t, "it is a symbolic link", de.Why)
+}
+
+// TestSocketDirNotSquatted: graft-<uid> in the temporary directory, the
+// name graft once used, made first by another user (nobody, for real)
+// is not used, and does not keep graft from a socket directory.
+func TestSocketDirNotSquatted(t *testing.T) {
+	uid := asnobody.Need(t)
 	tmp := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	t.Setenv("TMPDIR", tmp)
-	dir, err = SocketDir()
+	theirs := filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid()))
+	require.NoError(t, os.Mkdir(theirs, 0o700))
+	require.NoError(t, os.Chown(theirs, uid, uid))
+	d, err := SocketDir()
 	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(tmp, "graft-"+strconv.Itoa(os.Getuid())), dir)
-	fi, err := os.Stat(dir)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	defer d.Remove()
+	assert.NotEqual(t, theirs, d.Path)
+	assert.True(t, d.Fresh)
 }

@@ -18,6 +18,13 @@ func PrivateDir(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("make the socket directory: %w", err)
 	}
+	return CheckDir(dir)
+}
+
+// CheckDir checks, as PrivateDir does, that dir is this user's alone,
+// and makes nothing: a client checks so the directory of a socket it is
+// told of.
+func CheckDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("the socket directory: %w", err)
