@@ -126,6 +126,9 @@ func exitOf(err error) runtime.Exit {
 // "The stop sequence"): stdin closed (the graceful stop) and up to
 // ShutdownTimeout for it to return, then ExitWindow more, then the module
 // closed; then wait until its goroutine has returned. See runtime.Handle.
+//
+// A stop whose module was still in a host call after killWait ends
+// Unconfirmed; a Stop after that call returned ends Killed.
 func (m *module) Stop(ctx context.Context) (runtime.Outcome, error) {
 	m.stopOnce.Do(func() { close(m.stop) })
 	select {
@@ -134,15 +137,25 @@ func (m *module) Stop(ctx context.Context) (runtime.Outcome, error) {
 		m.hurryOnce.Do(func() { close(m.hurry) })
 		<-m.done
 	}
+	if m.outcome == runtime.Unconfirmed {
+		select {
+		case <-m.returned:
+			var ce *runtime.CleanupError
+			errors.As(m.err, &ce)
+			return runtime.Killed, &runtime.CleanupError{Plugin: m.name, Outcome: runtime.Killed, Causes: ce.Causes}
+		default:
+		}
+	}
 	return m.outcome, m.err
 }
 
 // killWait bounds the wait for the module's goroutine after the module is
 // closed. Every host call a module can block in ends when it is closed
 // (its sleeps, see nanosleep) or when its stdin ends (the first step of
-// every stop), so only a call into the host's files that blocks (a read
-// of a named pipe under a mount) waits it out; the stop then ends Killed
-// all the same. A variable, so a test can shorten it.
+// every stop), and no pipe or device opens under a mount (regularOnly),
+// so only a read that the host's kernel does not end (a hung network
+// mount) waits it out; the stop then ends Unconfirmed. A variable, so a
+// test can shorten it.
 var killWait = 10 * time.Second
 
 func (m *module) stopInOrder() (runtime.Outcome, error) {
@@ -161,9 +174,11 @@ func (m *module) stopInOrder() (runtime.Outcome, error) {
 	if outcome == runtime.Exited {
 		return outcome, nil
 	}
-	// Killed, even when its goroutine is still in a host call: it runs
-	// none of its code again.
-	return runtime.Killed, &runtime.CleanupError{Plugin: m.name, Outcome: runtime.Killed, Causes: causes}
+	// Unconfirmed while its goroutine is still in a host call (a read of
+	// a hung network mount): it runs none of its code again, but the
+	// call may still take bytes from a file, so it is not said stopped
+	// until the call returns (Stop asks again).
+	return outcome, &runtime.CleanupError{Plugin: m.name, Outcome: outcome, Causes: causes}
 }
 
 // wait returns once the module runs and, if the plugin has a ready check,
