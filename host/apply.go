@@ -244,8 +244,9 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 func (h *Host) stop(ctx context.Context, name string, e *entry) (runtime.Outcome, error) {
 	began := time.Now()
 	outcome, err := e.supervisor.Stop(ctx)
-	h.metrics.stopped(name, outcome, time.Since(began))
-	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now()}
+	took := time.Since(began)
+	h.metrics.stopped(name, outcome, took)
+	last := &hostapi.LastStop{Outcome: string(outcome), At: time.Now(), TookMillis: took.Milliseconds()}
 	for _, c := range errkind.List(err) {
 		last.Causes = append(last.Causes, hostapi.StopCause{Kind: runtime.CauseKind(c), Message: c.Error()})
 	}

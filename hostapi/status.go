@@ -78,7 +78,11 @@ type PluginStatus struct {
 type LastStop struct {
 	Outcome string      `json:"outcome"`
 	Causes  []StopCause `json:"causes,omitempty"`
-	At      time.Time   `json:"at"`
+	// At is when the stop ended.
+	At time.Time `json:"at"`
+	// TookMillis is how long the stop took, in milliseconds: from the
+	// stop signal to the confirmed end (or to giving up on it).
+	TookMillis int64 `json:"tookMillis"`
 }
 
 // StopCause is one cause of a forced or unconfirmed stop.

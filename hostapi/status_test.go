@@ -26,7 +26,7 @@ func fullStatus() *Status {
 			Name: "api", Run: "runner", Status: "unconfirmed", LastError: "boom <&>", Hash: "sha256:bb",
 			Uses: []string{"cache", "db"}, Fields: map[string]string{"command": "x", "env.A": "y"}, KeyID: "k", Runner: "r1",
 			Instance: "u2", Generation: 3, PID: 11, Since: at(6), Restarts: 2, Role: "leader", Address: "127.0.0.1:1",
-			LastStop: &LastStop{Outcome: "Killed", Causes: []StopCause{{Kind: "LocalTerminationTimeout", Message: "m"}, {Message: "n"}}, At: at(7)},
+			LastStop: &LastStop{Outcome: "Killed", Causes: []StopCause{{Kind: "LocalTerminationTimeout", Message: "m"}, {Message: "n"}}, At: at(7), TookMillis: 1500},
 		}, {
 			Name: "db", Run: "local", Status: "running",
 		}},

@@ -72,6 +72,8 @@ func TestErrorKindsOverTheWire(t *testing.T) {
 			assert.Equal(t, "Killed", r.LastStop.Outcome)
 			require.Len(t, r.LastStop.Causes, 1)
 			assert.Equal(t, "LocalTerminationTimeout", r.LastStop.Causes[0].Kind)
+			assert.GreaterOrEqual(t, r.LastStop.TookMillis, int64(100), "it waited the exit window, at least")
+			assert.Less(t, r.LastStop.TookMillis, int64(30000))
 		}
 	}
 
