@@ -125,12 +125,20 @@ type StartError struct {
 func (e *StartError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "start %s: %s", e.Plugin, e.Reason)
-	if !e.Exit.At.IsZero() {
+	switch {
+	case e.Exit.At.IsZero():
+	case e.Exit.Requested:
+		// It did not end by itself: graft stopped it, as a failed start.
+		fmt.Fprintf(&b, "; graft stopped it (%s)", e.Exit)
+	default:
 		fmt.Fprintf(&b, " (%s)", e.Exit)
 	}
-	if len(e.Exit.Tail) > 0 {
+	switch {
+	case len(e.Exit.Tail) > 0:
 		b.WriteString("; last output:\n  ")
 		b.WriteString(strings.Join(e.Exit.Tail, "\n  "))
+	case !e.Exit.At.IsZero():
+		b.WriteString("; it wrote no output (a program that buffers its output when it is not on a terminal may need to flush it)")
 	}
 	return b.String()
 }

@@ -261,9 +261,19 @@ func TestReady(t *testing.T) {
 		var se *runtime.StartError
 		require.ErrorAs(t, err, &se)
 		assert.Contains(t, err.Error(), "not ready after 1 second: dial tcp "+addr)
+		assert.Contains(t, err.Error(), "; graft stopped it (")
 		assert.Contains(t, err.Error(), "last output:\n  id=")
 		assert.Less(t, time.Since(began), 3*time.Second)
 		assert.True(t, se.Exit.Requested, "the plugin was stopped")
+	})
+
+	t.Run("not in time, silent", func(t *testing.T) {
+		p := &spec.Plugin{Name: "quiet", Command: []string{"sleep", "60"}}
+		p.Ready = ready(spec.Ready{Probe: launch.Probe{TCP: testsupport.FreeAddr(t)}, Timeout: spec.FromStd(300 * time.Millisecond)})
+		_, err := l.Start(context.Background(), runtime.Request{Dir: t.TempDir(), Output: runtimetest.NewRecorder()}.For(p))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "; graft stopped it (signal: SIGTERM); it wrote no output", "says who stopped it, and that nothing came")
+		assert.NotContains(t, err.Error(), "last output:")
 	})
 }
 
