@@ -14,13 +14,32 @@ import (
 // health is not among them: its checks run beside the process, where it
 // runs (on a runner, say), set up when it starts, so a change of them
 // replaces it.
+//
+// files, the list of the files whose content is the plugin's and what a
+// change of each does, is in place too: a change of a file's content is
+// its own field (spec.FileField), decided by trackingOnly and reloadField.
 func inPlaceField(f string) bool {
 	root, _, _ := strings.Cut(f, ".")
 	switch root {
-	case "retry", "ready", "stopSignal", "reloadSignal":
+	case "retry", "ready", "stopSignal", "reloadSignal", "files":
 		return true
 	}
 	return false
+}
+
+// trackingOnly reports whether the change of field f, between the
+// running record's fields and want, the desired ones, is one of what
+// graft tracks alone: a file's digest that graft stops tracking (the file
+// left files:, or became onChange: none) or starts to (a file newly
+// listed, or no longer onChange: none). The process is not affected:
+// a file newly tracked counts from its next change.
+func trackingOnly(f string, running, want map[string]string) bool {
+	if !strings.HasPrefix(f, "files[") { // spec.FileField
+		return false
+	}
+	_, was := running[f]
+	_, is := want[f]
+	return !was || !is
 }
 
 // reloadField reports whether field f of p is the digest of a files entry
@@ -78,9 +97,10 @@ func (d *differ) changeAction(r *Record, p *spec.Plugin, fields []string) (Actio
 	}
 	var forcing []string
 	reload := false
+	want := spec.FieldDigests(d.desired.Fields(p.Name))
 	for _, f := range fields {
 		switch {
-		case inPlaceField(f), f == "uses" && d.usesInPlace(r, p):
+		case inPlaceField(f), f == "uses" && d.usesInPlace(r, p), trackingOnly(f, r.Fields, want):
 		case reloadField(p, f):
 			reload = true
 		default:

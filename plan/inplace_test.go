@@ -105,3 +105,39 @@ func TestHealthChangeReplaces(t *testing.T) {
 	assert.False(t, inPlaceField("health"))
 	assert.True(t, inPlaceField("retry.max"))
 }
+
+// TestFilesTrackingInPlace: what graft tracks of a plugin's files, and
+// what a change of each does, is graft's alone: a change of a file's
+// onChange, a file newly listed or no longer listed, updates the plugin in
+// place; a change of a tracked file's content still does what its
+// onChange says.
+func TestFilesTrackingInPlace(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v1")
+	writeFile(t, filepath.Join(dir, "mime.types"), "v1")
+	spec := func(files string) string {
+		return "plugins:\n  web: {command: [./web], files: [" + files + "]}\n  api: {command: [./api], uses: [web]}\n"
+	}
+	for _, c := range []struct{ why, before, after string }{
+		{"onChange replace to reload", "nginx.conf", "{path: nginx.conf, onChange: reload}"},
+		{"onChange reload to replace", "{path: nginx.conf, onChange: reload}", "nginx.conf"},
+		{"onChange replace to none", "nginx.conf", "{path: nginx.conf, onChange: none}"},
+		{"onChange none to replace", "{path: nginx.conf, onChange: none}", "nginx.conf"},
+		{"a file newly listed", "nginx.conf", "nginx.conf, mime.types"},
+		{"a file no longer listed", "nginx.conf, mime.types", "nginx.conf"},
+	} {
+		p := inPlace(t, dir, spec(c.before), spec(c.after))
+		assert.Equal(t, []Step{{ID: "update:web", Op: OpUpdate, Plugin: "web", After: []Edge{}}}, p.Steps, c.why)
+		assert.Contains(t, render(t, p), "(in place)", c.why)
+	}
+
+	// The content of a tracked file, with onChange replace: a replace.
+	before := contentSpec(t, dir, spec("nginx.conf"))
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v2")
+	p, err := Diff(contentSpec(t, dir, spec("{path: nginx.conf, onChange: none}, mime.types")), applied(before))
+	require.NoError(t, err)
+	assert.Equal(t, 0, p.Summary.Replace, "untracked now: its change is not the plugin's")
+	p, err = Diff(contentSpec(t, dir, spec("nginx.conf, mime.types")), applied(before))
+	require.NoError(t, err)
+	assert.Contains(t, render(t, p), "forces replacement: file nginx.conf\n")
+}
