@@ -13,7 +13,8 @@ import (
 // reloadSignal only how it reloads it. uses is decided by usesInPlace.
 // health is not among them: its checks run beside the process, where it
 // runs (on a runner, say), set up when it starts, so a change of them
-// replaces it.
+// replaces it, but where the placement can change them in place
+// (healthField).
 //
 // files, the list of the files whose content is the plugin's and what a
 // change of each does, is in place too: a change of a file's content is
@@ -25,6 +26,14 @@ func inPlaceField(f string) bool {
 		return true
 	}
 	return false
+}
+
+// healthField reports whether f is health or one of its fields: in
+// place where the placement's checks can change under a running process
+// (spec.Traits.LiveHealth).
+func healthField(f string) bool {
+	root, _, _ := strings.Cut(f, ".")
+	return root == "health"
 }
 
 // trackingOnly reports whether the change of field f, between the
@@ -100,7 +109,8 @@ func (d *differ) changeAction(r *Record, p *spec.Plugin, fields []string) (Actio
 	want := spec.FieldDigests(d.desired.Fields(p.Name))
 	for _, f := range fields {
 		switch {
-		case inPlaceField(f), f == "uses" && d.usesInPlace(r, p), trackingOnly(f, r.Fields, want):
+		case inPlaceField(f), f == "uses" && d.usesInPlace(r, p), trackingOnly(f, r.Fields, want),
+			healthField(f) && p.Run.Traits().LiveHealth:
 		case reloadField(p, f):
 			reload = true
 		default:

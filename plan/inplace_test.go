@@ -98,12 +98,29 @@ func TestUsesInPlace(t *testing.T) {
 	}, p.Steps)
 }
 
-// TestHealthChangeReplaces: a health check runs beside its process, set
-// up at its start, so a change of it replaces the plugin.
-func TestHealthChangeReplaces(t *testing.T) {
-	assert.False(t, inPlaceField("health.interval"))
-	assert.False(t, inPlaceField("health"))
-	assert.True(t, inPlaceField("retry.max"))
+// TestHealthChange: a local plugin's health checks run in the host,
+// which changes them under the running process: an update in place; a
+// runner's run beside the process there, set up at its start: a replace.
+func TestHealthChange(t *testing.T) {
+	assert.False(t, inPlaceField("health.interval"), "not for every placement")
+	dir := t.TempDir()
+	local := func(health string) string {
+		return "plugins:\n  db: {command: [./db], health: " + health + "}\n  api: {command: [./api], uses: [db]}\n"
+	}
+	for _, c := range []struct{ before, after string }{
+		{"{tcp: 127.0.0.1:5432}", "{tcp: 127.0.0.1:5432, interval: 30 seconds}"},
+		{"{tcp: 127.0.0.1:5432}", "{exec: [pg_isready]}"},
+	} {
+		p := inPlace(t, dir, local(c.before), local(c.after))
+		assert.Equal(t, []Step{{ID: "update:db", Op: OpUpdate, Plugin: "db", After: []Edge{}}}, p.Steps, c.after)
+		assert.NotContains(t, render(t, p), "api", "no consumer restarts")
+	}
+	remote := func(health string) string {
+		return "runners: {edge: {address: tcp://127.0.0.1:7070, tokenFile: token}}\nplugins:\n  db: {run: runner, runner: edge, command: [./db], health: " + health + "}\n"
+	}
+	writeFile(t, filepath.Join(dir, "token"), "t")
+	p := inPlace(t, dir, remote("{tcp: 127.0.0.1:5432}"), remote("{tcp: 127.0.0.1:5432, interval: 30 seconds}"))
+	assert.Contains(t, render(t, p), "~ replace db  changed health.interval\n")
 }
 
 // TestFilesTrackingInPlace: what graft tracks of a plugin's files, and

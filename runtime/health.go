@@ -60,9 +60,9 @@ func (s *Supervisor) results(_ context.Context, h Handle) (<-chan health.Result,
 // the monitor of h is done: h is no longer the plugin's, or is replaced.
 func (s *Supervisor) observe(h Handle, tr *health.Tracker, r health.Result) bool {
 	s.mu.Lock()
-	if s.handle != h || s.stopping {
+	if s.handle != h || s.stopping || s.health != tr {
 		s.mu.Unlock()
-		return true
+		return true // h is gone, or its health checks changed (Update)
 	}
 	from, to := tr.Observe(r)
 	s.state.Health, s.state.HealthError = to, tr.LastError()

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/graftland/graft/spec"
 )
@@ -30,10 +31,21 @@ type StopSignalSetter interface {
 // stopSignal, reloadSignal, uses): the next restarts follow p, and the
 // running process's stop uses p's stopSignal where its handle allows.
 // The process keeps running.
+//
+// A change of health takes effect at once where the handle allows
+// (HealthSetter): its checks start again with the new settings, with a
+// new verdict, as at a start.
 func (s *Supervisor) Update(p *spec.Plugin) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	was := s.req.Launch.Health
 	s.req.Plugin, s.req.Launch = p, p.Launch()
+	if h, ok := s.handle.(HealthSetter); ok && s.state.Status == Running && !reflect.DeepEqual(was, s.req.Launch.Health) {
+		h.SetHealth(s.req.Launch.Health)
+		s.health, s.state.Health, s.state.HealthError = nil, "", ""
+		s.monitor(h) // the old monitor ends with its checks' channel
+		s.notify()
+	}
 	s.retry = p.Retry
 	if d, ok := s.placement.(Retrier); ok && s.retry == nil {
 		s.retry = d.DefaultRetry()

@@ -136,6 +136,15 @@ type HealthSource interface {
 	HealthResults() <-chan health.Result
 }
 
+// HealthSetter is a HealthSource whose checks can change while the
+// process runs (a change of health in place: spec.Traits.LiveHealth).
+type HealthSetter interface {
+	HealthSource
+	// SetHealth ends the running checks and runs hc's from now on (none
+	// when nil), as at a start: after hc's start period.
+	SetHealth(hc *launch.Health)
+}
+
 // Identity is what a plugin knows of itself (docs/semantics.md, "Identity
 // and generations"): a fresh UUID and generation 1 for local and worker
 // plugins, the instance name and a growing generation through a runner.

@@ -30,6 +30,10 @@ type Traits struct {
 	Elect bool
 	// Reload: onChange: reload signals the running process in place.
 	Reload bool
+	// LiveHealth: a change of health applies to the running process,
+	// whose checks run in the host (runtime.HealthSetter); elsewhere it
+	// replaces the plugin.
+	LiveHealth bool
 	// Why a plugin of the placement may not have these; "" where it may.
 	NoSignal string // stopSignal
 	NoDir    string // dir
@@ -46,7 +50,7 @@ var placements = []struct {
 	run Placement
 	Traits
 }{
-	{Local, Traits{Reload: true}},
+	{Local, Traits{Reload: true, LiveHealth: true}},
 	{Worker, Traits{Module: true,
 		NoSignal: "a worker gets no signal: its graceful stop closes its stdin",
 		NoDir:    "a worker has no working directory: it sees only its mounts",

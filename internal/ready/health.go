@@ -79,11 +79,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // HealthChecks runs hc's checks (Health)
-// from now until gone is closed, and delivers each result on the channel
-// it returns, which it closes when it stops. A result waits until it is
-// taken, or gone: so no check begins before the last one's result is
-// taken, and none is lost. Without hc it returns nil.
-func HealthChecks(hc *launch.Health, exec Exec, gone <-chan struct{}) <-chan health.Result {
+// from now until gone or stop is closed (a nil stop: never), and delivers
+// each result on the channel it returns, which it closes when it stops.
+// A result waits until it is taken, or gone: so no check begins before
+// the last one's result is taken, and none is lost. Without hc it
+// returns nil.
+func HealthChecks(hc *launch.Health, exec Exec, gone, stop <-chan struct{}) <-chan health.Result {
 	if hc == nil {
 		return nil
 	}
@@ -95,6 +96,8 @@ func HealthChecks(hc *launch.Health, exec Exec, gone <-chan struct{}) <-chan hea
 		go func() {
 			select {
 			case <-gone:
+				cancel()
+			case <-stop:
 				cancel()
 			case <-ctx.Done():
 			}

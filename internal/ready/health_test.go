@@ -98,14 +98,14 @@ func TestHealthWithoutExec(t *testing.T) {
 // TestHealthChecks: results come on the channel until gone closes it;
 // without a check there is no channel.
 func TestHealthChecks(t *testing.T) {
-	assert.Nil(t, HealthChecks(nil, nil, nil))
+	assert.Nil(t, HealthChecks(nil, nil, nil, nil))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
 	hc := check(10*time.Millisecond, time.Second, 0)
 	hc.TCP = ln.Addr().String()
 	gone := make(chan struct{})
-	results := HealthChecks(hc, nil, gone)
+	results := HealthChecks(hc, nil, gone, nil)
 	for range 3 {
 		r, ok := <-results
 		require.True(t, ok)

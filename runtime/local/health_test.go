@@ -51,3 +51,37 @@ func TestUnhealthyReplaced(t *testing.T) {
 	_, err := s.Stop(context.Background())
 	assert.NoError(t, err)
 }
+
+// TestHealthUpdatedInPlace: a new health check given to a running local
+// plugin (Update) replaces its checks at once, the process running on:
+// one that fails, with many failures allowed, and then one that passes,
+// makes it healthy with the same pid; a health check removed leaves it
+// without a verdict, still running.
+func TestHealthUpdatedInPlace(t *testing.T) {
+	l := newLocal(t, short)
+	dir := t.TempDir()
+	p := helper("api", "cooperative")
+	p.Health = &spec.Health{Probe: launch.Probe{Exec: []string{"false"}}, Interval: spec.FromStd(30 * time.Millisecond), Timeout: spec.FromStd(5 * time.Second), Failures: 1000}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: dir, Output: &stamps{}}.For(p))
+	require.NoError(t, s.Start(context.Background()))
+	first := waitState(t, s, 10*time.Second, func(st runtime.State) bool { return st.HealthError != "" })
+	assert.NotEqual(t, health.Healthy, first.Health)
+
+	q := *p
+	q.Health = &spec.Health{Probe: launch.Probe{Exec: []string{"true"}}, Interval: spec.FromStd(30 * time.Millisecond), Timeout: spec.FromStd(5 * time.Second), Failures: 3}
+	s.Update(&q)
+	st := waitState(t, s, 10*time.Second, func(st runtime.State) bool { return st.Health == health.Healthy })
+	assert.Equal(t, first.PID, st.PID, "the same process")
+	assert.Equal(t, first.Identity, st.Identity)
+	assert.Zero(t, st.Restarts)
+
+	r := q
+	r.Health = nil
+	s.Update(&r)
+	st = s.State()
+	assert.Empty(t, st.Health, "no check, no verdict")
+	assert.Equal(t, runtime.Running, st.Status)
+	assert.Equal(t, first.PID, st.PID)
+	_, err := s.Stop(context.Background())
+	assert.NoError(t, err)
+}

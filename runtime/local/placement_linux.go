@@ -104,7 +104,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		p.Stop(canceled)
 		return nil, ctx.Err()
 	}
-	p.health = ready.HealthChecks(req.Launch.Health, p.probe, p.done)
+	p.SetHealth(req.Launch.Health)
 	return p, nil
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/ready"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 )
 
@@ -32,8 +34,11 @@ type process struct {
 	// probe runs a check's command as the plugin runs (Local.probe).
 	probe func(ctx context.Context, argv []string) error
 	// health carries the results of its health checks, from its start
-	// (once ready) on; nil without.
-	health <-chan health.Result
+	// (once ready) on, or from SetHealth; nil without. healthStop ends
+	// the checks that feed it.
+	healthMu   sync.Mutex
+	health     <-chan health.Result
+	healthStop chan struct{}
 
 	stop      chan struct{} // closed by the first Stop
 	stopOnce  sync.Once
@@ -52,12 +57,30 @@ type process struct {
 
 var (
 	_ runtime.Prober       = (*process)(nil)
-	_ runtime.HealthSource = (*process)(nil)
+	_ runtime.HealthSetter = (*process)(nil)
 )
 
 // HealthResults are the results of the plugin's health checks, run on
-// this machine from its start (once ready) until it is gone.
-func (p *process) HealthResults() <-chan health.Result { return p.health }
+// this machine from its start (once ready), or from the last SetHealth,
+// until it is gone.
+func (p *process) HealthResults() <-chan health.Result {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	return p.health
+}
+
+// SetHealth ends the plugin's health checks, and runs hc's from now on
+// (none when nil), the process running on: a change of health in place.
+// HealthResults then gives theirs; the old channel closes.
+func (p *process) SetHealth(hc *launch.Health) {
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	if p.healthStop != nil {
+		close(p.healthStop)
+	}
+	p.healthStop = make(chan struct{})
+	p.health = ready.HealthChecks(hc, p.probe, p.done, p.healthStop)
+}
 
 // Probe runs an exec check of the plugin (a health check's) in its
 // directory and environment, killed with its group when ctx ends.

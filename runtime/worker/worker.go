@@ -141,7 +141,7 @@ func (w *Worker) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err := wait(ctx, m, req, seen); err != nil {
 		return nil, err
 	}
-	m.health = ready.HealthChecks(req.Launch.Health, nil, m.done)
+	m.health = ready.HealthChecks(req.Launch.Health, nil, m.done, nil)
 	return m, nil
 }
 
