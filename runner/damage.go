@@ -25,6 +25,9 @@ type damage struct {
 	noStart bool
 	// looked is set once a record carries it: its process is looked for.
 	looked bool
+	// line is the entry as read, without its '\n': a compaction keeps it
+	// while it is an extra record's, the one place that record is named.
+	line []byte
 }
 
 // The fields of an entry, found one by one in a damaged line, whose JSON
@@ -44,7 +47,7 @@ var (
 // rules of an entry (an instance name that is none, a negative
 // generation) is left out.
 func salvage(line []byte, n int, why string) *damage {
-	d := &damage{entry: n, why: why}
+	d := &damage{entry: n, why: why, line: bytes.Clone(line)}
 	b := line
 	if i := bytes.IndexByte(line, '{'); i >= 0 {
 		b = line[i:]

@@ -5,6 +5,7 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,54 @@ func TestRecoverDamagedStart(t *testing.T) {
 			assert.Equal(t, int64(2), st.Generation, "its generation was taken")
 		})
 	}
+}
+
+// TestRecoverDamagedExtra: a damaged start entry, the only one naming
+// its process (its pid entry lost), followed by a whole start of a later
+// generation of its instance, whose process is gone: both are recovered
+// together, the process the damaged entry names stopped, and the
+// instance starts again only once it is gone.
+func TestRecoverDamagedExtra(t *testing.T) {
+	dir, n, escaped := damagedRun(t, true, `"bootID":"`)
+	path := journalPath(dir)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var kept [][]byte
+	for _, line := range bytes.SplitAfter(data, []byte{'\n'}) {
+		if e, ok := decodeEntry(bytes.TrimSuffix(line, []byte{'\n'})); ok && e.Op == opPID && e.Instance == "k.dmg" {
+			continue // lost
+		}
+		kept = append(kept, line)
+	}
+	later, err := encodeEntry(entry{Op: opStart, record: record{Instance: "k.dmg", Generation: 2, Invocation: "gone-" + mark(t)}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(bytes.Join(kept, nil), later...), 0o600))
+
+	h := newHarness(t, Options{Lease: short.Lease, Grace: short.Grace, NoNamespace: true}, dir)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the runner's log: %s", h.log)
+		}
+	})
+	sess := h.open(0)
+	start := func() bool {
+		st, status, e := h.tryStart("k.dmg", plugin(t, sess, "cooperative"))
+		if status == http.StatusConflict {
+			assert.Equal(t, runnerapi.KindUnconfirmed, e.Kind, "%+v", e)
+			return false
+		}
+		require.Equal(t, http.StatusOK, status, "%+v", e)
+		assert.False(t, alive(escaped), "stopped before its instance started again")
+		assert.Equal(t, int64(3), st.Generation)
+		return true
+	}
+	require.Eventually(t, start, 10*time.Second, 10*time.Millisecond)
+	want := fmt.Sprintf("journal entry %d of k.dmg is damaged (bad checksum); found its process %d by invocation id and stopped it", n, escaped)
+	assert.True(t, h.log.WaitFor(want, 5*time.Second), "want %q in the log: %s", want, h.log)
+	m := h.scrape()
+	assert.Equal(t, 1.0, m[`graft_runner_recoveries_total{result="stopped"}`])
+	assert.Equal(t, 2.0, m[`graft_runner_recoveries_total{result="gone"}`], "k.other and generation 2 of k.dmg")
+	assert.Empty(t, journalOf(t, dir).damaged, "compacted once it was gone")
 }
 
 // TestRecoverDamagedStartInNamespace: the same with the runner's PID
@@ -176,4 +225,121 @@ func killLeft(t *testing.T) {
 	}
 	killMarked(t)
 	testsupport.WaitGone(t, 5*time.Second, pids...)
+}
+
+// TestReplayDamaged: what replay makes of a damaged entry among whole
+// ones: it never ends a record or hides a process, and a whole entry
+// wins over what is read of a damaged one.
+func TestReplayDamaged(t *testing.T) {
+	line := func(op string, rec record) []byte {
+		b, err := encodeEntry(entry{Op: op, record: rec})
+		require.NoError(t, err)
+		return b
+	}
+	damaged := func(b []byte, at string) []byte {
+		b = append([]byte(nil), b...)
+		b[bytes.Index(b, []byte(at))+len(at)] ^= 1
+		return b
+	}
+	a1 := record{Instance: "a", Generation: 1, Invocation: "inv-a1", BootID: "boot"}
+	a1pid := a1
+	a1pid.PID, a1pid.StartTime = 42, 7
+	a2 := record{Instance: "a", Generation: 2, Invocation: "inv-a2", BootID: "boot"}
+	for _, tc := range []struct {
+		name    string
+		lines   [][]byte
+		last    int64  // of a
+		live    string // the invocation id of a's record; "" none
+		pid     int    // its pid
+		damage  int    // the entry its damage names; 0 none
+		noStart bool
+		extra   []string // the invocation ids of the extra records
+		looked  bool     // the damaged entry's process is looked for
+	}{
+		{name: "start damaged, its pid whole", lines: [][]byte{damaged(line(opStart, a1), `"invocation":"`), line(opPID, a1pid)},
+			last: 1, live: "inv-a1", pid: 42, damage: 1, looked: true},
+		{name: "start damaged in its generation, its pid whole", lines: [][]byte{damaged(line(opStart, a1), `"generation":`), line(opPID, a1pid)},
+			last: 1, live: "inv-a1", pid: 42, damage: 1, looked: true},
+		{name: "start missing", lines: [][]byte{line(opPID, a1pid)},
+			last: 1, live: "inv-a1", pid: 42, damage: 1, noStart: true},
+		{name: "start damaged, then ended", lines: [][]byte{damaged(line(opStart, a1), `"bootID":"`), line(opPID, a1pid), line(opEnd, record{Instance: "a", Generation: 1})},
+			last: 1},
+		{name: "end damaged", lines: [][]byte{line(opStart, a1), damaged(line(opEnd, record{Instance: "a", Generation: 1}), `"op":"`)},
+			last: 1, live: "inv-a1"},
+		{name: "gen damaged", lines: [][]byte{damaged(line(opGen, record{Instance: "a", Generation: 9}), `"op":`)},
+			last: 9},
+		{name: "start damaged, a later start whole", lines: [][]byte{damaged(line(opStart, a1), `"bootID":"`), line(opStart, a2)},
+			last: 2, live: "inv-a2", extra: []string{"inv-a1"}, looked: true},
+		{name: "start whole, a damaged one of another process", lines: [][]byte{line(opStart, a2), damaged(line(opStart, a1), `"bootID":"`)},
+			last: 2, live: "inv-a2", extra: []string{"inv-a1"}, looked: true},
+		{name: "nothing readable", lines: [][]byte{line(opStart, a2), append(bytes.Repeat([]byte{'x'}, 40), '\n')},
+			last: 2, live: "inv-a2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := newReplay()
+			rp.read(bytes.Join(tc.lines, nil))
+			assert.Equal(t, tc.last, rp.last["a"], "a's last generation")
+			rec, live := rp.live["a"]
+			if tc.live == "" {
+				assert.False(t, live, "no record of a: %+v", rec)
+			} else {
+				require.True(t, live, "a record of a")
+				assert.Equal(t, tc.live, rec.Invocation)
+				assert.Equal(t, tc.pid, rec.PID)
+				if tc.damage == 0 {
+					assert.Nil(t, rec.damage)
+				} else if assert.NotNil(t, rec.damage) {
+					assert.Equal(t, tc.damage, rec.damage.entry)
+					assert.Equal(t, tc.noStart, rec.damage.noStart)
+				}
+			}
+			var extra []string
+			for _, x := range rp.extra {
+				extra = append(extra, x.Invocation)
+			}
+			assert.Equal(t, tc.extra, extra, "extra records")
+			for _, d := range rp.damaged {
+				assert.Equal(t, tc.looked, d.looked, "entry %d looked for", d.entry)
+			}
+		})
+	}
+}
+
+// TestJournalKeepsExtra: a damaged entry naming another process than its
+// instance's record (an extra record) stays in the journal the open
+// compacts, as it was read, so that a runner killed before it stopped
+// that process leaves it to the next; once it is gone, the journal is
+// compacted without it.
+func TestJournalKeepsExtra(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestState(t, dir)
+	a2 := record{Instance: "a", Generation: 2, Invocation: "inv-a2"}
+	require.NoError(t, st.writeRecord(a2))
+	require.NoError(t, st.close())
+	a1, err := encodeEntry(entry{Op: opStart, record: record{Instance: "a", Generation: 1, Invocation: "inv-a1"}})
+	require.NoError(t, err)
+	a1[bytes.Index(a1, []byte(`"bootID"`))] ^= 1
+	f, err := os.OpenFile(journalPath(dir), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.Write(a1)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	for range 2 { // opened twice: the compaction of the first kept it
+		st = openTestState(t, dir)
+		recs, _, err := st.records()
+		require.NoError(t, err)
+		require.Len(t, recs, 2, "a's record and the extra one: %+v", recs)
+		assert.Equal(t, "inv-a2", st.live["a"].Invocation)
+		require.Len(t, st.extra, 1)
+		assert.Equal(t, "inv-a1", st.extra[0].Invocation)
+		require.NoError(t, st.close())
+	}
+	st = openTestState(t, dir)
+	require.NoError(t, st.forget(st.extra[0]))
+	require.NoError(t, st.close())
+	rp := journalOf(t, dir)
+	assert.Empty(t, rp.damaged, "compacted without it")
+	assert.Empty(t, rp.extra)
+	assert.Equal(t, "inv-a2", rp.live["a"].Invocation, "a's record stays")
 }

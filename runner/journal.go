@@ -182,7 +182,8 @@ func (r *replay) take(rec record) {
 
 // compacted is a journal holding r alone: a gen entry for each instance,
 // an oldgen entry for each generation of the old layout no instance
-// known has taken over, and a start entry for each live record.
+// known has taken over, a start entry for each live record, and the
+// damaged entry of each extra one.
 func (r *replay) compacted() ([]byte, error) {
 	var buf bytes.Buffer
 	covered := make(map[string]bool, len(r.last))
@@ -214,6 +215,15 @@ func (r *replay) compacted() ([]byte, error) {
 			return nil, err
 		}
 		buf.Write(line)
+	}
+	// An extra record has no entry of its own but its damaged one: that
+	// stays, as it was read, for the next runner to read again should
+	// this one die before it has stopped its process.
+	for _, rec := range r.extra {
+		if rec.damage != nil {
+			buf.Write(rec.damage.line)
+			buf.WriteByte('\n')
+		}
 	}
 	return buf.Bytes(), nil
 }

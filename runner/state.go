@@ -101,8 +101,8 @@ type state struct {
 	oldLast map[string]int64
 	live    map[string]record // the records without an end
 	// extra are records read from damaged entries of the journal that no
-	// instance's record took, looked for at recovery (replay.extra); kept
-	// in memory only.
+	// instance's record took, looked for at recovery (replay.extra); the
+	// journal keeps their damaged entries until they are gone.
 	extra []record
 	// damaged are the damaged entries the journal held at open.
 	damaged []*damage
@@ -218,7 +218,7 @@ func removeTemporary(dir string) {
 // compact writes a fresh journal holding what s holds, and appends to it
 // from then on. The caller holds s.mu, or has s to itself.
 func (s *state) compact() error {
-	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live}
+	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live, extra: s.extra}
 	data, err := rp.compacted()
 	if err != nil {
 		return err
@@ -415,6 +415,12 @@ func (s *state) forget(rec record) error {
 	for i, x := range s.extra {
 		if x.Instance == rec.Instance && x.Invocation == rec.Invocation {
 			s.extra = append(s.extra[:i], s.extra[i+1:]...)
+			if len(s.extra) == 0 && s.f != nil {
+				// The journal holds their damaged entries (compacted):
+				// a fresh one leaves them out. One that fails leaves
+				// them, to be read again, and found gone, next time.
+				return s.compact()
+			}
 			break
 		}
 	}
