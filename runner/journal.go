@@ -16,8 +16,11 @@ import (
 // The runner's journal (docs/runner-api.md, "The state dir"): one line an
 // entry, appended, each "<crc> <json>\n", crc the CRC-32C of the JSON in 8
 // hex digits. A line cut short by a crash, or whose sum does not match, is
-// an append that never completed: its sync never returned, so nothing it
-// held was ever handed out, and replay skips it.
+// damaged: an append that never completed (its sync never returned), or
+// one the disk lost a part of since. Replay never trusts what it reads of
+// one, and never skips it either: an invocation id read in it is looked
+// for at recovery, a generation read in it counts as handed out, and
+// each is reported (damage.go).
 
 // Entry operations.
 const (
@@ -54,19 +57,33 @@ func encodeEntry(e entry) ([]byte, error) {
 
 // decodeEntry reads one line (without its '\n'); false when it is not whole.
 func decodeEntry(line []byte) (entry, bool) {
+	e, why := readEntry(line)
+	return e, why == ""
+}
+
+// Why an entry is damaged.
+const (
+	damagedCut      = "cut short"    // the journal's last line, without its '\n'
+	damagedChecksum = "bad checksum" // its sum is missing or does not match
+	damagedFields   = "bad fields"   // its sum matches, but it is not an entry
+)
+
+// readEntry reads one line (without its '\n'), and says why it is not an
+// entry when it is not: damagedChecksum or damagedFields.
+func readEntry(line []byte) (entry, string) {
 	var e entry
 	sum, b, ok := bytes.Cut(line, []byte{' '})
 	if !ok || len(sum) != 8 {
-		return e, false
+		return e, damagedChecksum
 	}
 	want, err := strconv.ParseUint(string(sum), 16, 32)
 	if err != nil || uint32(want) != crc32.Checksum(b, castagnoli) {
-		return e, false
+		return e, damagedChecksum
 	}
 	if json.Unmarshal(b, &e) != nil || validateName(e.Instance) != nil || e.Generation < 0 {
-		return e, false
+		return e, damagedFields
 	}
-	return e, true
+	return e, ""
 }
 
 // replay is what a journal holds: the last generation of every instance
@@ -75,10 +92,16 @@ type replay struct {
 	last    map[string]int64
 	oldLast map[string]int64 // by escaped name: opOldGen
 	live    map[string]record
-	torn    int // lines skipped: appends that never completed
+	torn    int // damaged lines: len(damaged)
+	// damaged are the lines that are not whole entries, in order.
+	damaged []*damage
+	// extra are the records read from damaged entries that no instance's
+	// record took (it holds another process): looked for all the same.
+	extra []record
 	// lines is the length of the data up to its last '\n': an append
 	// after it starts a line of its own.
 	lines int64
+	n     int // the entries read, the damaged included
 }
 
 func newReplay() *replay {
@@ -90,20 +113,27 @@ func (r *replay) read(data []byte) {
 	for len(data) > 0 {
 		line, rest, whole := bytes.Cut(data, []byte{'\n'})
 		data = rest
+		r.n++
 		if whole {
 			r.lines += int64(len(line)) + 1
 		}
-		e, ok := decodeEntry(line)
-		if !whole || !ok {
+		e, why := readEntry(line)
+		if !whole {
+			why = damagedCut
+		}
+		if why != "" {
 			r.torn++
+			r.applyDamaged(salvage(line, r.n, why))
 			continue
 		}
 		r.apply(e)
 	}
+	r.settle()
 }
 
 // apply applies one entry. A record belongs to its instance's latest
-// generation: an entry of an older one changes nothing of a newer.
+// generation: an entry of an older one changes nothing of a newer. A
+// record read from a damaged entry gives way to any whole one.
 func (r *replay) apply(e entry) {
 	name, gen := e.Instance, e.Generation
 	if e.Op == opOldGen {
@@ -114,13 +144,25 @@ func (r *replay) apply(e entry) {
 	cur, live := r.live[name]
 	switch e.Op {
 	case opStart:
-		if !live || cur.Generation <= gen {
-			r.live[name] = e.record
+		if !live || cur.Generation <= gen || cur.salvaged {
+			r.take(e.record)
 		}
 	case opPID:
-		if live && cur.Generation == gen {
+		switch {
+		case live && (cur.Generation == gen || cur.salvaged && cur.Invocation == e.Invocation):
 			cur.PID, cur.StartTime, cur.StartedAt = e.PID, e.StartTime, e.StartedAt
+			if cur.salvaged {
+				// What was read of its damaged start gives way to the
+				// pid entry's, which is whole.
+				cur.Generation, cur.Invocation, cur.BootID, cur.salvaged = gen, e.Invocation, e.BootID, false
+			}
 			r.live[name] = cur
+		case !live || cur.Generation < gen || cur.salvaged:
+			// Its start entry is missing: damaged beyond reading (or
+			// lost). The pid entry holds the whole record.
+			rec := e.record
+			rec.damage = &damage{entry: r.n, noStart: true}
+			r.take(rec)
 		}
 	case opEnd:
 		if live && cur.Generation == gen {
@@ -129,9 +171,19 @@ func (r *replay) apply(e entry) {
 	}
 }
 
+// take makes rec its instance's record. One it replaces that was read
+// from a damaged entry, of another process, is still looked for: extra.
+func (r *replay) take(rec record) {
+	if cur, live := r.live[rec.Instance]; live && cur.salvaged && cur.Invocation != rec.Invocation {
+		r.extra = append(r.extra, cur)
+	}
+	r.live[rec.Instance] = rec
+}
+
 // compacted is a journal holding r alone: a gen entry for each instance,
 // an oldgen entry for each generation of the old layout no instance
-// known has taken over, and a start entry for each live record.
+// known has taken over, a start entry for each live record, and the
+// damaged entry of each extra one.
 func (r *replay) compacted() ([]byte, error) {
 	var buf bytes.Buffer
 	covered := make(map[string]bool, len(r.last))
@@ -163,6 +215,15 @@ func (r *replay) compacted() ([]byte, error) {
 			return nil, err
 		}
 		buf.Write(line)
+	}
+	// An extra record has no entry of its own but its damaged one: that
+	// stays, as it was read, for the next runner to read again should
+	// this one die before it has stopped its process.
+	for _, rec := range r.extra {
+		if rec.damage != nil {
+			buf.Write(rec.damage.line)
+			buf.WriteByte('\n')
+		}
 	}
 	return buf.Bytes(), nil
 }

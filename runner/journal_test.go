@@ -3,6 +3,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,9 +53,11 @@ func openTestState(t *testing.T, dir string) *state {
 }
 
 // TestJournalTornTail: an entry cut short by a crash mid-append, or whose
-// sum does not match (a block the disk never wrote), is skipped: the
-// entries before it are replayed, and the runner starts the instance
-// above them. The next open compacts it away.
+// sum does not match (a block the disk never wrote, or lost), is not
+// trusted and not skipped either: the entries before it are replayed; a
+// generation read in it counts as handed out, and the process whose
+// invocation id is read in it is looked for (its record is live); the
+// runner starts the instance above them. The next open compacts it away.
 func TestJournalTornTail(t *testing.T) {
 	dir := t.TempDir()
 	st := openTestState(t, dir)
@@ -67,35 +70,55 @@ func TestJournalTornTail(t *testing.T) {
 	whole, err := os.ReadFile(journalPath(dir))
 	require.NoError(t, err)
 
-	four, err := encodeEntry(entry{Op: opStart, record: record{Instance: "torn", Generation: 4, Invocation: "inv"}})
+	four, err := encodeEntry(entry{Op: opStart, record: record{Instance: "torn", Generation: 4, Invocation: "inv4"}})
 	require.NoError(t, err)
-	five, err := encodeEntry(entry{Op: opStart, record: record{Instance: "torn", Generation: 5, Invocation: "inv"}})
+	five, err := encodeEntry(entry{Op: opStart, record: record{Instance: "torn", Generation: 5, Invocation: "inv5"}})
 	require.NoError(t, err)
 	bad := append([]byte(nil), five...)
-	bad[len(bad)/2] ^= 1
-	for name, tail := range map[string][]byte{
-		"cut short":     four[:len(four)-3],
-		"no newline":    four[:len(four)-1],
-		"zeros":         make([]byte, 300),
-		"wrong sum":     bad,
-		"empty journal": nil,
+	bad[bytes.Index(bad, []byte(`"bootID"`))] ^= 1
+	for _, tc := range []struct {
+		name string
+		tail []byte
+		last int64  // the last generation replayed
+		live string // the invocation id of the record left, if any
+		why  string // why the tail is damaged
+	}{
+		{"cut short", four[:len(four)-3], 4, "inv4", damagedCut},
+		{"cut in its invocation id", four[:bytes.Index(four, []byte("inv4"))+2], 4, "", damagedCut},
+		{"no newline", four[:len(four)-1], 4, "inv4", damagedCut},
+		{"zeros", make([]byte, 300), 3, "", damagedCut},
+		{"wrong sum", bad, 5, "inv5", damagedChecksum},
+		{"empty journal", nil, 3, "", ""},
 	} {
-		t.Run(name, func(t *testing.T) {
-			require.NoError(t, os.WriteFile(journalPath(dir), append(append([]byte(nil), whole...), tail...), 0o600))
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(journalPath(dir), append(append([]byte(nil), whole...), tc.tail...), 0o600))
 			rp := journalOf(t, dir)
-			assert.Equal(t, int64(3), rp.last["torn"], "the entries before the tail")
-			assert.Empty(t, rp.live, "each ended")
-			assert.Equal(t, min(len(tail), 1), rp.torn, "the tail skipped")
+			assert.Equal(t, tc.last, rp.last["torn"], "the entries before the tail, and the generation read in it")
+			if tc.live == "" {
+				assert.Empty(t, rp.live, "each ended")
+			} else {
+				require.Contains(t, rp.live, "torn")
+				rec := rp.live["torn"]
+				assert.Equal(t, tc.live, rec.Invocation, "looked for")
+				require.NotNil(t, rec.damage)
+				assert.Equal(t, tc.why, rec.damage.why)
+			}
+			assert.Equal(t, min(len(tc.tail), 1), rp.torn, "the tail damaged")
+			if tc.why != "" {
+				require.Len(t, rp.damaged, 1)
+				assert.Equal(t, 7, rp.damaged[0].entry, "after 3 starts and their ends")
+				assert.Equal(t, tc.why, rp.damaged[0].why)
+			}
 
 			st := openTestState(t, dir)
 			gen, err := st.next("torn", record{Invocation: "inv"})
 			require.NoError(t, err)
-			assert.Equal(t, int64(4), gen, "never handed out: its sync never returned")
+			assert.Equal(t, tc.last+1, gen, "above every generation it reads")
 			require.NoError(t, st.removeRecord("torn", gen))
 			require.NoError(t, st.close())
 			rp = journalOf(t, dir)
 			assert.Zero(t, rp.torn, "compacted at open, appended after")
-			assert.Equal(t, int64(4), rp.last["torn"])
+			assert.Equal(t, tc.last+1, rp.last["torn"])
 			require.NoError(t, os.WriteFile(journalPath(dir), whole, 0o600))
 		})
 	}
@@ -125,10 +148,10 @@ func TestJournalNotCompacted(t *testing.T) {
 	assert.Contains(t, st.notCompacted.Error(), "compact the journal")
 	gen, err := st.next("nc", record{Invocation: "inv"})
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), gen)
+	assert.Equal(t, int64(3), gen, "above the generation read in the torn line")
 	rp := journalOf(t, dir)
 	assert.Zero(t, rp.torn, "the torn line was cut off before the append")
-	assert.Equal(t, int64(2), rp.live["nc"].Generation)
+	assert.Equal(t, int64(3), rp.live["nc"].Generation)
 	require.NoError(t, st.close())
 
 	restore()
@@ -136,7 +159,7 @@ func TestJournalNotCompacted(t *testing.T) {
 	require.NoError(t, st.notCompacted)
 	gen, err = st.next("nc", record{Invocation: "inv"})
 	require.NoError(t, err)
-	assert.Equal(t, int64(3), gen)
+	assert.Equal(t, int64(4), gen)
 }
 
 // TestOldLayout: a state dir an older runner left, a file a generation

@@ -19,6 +19,7 @@ type metrics struct {
 	expiries    prometheus.Counter
 	generations prometheus.Counter
 	recoveries  *prometheus.CounterVec
+	damaged     prometheus.Counter
 }
 
 // Results of a recovery, the label of graft_runner_recoveries_total.
@@ -44,10 +45,14 @@ func newMetrics(r *Runner) *metrics {
 			Name: "graft_runner_recoveries_total",
 			Help: "Processes a previous runner recorded, found at start: gone already, or stopped by this runner.",
 		}, []string{"result"}),
+		damaged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "graft_runner_damaged_entries_total",
+			Help: "Entries of the journal found damaged at start (cut short, a bad checksum), each logged with what was found of its process.",
+		}),
 	}
 	m.recoveries.WithLabelValues(recoveredGone)
 	m.recoveries.WithLabelValues(recoveredStopped)
-	m.reg.MustRegister(m.expiries, m.generations, m.recoveries, collector{r},
+	m.reg.MustRegister(m.expiries, m.generations, m.recoveries, m.damaged, collector{r},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -75,6 +75,14 @@ type record struct {
 	BootID    string `json:"bootID"`
 	// StartedAt is when it started, for the status.
 	StartedAt time.Time `json:"startedAt"`
+	// damage is the damaged entry of the journal it was read from, or
+	// that names its process, or the pid entry it was made from when its
+	// start entry is missing, for the report of its recovery; nil for a
+	// record read from whole entries alone.
+	damage *damage
+	// salvaged: it was read from a damaged entry, and gives way to any
+	// record read from whole ones.
+	salvaged bool
 }
 
 // state is the runner's state dir: the generation of every instance ever
@@ -92,7 +100,13 @@ type state struct {
 	// which cannot always be turned back into the instance's.
 	oldLast map[string]int64
 	live    map[string]record // the records without an end
-	bad     []string          // records of the old layout that could not be read
+	// extra are records read from damaged entries of the journal that no
+	// instance's record took, looked for at recovery (replay.extra); the
+	// journal keeps their damaged entries until they are gone.
+	extra []record
+	// damaged are the damaged entries the journal held at open.
+	damaged []*damage
+	bad     []string // records of the old layout that could not be read
 	// notCompacted is why the journal could not be compacted at open,
 	// when appends go on in it as it was.
 	notCompacted error
@@ -121,7 +135,7 @@ func openState(dir string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, bad: bad}
+	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, extra: rp.extra, damaged: rp.damaged, bad: bad}
 	removeTemporary(dir)
 	if err := s.compact(); err != nil {
 		if err := s.reuse(rp, old, err); err != nil {
@@ -204,7 +218,7 @@ func removeTemporary(dir string) {
 // compact writes a fresh journal holding what s holds, and appends to it
 // from then on. The caller holds s.mu, or has s to itself.
 func (s *state) compact() error {
-	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live}
+	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live, extra: s.extra}
 	data, err := rp.compacted()
 	if err != nil {
 		return err
@@ -388,15 +402,41 @@ func (s *state) removeRecord(name string, gen int64) error {
 	return s.appendEntry(entry{Op: opEnd, record: record{Instance: name, Generation: gen}})
 }
 
-// records lists the records without an end, by instance. The record
-// files of the old layout that could not be read as one are returned by
-// name in bad.
+// forget ends rec, a record recovery found gone or stopped: its
+// instance's record if it is that one (same generation and invocation
+// id), else the extra record it is.
+func (s *state) forget(rec record) error {
+	s.mu.Lock()
+	if cur, live := s.live[rec.Instance]; live && cur.Generation == rec.Generation && cur.Invocation == rec.Invocation {
+		s.mu.Unlock()
+		return s.removeRecord(rec.Instance, rec.Generation)
+	}
+	defer s.mu.Unlock()
+	for i, x := range s.extra {
+		if x.Instance == rec.Instance && x.Invocation == rec.Invocation {
+			s.extra = append(s.extra[:i], s.extra[i+1:]...)
+			if len(s.extra) == 0 && s.f != nil {
+				// The journal holds their damaged entries (compacted):
+				// a fresh one leaves them out. One that fails leaves
+				// them, to be read again, and found gone, next time.
+				return s.compact()
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// records lists the records without an end, and the extra ones read from
+// damaged entries, by instance. The record files of the old layout that
+// could not be read as one are returned by name in bad.
 func (s *state) records() (recs []record, bad []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rec := range s.live {
 		recs = append(recs, rec)
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].Instance < recs[j].Instance })
+	recs = append(recs, s.extra...)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Instance < recs[j].Instance })
 	return recs, s.bad, nil
 }
