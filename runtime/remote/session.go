@@ -19,7 +19,8 @@ import (
 )
 
 // session is one lease with the runner: the processes started under it,
-// its renewals every third of the lease, and its event stream.
+// its renewals every third of the lease (retried while the lease holds),
+// and its event stream.
 type session struct {
 	r     *Remote
 	c     *client
@@ -57,6 +58,9 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	var opened runnerapi.Session
+	// The lease is counted from when the request was sent: the runner
+	// starts it later, never earlier.
+	sent := time.Now()
 	req := runnerapi.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
 	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
 		return nil, err
@@ -82,7 +86,7 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	}
 	s.wg.Add(2)
 	go s.follow(resp)
-	go s.renew()
+	go s.renew(sent)
 	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
 	return s, nil
 }
@@ -240,27 +244,129 @@ func (s *session) event(ev runnerapi.Event) {
 	}
 }
 
-// renew renews the lease every third of it. A renewal that fails, or that
-// the runner refuses because the lease ran out, loses the session.
-func (s *session) renew() {
+// renew keeps the lease (docs/runner-api.md, "Renewals"): a renewal a
+// third of the lease after the last one the runner acknowledged was sent;
+// one that fails or is slow is retried until the lease, counted from that
+// sending, is within the margin of running out. Only then, or when the
+// runner answers that the session is gone, is the session lost.
+func (s *session) renew(held time.Time) {
 	defer s.wg.Done()
-	every := s.lease / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
+	c := newCadence(s.lease, s.cfg.Margin)
+	for acked := held; ; {
+		if !s.sleep(time.Until(acked.Add(c.every))) {
 			return
-		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, every)
-		var renewed runnerapi.Renewed
-		err := s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
-		cancel()
+		sent, err := s.renewUntil(c, acked)
 		if err != nil {
 			s.lose("renew the session", err)
 			return
 		}
+		acked = sent
+	}
+}
+
+// cadence is when renewals are sent and retried, for a lease and a margin.
+type cadence struct {
+	lease, margin time.Duration
+	every         time.Duration // the period of the renewals
+	hold          time.Duration // how long past an acknowledged renewal's sending the host holds on
+	attempt       time.Duration // the longest one attempt waits for its answer
+	pause, most   time.Duration // the first pause between attempts, and the longest
+}
+
+// newCadence is the cadence of a lease: renewals every third of it, held
+// for the lease less the margin (at most a third of the lease, so that a
+// missed renewal has a third of the lease to be retried); an attempt
+// waits at most half a period, and the pauses between attempts begin at
+// a sixteenth of a period and double up to a quarter of it.
+func newCadence(lease, margin time.Duration) cadence {
+	every := lease / 3
+	return cadence{
+		lease: lease, margin: min(margin, every),
+		every: every, hold: lease - min(margin, every),
+		attempt: every / 2, pause: every / 16, most: every / 4,
+	}
+}
+
+// renewUntil renews the lease, retrying while the lease acknowledged at
+// acked (when that renewal was sent) holds, and returns when the renewal
+// it got acknowledged was sent.
+func (s *session) renewUntil(c cadence, acked time.Time) (time.Time, error) {
+	giveUp := acked.Add(c.hold)
+	pause := c.pause
+	var last error
+	for tries := 0; ; tries++ {
+		left := time.Until(giveUp)
+		if left <= 0 {
+			return time.Time{}, c.expired(time.Since(acked), tries, last)
+		}
+		sent := time.Now()
+		err := s.renewOnce(min(c.attempt, left))
+		switch {
+		case err == nil:
+			if tries > 0 {
+				s.r.log.Info("session renewed", "runner", s.cfg.Name, "session", s.id, "attempts", tries+1)
+			}
+			return sent, nil
+		case s.ctx.Err() != nil:
+			return time.Time{}, err // closed or lost meanwhile
+		case sessionGone(err):
+			return time.Time{}, err // the runner's lease ran out: nothing to hold on to
+		}
+		last = err
+		s.r.log.Warn("renewal failed: retrying", "runner", s.cfg.Name, "session", s.id,
+			"left", time.Until(giveUp).Round(time.Millisecond), "err", err)
+		// Connections kept for reuse may be dead (a network gone dark
+		// for a moment): the next attempt dials afresh.
+		s.c.close()
+		if !s.sleep(min(pause, time.Until(giveUp))) {
+			return time.Time{}, context.Cause(s.ctx)
+		}
+		pause = min(2*pause, c.most)
+	}
+}
+
+// renewOnce sends one renewal and waits at most wait for its answer.
+func (s *session) renewOnce(wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(s.ctx, wait)
+	defer cancel()
+	var renewed runnerapi.Renewed
+	return s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
+}
+
+// expired is the loss of a session whose renewals went unanswered until
+// the lease, less the margin, ran out since the last acknowledged one was
+// sent: after tries attempts, the last of which failed with last (nil
+// when none could be sent in time, as when the host itself was frozen).
+func (c cadence) expired(since time.Duration, tries int, last error) error {
+	why := fmt.Sprintf("no renewal acknowledged for %s, and the lease of %s with a margin of %s was running out",
+		since.Round(time.Millisecond), c.lease, c.margin)
+	if last == nil {
+		return errors.New(why)
+	}
+	var remote *RemoteError
+	if errors.As(last, &remote) {
+		last = remote.Err
+	}
+	return fmt.Errorf("%s (%d attempts; the last: %w)", why, tries, last)
+}
+
+// sessionGone reports whether err is the runner's answer that the
+// session is over.
+func sessionGone(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && api.Kind == runnerapi.KindNoSession
+}
+
+// sleep waits d, and reports false if the session ended meanwhile.
+func (s *session) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
