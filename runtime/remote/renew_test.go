@@ -272,3 +272,16 @@ func TestFrozenPastLeaseLost(t *testing.T) {
 	assert.Equal(t, runtime.Killed, outcome, "err: %v", err)
 	assert.Contains(t, rig.rp.log.String(), "lease ran out")
 }
+
+// TestCadence: the numbers docs/runner-api.md ("Renewals") gives, for the
+// default lease and margin, and for a margin larger than a third of the
+// lease.
+func TestCadence(t *testing.T) {
+	assert.Equal(t, cadence{lease: 15 * time.Second, margin: 5 * time.Second, every: 5 * time.Second, hold: 10 * time.Second,
+		slow: 2500 * time.Millisecond, pause: 312500 * time.Microsecond, most: 1250 * time.Millisecond},
+		newCadence(runnerapi.DefaultLease, 5*time.Second))
+	c := newCadence(3*time.Second, 5*time.Second)
+	assert.Equal(t, time.Second, c.margin, "at most a third of the lease")
+	assert.Equal(t, 2*time.Second, c.hold)
+	assert.Equal(t, 2850*time.Millisecond, newCadence(freezeLease, freezeMargin).hold)
+}
