@@ -76,7 +76,9 @@ type Connect struct {
 	// renewal; zero means the runner's own --lease.
 	Lease Duration `yaml:"lease"`
 	// Margin is added to the lease to bound how long the host waits for the
-	// runner to confirm a stop.
+	// runner to confirm a stop; and the host gives up renewing the lease
+	// (retrying a failed renewal) the margin, at most a third of the lease,
+	// before it would run out.
 	Margin Duration `yaml:"margin"`
 }
 

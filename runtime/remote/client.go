@@ -19,8 +19,8 @@ import (
 
 // RemoteError is a call to a runner that failed on the way: the runner
 // could not be reached, the connection broke, or the session it belonged to
-// was lost. Err is the client's error. Such calls are not retried
-// (docs/semantics.md, "Runner sessions and leases").
+// was lost. Err is the client's error. Such calls are not retried, but
+// for renewals (docs/semantics.md, "Runner sessions and leases").
 type RemoteError struct {
 	// Runner is the runner's name in the spec, or its address.
 	Runner string

@@ -4,14 +4,14 @@
 // renews. It is the host's side of the runner's API (docs/runner-api.md).
 //
 // A Remote holds one session with its runner at a time. Everything the
-// session started fails together when the session is lost (a renewal
-// fails, the event stream breaks or goes quiet for a lease): each handle
-// ends with a *RemoteError as its exit's error, and the next start opens a
-// new session, whose start of the same instance makes the runner replace
-// the old process, after confirming its exit, with a larger generation. A
-// stop of a handle whose session was lost goes through the new session
-// too: the runner answers for any process it started, whichever session
-// started it.
+// session started fails together when the session is lost (renewals
+// fail until the lease, less the margin, runs out; the event stream
+// breaks or goes quiet for a lease): each handle ends with a *RemoteError
+// as its exit's error, and the next start opens a new session, whose
+// start of the same instance makes the runner replace the old process,
+// after confirming its exit, with a larger generation. A stop of a handle
+// whose session was lost goes through the new session too: the runner
+// answers for any process it started, whichever session started it.
 package remote
 
 import (
@@ -46,7 +46,9 @@ type Config struct {
 	// Lease is the session's lease; zero means the runner's own.
 	Lease time.Duration
 	// Margin is added to the lease to bound the wait for a stop's
-	// confirmation: 5 seconds when zero.
+	// confirmation; and a renewal that fails is retried until the margin,
+	// at most a third of the lease, before the lease would run out
+	// (docs/runner-api.md, "Renewals"). 5 seconds when zero.
 	Margin time.Duration
 	// Holder says who holds the session, for the runner's log.
 	Holder string

@@ -34,7 +34,7 @@ import (
 const helperEnv = "GRAFT_TEST_REMOTE_HELPER"
 
 func TestMain(m *testing.M) {
-	testsupport.PlayRole(helperEnv, runtimetest.Play)
+	testsupport.PlayRole(helperEnv, runtimetest.Play, playRunner)
 	runtimetest.Main(m)
 }
 

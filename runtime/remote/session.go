@@ -19,7 +19,8 @@ import (
 )
 
 // session is one lease with the runner: the processes started under it,
-// its renewals every third of the lease, and its event stream.
+// its renewals every third of the lease (retried while the lease holds),
+// and its event stream.
 type session struct {
 	r     *Remote
 	c     *client
@@ -57,6 +58,9 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	var opened runnerapi.Session
+	// The lease is counted from when the request was sent: the runner
+	// starts it later, never earlier.
+	sent := time.Now()
 	req := runnerapi.OpenSession{Holder: cfg.Holder, LeaseMillis: cfg.Lease.Milliseconds()}
 	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
 		return nil, err
@@ -82,7 +86,7 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	}
 	s.wg.Add(2)
 	go s.follow(resp)
-	go s.renew()
+	go s.renew(sent)
 	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
 	return s, nil
 }
@@ -240,27 +244,180 @@ func (s *session) event(ev runnerapi.Event) {
 	}
 }
 
-// renew renews the lease every third of it. A renewal that fails, or that
-// the runner refuses because the lease ran out, loses the session.
-func (s *session) renew() {
+// renew keeps the lease (docs/runner-api.md, "Renewals"): a renewal a
+// third of the lease after the last one the runner acknowledged was sent;
+// one that fails or is slow is retried until the lease, counted from that
+// sending, is within the margin of running out. Only then, or when the
+// runner answers that the session is gone, is the session lost.
+func (s *session) renew(held time.Time) {
 	defer s.wg.Done()
-	every := s.lease / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
+	c := newCadence(s.lease, s.cfg.Margin)
+	for acked := held; ; {
+		if !s.sleep(time.Until(acked.Add(c.every))) {
 			return
-		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, every)
-		var renewed runnerapi.Renewed
-		err := s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
-		cancel()
+		sent, err := s.renewUntil(c, acked)
 		if err != nil {
 			s.lose("renew the session", err)
 			return
 		}
+		acked = sent
+	}
+}
+
+// cadence is when renewals are sent and retried, for a lease and a margin.
+type cadence struct {
+	lease, margin time.Duration // the margin as counted: at most a third of the lease
+	every         time.Duration // the period of the renewals
+	hold          time.Duration // how long past an acknowledged renewal's sending the host holds on
+	slow          time.Duration // an attempt unanswered this long is doubled by another
+	pause, most   time.Duration // the first pause after a failed attempt, and the longest
+}
+
+// newCadence is the cadence of a lease: renewals every third of it, held
+// for the lease less the margin (at most a third of the lease, so that a
+// missed renewal has a third of the lease to be retried); an attempt
+// unanswered for half a period is doubled by another, and the pauses
+// after failed attempts begin at a sixteenth of a period and double up to
+// a quarter of it.
+func newCadence(lease, margin time.Duration) cadence {
+	every := lease / 3
+	margin = min(margin, every)
+	return cadence{
+		lease: lease, margin: margin, every: every, hold: lease - margin,
+		slow: every / 2, pause: every / 16, most: every / 4,
+	}
+}
+
+// answer is how one attempt to renew ended, and when it was sent.
+type answer struct {
+	sent time.Time
+	err  error
+}
+
+// renewUntil renews the lease, retrying while the lease acknowledged at
+// acked (when that renewal was sent) holds, and returns when the renewal
+// the runner acknowledged was sent. Every attempt waits for its answer as
+// long as the lease holds; one that fails is followed by another after a
+// pause, and one that is slow is doubled by another meanwhile, on a fresh
+// connection (its own may be dead).
+func (s *session) renewUntil(c cadence, acked time.Time) (time.Time, error) {
+	if time.Until(acked.Add(c.hold)) <= 0 {
+		return time.Time{}, c.expired(time.Since(acked), 0, nil) // the host itself was held up
+	}
+	ctx, cancel := context.WithDeadline(s.ctx, acked.Add(c.hold))
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	answers := make(chan answer)
+	next := time.NewTimer(0)
+	defer next.Stop()
+	pause := c.pause
+	tries, slow := 0, false // slow: next is due because the attempts under way are
+	var last error
+	for {
+		select {
+		case <-next.C:
+			if slow {
+				s.r.log.Warn("renewal unanswered: retrying", "runner", s.cfg.Name, "session", s.id,
+					"after", c.slow, "left", time.Until(acked.Add(c.hold)).Round(time.Millisecond))
+			}
+			if tries > 0 {
+				// Connections kept for reuse may be dead (a network gone
+				// dark for a moment): the next attempt dials afresh.
+				s.c.close()
+			}
+			tries++
+			wg.Add(1)
+			go func(sent time.Time) {
+				defer wg.Done()
+				err := s.renewOnce(ctx)
+				select {
+				case answers <- answer{sent, err}:
+				case <-ctx.Done():
+				}
+			}(time.Now())
+			next.Reset(c.slow)
+			slow = true
+		case a := <-answers:
+			switch {
+			case a.err == nil:
+				if tries > 1 {
+					s.r.log.Info("session renewed", "runner", s.cfg.Name, "session", s.id, "attempts", tries)
+				}
+				return a.sent, nil
+			case ctx.Err() != nil:
+				return time.Time{}, c.end(s.ctx, time.Since(acked), tries, last)
+			case sessionGone(a.err):
+				return time.Time{}, a.err // the runner's lease ran out: nothing to hold on to
+			}
+			last = a.err
+			s.r.log.Warn("renewal failed: retrying", "runner", s.cfg.Name, "session", s.id,
+				"left", time.Until(acked.Add(c.hold)).Round(time.Millisecond), "err", a.err)
+			next.Reset(pause)
+			slow = false
+			pause = min(2*pause, c.most)
+		case <-ctx.Done():
+			return time.Time{}, c.end(s.ctx, time.Since(acked), tries, last)
+		}
+	}
+}
+
+// renewOnce sends one renewal and waits for its answer while ctx lasts.
+func (s *session) renewOnce(ctx context.Context) error {
+	var renewed runnerapi.Renewed
+	return s.c.call(ctx, "renew the session", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.id)+"/renew", nil, &renewed)
+}
+
+// end is why renewUntil stopped once its context ended: the session's end
+// (closed, or lost otherwise), or else the lease running out.
+func (c cadence) end(session context.Context, since time.Duration, tries int, last error) error {
+	if session.Err() != nil {
+		return context.Cause(session)
+	}
+	return c.expired(since, tries, last)
+}
+
+// expired is the loss of a session whose renewals went unanswered until
+// the lease, less the margin, ran out since the last acknowledged one was
+// sent: after tries attempts, the last to fail with last (nil when none
+// failed, all unanswered, or none was sent, as when the host itself was
+// frozen).
+func (c cadence) expired(since time.Duration, tries int, last error) error {
+	why := fmt.Sprintf("no renewal acknowledged for %s, and the lease of %s with a margin of %s was running out",
+		since.Round(time.Millisecond), c.lease, c.margin)
+	var remote *RemoteError
+	if errors.As(last, &remote) {
+		last = remote.Err
+	}
+	switch {
+	case tries == 0:
+		return errors.New(why + " (the host itself was held up)")
+	case last == nil:
+		return fmt.Errorf("%s (%d attempts, none answered)", why, tries)
+	default:
+		return fmt.Errorf("%s (%d attempts; the last to fail: %w)", why, tries, last)
+	}
+}
+
+// sessionGone reports whether err is the runner's answer that the
+// session is over.
+func sessionGone(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && api.Kind == runnerapi.KindNoSession
+}
+
+// sleep waits d, and reports false if the session ended meanwhile.
+func (s *session) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
