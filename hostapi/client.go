@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/privsock"
 )
 
@@ -32,7 +33,7 @@ type Client struct {
 	http   *http.Client
 	// plain, for a client over plain TCP, holds whether the far end has
 	// shown it speaks plain HTTP; until it has, the token is not sent.
-	plain *plainCheck
+	plain *cleartext.Probe
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -200,7 +201,7 @@ func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w 
 
 // do sends a request and turns error answers into errors.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	if err := c.plain.check(ctx, c); err != nil {
+	if err := c.plain.Do(ctx, c.probe); err != nil {
 		return nil, err
 	}
 	return c.send(ctx, method, path, body, c.token)
@@ -244,7 +245,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, tok
 	b, _ := io.ReadAll(limitAnswer(resp.Body))
 	var eb ErrorBody
 	if err := json.Unmarshal(b, &eb); err != nil {
-		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTPS server")) {
+		if cleartext.TLSAnswer(resp.StatusCode, b) {
 			return nil, &TLSRequiredError{Host: c.where()}
 		}
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
