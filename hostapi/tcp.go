@@ -1,9 +1,7 @@
 package hostapi
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,18 +52,6 @@ func NewTCPClient(t TCP) (*Client, error) {
 		})
 	}
 	return c, nil
-}
-
-// probe is the client's first request over plain TCP, without the
-// token (cleartext.Probe): a 401 shows the host speaks plain HTTP.
-func (c *Client) probe(ctx context.Context) error {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/status", nil, "")
-	if err == nil {
-		resp.Body.Close()
-	} else if !errors.Is(err, ErrUnauthorized) {
-		return err
-	}
-	return nil
 }
 
 // PlaintextError is a client that would send its token over plain TCP

@@ -10,6 +10,8 @@ package cleartext
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -50,20 +52,27 @@ func LoopbackOnly(dial DialFunc, refuse func(remote string) error) DialFunc {
 	}
 }
 
+// ErrServesTLS is a Probe answered by a server that serves TLS: the
+// client must talk TLS to it. Its token was not sent.
+var ErrServesTLS = errors.New("the server serves TLS")
+
 // Probe is the first request of a client over plain TCP, made without
-// the token: a server that serves TLS answers it with an HTTP 400 that
-// says so (TLSAnswer), and the token has not left. A plain HTTP server
-// answers it as it answers any request without the token (a 401), and
-// from then on the token goes. The zero Probe has not been made.
+// the token: "OPTIONS *", which a Go server (net/http's, both daemons')
+// answers itself, 200, before any handler sees it, so that no guard logs
+// a refusal; one that serves TLS answers it with an HTTP 400 that says
+// so, and the token has not left. The zero Probe has not been made.
 type Probe struct {
 	mu   sync.Mutex
 	done bool
 }
 
-// Do makes the probe with first, once: until first returns nil, each Do
-// calls it again; after, Do returns nil at once. A nil Probe (a client
-// over TLS or a unix socket) has nothing to probe.
-func (p *Probe) Do(ctx context.Context, first func(ctx context.Context) error) error {
+// Do makes the probe, once, with hc to base (http://HOST:PORT): until it
+// gets an answer, each Do makes it again; after, Do returns nil at once.
+// An answer of a server that serves TLS is ErrServesTLS; any other
+// answer shows the server speaks plain HTTP. An error of hc is returned
+// as it is, for the caller to name. A nil Probe (a client over TLS or a
+// unix socket) has nothing to probe.
+func (p *Probe) Do(ctx context.Context, hc *http.Client, base string) error {
 	if p == nil {
 		return nil
 	}
@@ -72,12 +81,26 @@ func (p *Probe) Do(ctx context.Context, first func(ctx context.Context) error) e
 	if p.done {
 		return nil
 	}
-	if err := first(ctx); err != nil {
+	req, err := http.NewRequestWithContext(ctx, http.MethodOptions, base, nil)
+	if err != nil {
 		return err
+	}
+	req.URL.Path, req.URL.Opaque = "", "*" // the request line is OPTIONS * HTTP/1.1
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxProbeAnswer))
+	if TLSAnswer(resp.StatusCode, b) {
+		return ErrServesTLS
 	}
 	p.done = true
 	return nil
 }
+
+// maxProbeAnswer bounds what is read of a probe's answer.
+const maxProbeAnswer = 4 << 10
 
 // TLSAnswer reports whether an answer of status with body is what a Go
 // server that serves TLS (net/http's) writes to a plain HTTP request:
