@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/privsock"
 )
 
@@ -31,7 +32,7 @@ type Client struct {
 	http  *http.Client
 	// plain, for a client over plain TCP, holds whether the far end has
 	// shown it speaks plain HTTP; until it has, the token is not sent.
-	plain *plainCheck
+	plain *cleartext.Probe
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -203,38 +204,31 @@ func (c *Client) Logs(ctx context.Context, plugin string, n int, follow bool, w 
 
 // do sends a request and turns error answers into errors.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	if err := c.plain.check(ctx, c); err != nil {
-		return nil, err
+	if err := c.plain.Do(ctx, c.http, c.base); err != nil {
+		if errors.Is(err, cleartext.ErrServesTLS) {
+			return nil, &TLSRequiredError{Host: c.where()}
+		}
+		return nil, c.failed(err)
 	}
-	return c.send(ctx, method, path, body, c.token)
+	return c.send(ctx, method, path, body)
 }
 
-// send sends a request, with token when it is not "", and turns error
-// answers into errors.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, token string) (*http.Response, error) {
+// send sends a request, with the token when there is one, and turns
+// error answers into errors.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var peer *privsock.PeerError
-		var plain *PlaintextError
-		switch {
-		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrNoHost):
-			return nil, ErrNoHost
-		case errors.As(err, &peer):
-			return nil, peer // it names the socket
-		case errors.As(err, &plain):
-			return nil, plain // it names the host
-		}
-		return nil, fmt.Errorf("talk to the host at %s: %w", c.where(), err)
+		return nil, c.failed(err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
@@ -247,12 +241,27 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, tok
 	b, _ := io.ReadAll(limitAnswer(resp.Body))
 	var eb ErrorBody
 	if err := json.Unmarshal(b, &eb); err != nil {
-		if resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("HTTPS server")) {
+		if cleartext.TLSAnswer(resp.StatusCode, b) {
 			return nil, &TLSRequiredError{Host: c.where()}
 		}
 		return nil, fmt.Errorf("the host answered %s", resp.Status)
 	}
 	return nil, eb.Err()
+}
+
+// failed names err, of a request that got no answer.
+func (c *Client) failed(err error) error {
+	var peer *privsock.PeerError
+	var plain *PlaintextError
+	switch {
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrNoHost):
+		return ErrNoHost
+	case errors.As(err, &peer):
+		return peer // it names the socket
+	case errors.As(err, &plain):
+		return plain // it names the host
+	}
+	return fmt.Errorf("talk to the host at %s: %w", c.where(), err)
 }
 
 // limitAnswer bounds what is read of an answer that is one JSON value.

@@ -1,14 +1,13 @@
 package hostapi
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
+
+	"github.com/graftland/graft/internal/cleartext"
 )
 
 // TCP is how a client reaches a host over TCP (one started with graft
@@ -46,57 +45,13 @@ func NewTCPClient(t TCP) (*Client, error) {
 		tr.TLSClientConfig = t.TLS
 		return c, nil
 	}
-	c.plain = &plainCheck{}
+	c.plain = &cleartext.Probe{}
 	if !t.InsecurePlaintext {
-		tr.DialContext = loopbackOnly(t.Addr)
+		tr.DialContext = cleartext.LoopbackOnly(nil, func(remote string) error {
+			return &PlaintextError{Host: t.Addr, Remote: remote}
+		})
 	}
 	return c, nil
-}
-
-// loopbackOnly dials, then refuses a connection whose far end is not a
-// loopback address.
-func loopbackOnly(addr string) func(ctx context.Context, network, hostport string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, hostport string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, hostport)
-		if err != nil {
-			return nil, err
-		}
-		if a, ok := conn.RemoteAddr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-			conn.Close()
-			return nil, &PlaintextError{Host: addr, Remote: conn.RemoteAddr().String()}
-		}
-		return conn, nil
-	}
-}
-
-// plainCheck is the first request of a client over plain TCP, made
-// without the token: a host that serves TLS answers it with an HTTP 400
-// that says so, and the token has not left.
-type plainCheck struct {
-	mu   sync.Mutex
-	done bool
-}
-
-// check makes the first request once, for c; a nil check (a client over
-// TLS or the unix socket) has nothing to check.
-func (p *plainCheck) check(ctx context.Context, c *Client) error {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
-		return nil
-	}
-	resp, err := c.send(ctx, http.MethodGet, "/v1/status", nil, "")
-	if err == nil {
-		resp.Body.Close()
-	} else if !errors.Is(err, ErrUnauthorized) {
-		return err
-	}
-	p.done = true // it speaks plain HTTP
-	return nil
 }
 
 // PlaintextError is a client that would send its token over plain TCP

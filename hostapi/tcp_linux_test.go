@@ -32,12 +32,12 @@ func TestNoTokenInClearBeyondLoopback(t *testing.T) {
 	require.ErrorAs(t, err, &plain)
 	assert.Contains(t, err.Error(), "--tls-ca")
 	assert.Contains(t, plain.Hint(), "--insecure-plaintext")
-	assert.Empty(t, rec.bytes(), "not a byte was sent")
+	assert.Empty(t, rec.Bytes(), "not a byte was sent")
 
 	insecure, err := NewTCPClient(TCP{Addr: addr, Token: token, InsecurePlaintext: true})
 	require.NoError(t, err)
 	defer insecure.Close()
 	_, err = insecure.Status(context.Background())
 	require.NoError(t, err, "--insecure-plaintext sends it")
-	assert.Contains(t, string(rec.bytes()), "s3cr3t")
+	assert.Contains(t, string(rec.Bytes()), "s3cr3t")
 }

@@ -203,7 +203,7 @@ func daemonMain() {
 		fmt.Println("open:", err)
 		os.Exit(1)
 	}
-	ln, err := Listen("unix://"+os.Getenv("RUNNER_TEST_SOCK"), "")
+	ln, err := ListenConfig{Addr: "unix://" + os.Getenv("RUNNER_TEST_SOCK")}.Listen()
 	if err != nil {
 		fmt.Println("listen:", err)
 		os.Exit(1)

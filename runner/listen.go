@@ -9,9 +9,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
 )
+
+// ListenConfig is where a runner listens, and what guards it there.
+type ListenConfig struct {
+	// Addr is tcp://HOST:PORT or unix://PATH.
+	Addr string
+	// Token is the bearer token; required on TCP.
+	Token string
+	// TLS says whether the runner serves TLS there (Serve is given the
+	// config); beyond loopback, TCP requires it.
+	TLS bool
+	// InsecurePlaintext allows plain TCP on an address beyond loopback.
+	InsecurePlaintext bool
+}
 
 // ParseListen reads a runner's listen address, tcp://HOST:PORT or
 // unix://PATH, into a network and an address for net.Listen. A TCP
@@ -39,12 +53,43 @@ func ParseListen(addr, token string) (network, address string, err error) {
 	return "tcp", hostport, nil
 }
 
-// Listen listens on addr (see ParseListen), serving at most
+// Validate checks the address and the token (ParseListen), and TLS on a
+// TCP address beyond loopback (a *PlaintextError), before anything
+// listens; it returns what ParseListen does.
+func (c ListenConfig) Validate() (network, address string, err error) {
+	network, address, err = ParseListen(c.Addr, c.Token)
+	if err != nil || network != "tcp" {
+		return network, address, err
+	}
+	hostname, _, _ := net.SplitHostPort(address) // ParseListen checked it
+	if !c.TLS && !c.InsecurePlaintext && !cleartext.Loopback(hostname) {
+		return "", "", &PlaintextError{Listen: c.Addr}
+	}
+	return network, address, nil
+}
+
+// PlaintextError is a runner's TCP listener beyond loopback without TLS:
+// its token would cross the network in the clear.
+type PlaintextError struct {
+	// Listen is the address asked for.
+	Listen string
+}
+
+func (e *PlaintextError) Error() string {
+	return fmt.Sprintf("graft runner --listen %s: beyond loopback the runner takes its token only over TLS: --tls-cert FILE --tls-key FILE", e.Listen)
+}
+
+// Hint tells the operator the way out, and its risk.
+func (e *PlaintextError) Hint() string {
+	return "serve TLS with a certificate and key (PEM), and give the hosts its CA (tls: {ca: FILE} in the runner's entry of plugins.yaml), or, on a network you trust with the token, pass --insecure-plaintext (and insecurePlaintext: true in the entry)"
+}
+
+// Listen listens where c says, once Validate passes, serving at most
 // guard.DefaultMaxConns connections at once. A unix socket is made mode
 // 0600, so only its owner may talk to the runner; a socket file left at
 // its path by a runner that died is replaced, one that answers is not.
-func Listen(addr, token string) (net.Listener, error) {
-	network, address, err := ParseListen(addr, token)
+func (c ListenConfig) Listen() (net.Listener, error) {
+	network, address, err := c.Validate()
 	if err != nil {
 		return nil, err
 	}

@@ -265,12 +265,12 @@ func TestListen(t *testing.T) {
 	}
 
 	path := filepath.Join(t.TempDir(), "r.sock")
-	ln, err := Listen("unix://"+path, "")
+	ln, err := ListenConfig{Addr: "unix://" + path}.Listen()
 	require.NoError(t, err)
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, fs.FileMode(0o600), fi.Mode().Perm())
-	_, err = Listen("unix://"+path, "")
+	_, err = ListenConfig{Addr: "unix://" + path}.Listen()
 	assert.ErrorContains(t, err, "answers there already")
 	ln.Close()
 }

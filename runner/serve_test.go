@@ -25,7 +25,7 @@ func TestServe(t *testing.T) {
 	r, err := Open(filepath.Join(dir, "state"), Options{Lease: 2 * time.Second, Grace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))})
 	require.NoError(t, err)
 	sock := filepath.Join(dir, "r.sock")
-	ln, err := Listen("unix://"+sock, "")
+	ln, err := ListenConfig{Addr: "unix://" + sock}.Listen()
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -50,6 +50,10 @@ type Runner struct {
 	TokenFile string `yaml:"tokenFile"`
 	// TLS, when set, makes the host connect over TLS.
 	TLS *RunnerTLS `yaml:"tls"`
+	// InsecurePlaintext lets the host send the token over plain TCP to a
+	// runner beyond loopback: without it, and without TLS, the host sends
+	// it only to a loopback address (docs/security.md, "Runner tokens").
+	InsecurePlaintext bool `yaml:"insecurePlaintext"`
 	// Connect tunes the host's session with the runner.
 	Connect Connect `yaml:"connect"`
 }

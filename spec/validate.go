@@ -54,6 +54,14 @@ func (d *decoder) validateValues(s *Spec) {
 				d.errorf(d.at(path+".tls"), path+".tls", "cert and key go together: set both or neither")
 			}
 		}
+		if r.InsecurePlaintext {
+			switch at := path + ".insecurePlaintext"; {
+			case !strings.HasPrefix(r.Address, "tcp://"):
+				d.errorf(d.at(at), at, "insecurePlaintext is for a tcp:// address: a unix socket, or the embedded runner, carries no token across a network")
+			case r.TLS != nil:
+				d.errorf(d.at(at), at, "insecurePlaintext and tls exclude each other: with tls the token crosses TLS")
+			}
+		}
 		d.positive(path+".connect.lease", r.Connect.Lease)
 		d.positive(path+".connect.margin", r.Connect.Margin)
 	}

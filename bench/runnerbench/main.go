@@ -56,7 +56,7 @@ func main() {
 	}
 	defer r.Close()
 	sock := filepath.Join(dir, "r.sock")
-	ln, err := runner.Listen("unix://"+sock, "")
+	ln, err := runner.ListenConfig{Addr: "unix://" + sock}.Listen()
 	if err != nil {
 		log.Fatal(err)
 	}

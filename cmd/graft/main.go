@@ -49,7 +49,7 @@ type Globals struct {
 	TLSCA     string `name:"tls-ca" env:"GRAFT_TLS_CA" placeholder:"FILE" help:"Talk to --host over TLS, trusting the CAs in FILE (PEM) to have signed its certificate."`
 	TLSCert   string `name:"tls-client-cert" env:"GRAFT_TLS_CLIENT_CERT" placeholder:"FILE" help:"The client certificate (PEM) to show --host, for a host started with --client-ca; needs --tls-client-key."`
 	TLSKey    string `name:"tls-client-key" env:"GRAFT_TLS_CLIENT_KEY" placeholder:"FILE" help:"The key of --tls-client-cert (PEM)."`
-	Plaintext bool   `name:"insecure-plaintext" env:"GRAFT_INSECURE_PLAINTEXT" help:"Allow plain TCP beyond loopback, to --host and on graft host --listen: the token crosses the network in the clear."`
+	Plaintext bool   `name:"insecure-plaintext" env:"GRAFT_INSECURE_PLAINTEXT" help:"Allow plain TCP beyond loopback, to --host and on graft host --listen and graft runner --listen: the token crosses the network in the clear."`
 	Color     string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 
 	stdout, stderr io.Writer

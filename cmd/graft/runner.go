@@ -18,7 +18,7 @@ import (
 // RunnerCmd is `graft runner`: the daemon that runs remote plugins for
 // hosts on other machines.
 type RunnerCmd struct {
-	Listen       string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (requires --token-file, loopback included) or a unix socket (made mode 0600)."`
+	Listen       string `required:"" placeholder:"tcp://HOST:PORT|unix://PATH" help:"Where hosts reach the runner: TCP (requires --token-file, loopback included; beyond loopback, --tls-cert and --tls-key, or --insecure-plaintext) or a unix socket (made mode 0600)."`
 	Lease        string `default:"15 seconds" placeholder:"DURATION" help:"A session's lease when its host asks for none, such as \"15 seconds\"."`
 	Grace        string `default:"5 seconds" placeholder:"DURATION" help:"From interrupting a process (SIGTERM) to killing it (SIGKILL), such as \"5 seconds\"."`
 	TLSCert      string `name:"tls-cert" placeholder:"FILE" help:"Serve TLS with this certificate (PEM); needs --tls-key."`
@@ -56,6 +56,10 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	listen := runner.ListenConfig{Addr: c.Listen, Token: token, TLS: tlsConf != nil, InsecurePlaintext: g.Plaintext}
+	if _, _, err := listen.Validate(); err != nil {
+		return err
+	}
 
 	var handler slog.Handler = slog.NewTextHandler(g.stderr, nil)
 	if c.LogFormat == "json" {
@@ -74,7 +78,7 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	ln, err := runner.Listen(c.Listen, token)
+	ln, err := listen.Listen()
 	if err != nil {
 		r.Close()
 		return err

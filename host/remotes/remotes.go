@@ -131,7 +131,8 @@ func (g *Registry) resolve(desired *spec.Spec, name string) (runtime.Placement, 
 
 // config is the remote's config for runner name of desired ("" is the
 // embedded one), its files read now, and a digest of its settings that
-// tells them from others: the token, the lease, the TLS files' contents.
+// tells them from others: the token, the lease, the TLS files' contents,
+// insecurePlaintext.
 func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, string, error) {
 	var rs spec.Runner
 	if r := desired.Runners[name]; r != nil {
@@ -143,10 +144,13 @@ func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, strin
 	cfg := remote.Config{
 		Name:    name,
 		Address: rs.Address,
-		Lease:   rs.Connect.Lease.Std(),
-		Margin:  rs.Connect.Margin.Std(),
-		Holder:  fmt.Sprintf("graft host %s (pid %d)", g.opt.HostID, os.Getpid()),
-		Logger:  g.opt.Logger,
+		// Only a runner's entry may let its token cross plain TCP beyond
+		// loopback (docs/security.md, "Runner tokens").
+		InsecurePlaintext: rs.InsecurePlaintext,
+		Lease:             rs.Connect.Lease.Std(),
+		Margin:            rs.Connect.Margin.Std(),
+		Holder:            fmt.Sprintf("graft host %s (pid %d)", g.opt.HostID, os.Getpid()),
+		Logger:            g.opt.Logger,
 	}
 	if rs.TokenFile != "" {
 		tok, err := hostapi.ReadToken(desired.Path(rs.TokenFile))
@@ -163,7 +167,7 @@ func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, strin
 		}
 		cfg.TLS, tlsSum = t, sum
 	}
-	return cfg, fmt.Sprintf("%s\x00%s\x00%s\x00%s", cfg.Token, cfg.Lease, cfg.Margin, tlsSum), nil
+	return cfg, fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", cfg.Token, cfg.Lease, cfg.Margin, tlsSum, cfg.InsecurePlaintext), nil
 }
 
 // Refresh begins an apply of desired: it gives the placements of

@@ -123,3 +123,35 @@ func TestSettingsReadOncePerApply(t *testing.T) {
 	require.Error(t, err, "the next apply reads the files again")
 	assert.Contains(t, err.Error(), "runner edge: token")
 }
+
+// TestInsecurePlaintextIsASetting: a runner's insecurePlaintext reaches
+// its placement's config, and an apply that changes it updates the
+// placement in place, as a new token does.
+func TestInsecurePlaintextIsASetting(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "edge.token"), []byte("tok\n"), 0o600))
+	g := newRegistry(t)
+	plain := load(t, dir, twoRunners)
+	insecure := load(t, dir, `
+runners:
+  edge: {address: "tcp://127.0.0.1:1", tokenFile: edge.token, insecurePlaintext: true}
+plugins:
+  a: {run: runner, runner: edge, command: [sleep, "60"]}
+`)
+	cfg, settings, err := g.config(plain, "edge")
+	require.NoError(t, err)
+	assert.False(t, cfg.InsecurePlaintext)
+	cfg, insecureSettings, err := g.config(insecure, "edge")
+	require.NoError(t, err)
+	assert.True(t, cfg.InsecurePlaintext)
+	assert.NotEqual(t, settings, insecureSettings)
+
+	g.Refresh(plain)
+	a, err := g.Placement(plain, plain.Plugins["a"])
+	require.NoError(t, err)
+	g.Refresh(insecure)
+	again, err := g.Placement(insecure, insecure.Plugins["a"])
+	require.NoError(t, err)
+	assert.Same(t, a, again, "updated in place")
+	assert.NotEqual(t, settings, g.byKey["edge\x00tcp://127.0.0.1:1"].settings, "with the new settings")
+}

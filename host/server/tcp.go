@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/guard"
 )
 
@@ -41,21 +42,10 @@ func (t TCP) Validate() error {
 	if t.Token == "" {
 		return &guard.TokenRequiredError{Daemon: "graft host", Listen: t.Addr}
 	}
-	if t.TLS == nil && !t.InsecurePlaintext && !Loopback(hostname) {
+	if t.TLS == nil && !t.InsecurePlaintext && !cleartext.Loopback(hostname) {
 		return &PlaintextError{Listen: t.Addr}
 	}
 	return nil
-}
-
-// Loopback reports whether hostname, of a listen address, is of this
-// machine's loopback alone: localhost or a loopback IP. An empty one, or
-// 0.0.0.0, listens on every interface.
-func Loopback(hostname string) bool {
-	if hostname == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(hostname)
-	return ip != nil && ip.IsLoopback()
 }
 
 // PlaintextError is a TCP listener beyond loopback without TLS: its

@@ -3,7 +3,6 @@ package remote
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/runnerapi"
 )
@@ -43,22 +43,66 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.ErrorBody.Error }
 
+// PlaintextError is a client of a runner over plain TCP whose far end is
+// beyond loopback: it would send the runner's token in the clear. Not a
+// byte was sent.
+type PlaintextError struct {
+	// Runner is the runner's name in the spec; Address its address there;
+	// Remote the address the connection reached.
+	Runner, Address, Remote string
+}
+
+func (e *PlaintextError) Error() string {
+	return fmt.Sprintf("runner %s at %s (reached %s): beyond loopback the runner's token crosses only TLS: add tls: {ca: FILE} to the runner's entry in plugins.yaml",
+		e.Runner, e.Address, e.Remote)
+}
+
+// Hint tells the operator the way out, and its risk.
+func (e *PlaintextError) Hint() string {
+	return fmt.Sprintf("start the runner with --tls-cert and --tls-key and give its CA as runners.%s.tls.ca, or, on a network you trust with the token, set runners.%s.insecurePlaintext: true (and start the runner with --insecure-plaintext)", e.Runner, e.Runner)
+}
+
+// TLSRequiredError is a client over plain TCP of a runner that serves
+// TLS. Its token was not sent.
+type TLSRequiredError struct {
+	// Runner is the runner's name in the spec; Address its address.
+	Runner, Address string
+}
+
+func (e *TLSRequiredError) Error() string {
+	return fmt.Sprintf("runner %s at %s serves TLS: add tls: {ca: FILE} to the runner's entry in plugins.yaml", e.Runner, e.Address)
+}
+
+// Hint tells the operator the way out.
+func (e *TLSRequiredError) Hint() string {
+	return fmt.Sprintf("give the CA that signed the runner's certificate as runners.%s.tls.ca (PEM)", e.Runner)
+}
+
 // client speaks the runner's HTTP API.
 type client struct {
 	name  string // for errors: the runner's name, or its address
+	addr  string // the runner's address, as the spec has it
 	base  string
 	token string
 	http  *http.Client
+	// plain, for a client over plain TCP, holds whether the runner has
+	// shown it speaks plain HTTP; until it has, the token is not sent.
+	plain *cleartext.Probe
 }
 
 // maxAnswer bounds what is read of an answer of the runner.
 const maxAnswer = 8 << 20
 
-// newClient makes a client of the runner at addr: tcp://HOST:PORT, or
-// unix:///PATH. With tlsConf, TCP connections use TLS. Over a unix
-// socket, the client sends nothing to a listener that runs as another
-// user (a *privsock.PeerError).
-func newClient(name, addr, token string, tlsConf *tls.Config) (*client, error) {
+// newClient makes a client of the runner at cfg.Address: tcp://HOST:PORT,
+// or unix:///PATH. With cfg.TLS, TCP connections use TLS. Over plain TCP
+// the client sends the token only once the runner has shown it speaks
+// plain HTTP (a first request without it), and, unless
+// cfg.InsecurePlaintext, only to a loopback far end, which it checks on
+// each connection, after the name is resolved (a *PlaintextError
+// otherwise). Over a unix socket, it sends nothing to a listener that
+// runs as another user (a *privsock.PeerError).
+func newClient(cfg Config) (*client, error) {
+	addr := cfg.Address
 	tr := &http.Transport{
 		// A runner serves a bounded number of connections at once
 		// (guard.DefaultMaxConns), each host's idle ones included; 12
@@ -71,7 +115,7 @@ func newClient(name, addr, token string, tlsConf *tls.Config) (*client, error) {
 		IdleConnTimeout:   time.Minute,
 		ForceAttemptHTTP2: false,
 	}
-	c := &client{name: name, token: token, http: &http.Client{Transport: tr}}
+	c := &client{name: cfg.Name, addr: addr, token: cfg.Token, http: &http.Client{Transport: tr}}
 	switch {
 	case strings.HasPrefix(addr, "unix://"):
 		path := strings.TrimPrefix(addr, "unix://")
@@ -85,9 +129,16 @@ func newClient(name, addr, token string, tlsConf *tls.Config) (*client, error) {
 			return nil, fmt.Errorf("runner address %q: %w", addr, err)
 		}
 		c.base = "http://" + hostport
-		if tlsConf != nil {
-			tr.TLSClientConfig = tlsConf
+		if cfg.TLS != nil {
+			tr.TLSClientConfig = cfg.TLS
 			c.base = "https://" + hostport
+			break
+		}
+		c.plain = &cleartext.Probe{}
+		if !cfg.InsecurePlaintext {
+			tr.DialContext = cleartext.LoopbackOnly(nil, func(remote string) error {
+				return &PlaintextError{Runner: cfg.Name, Address: addr, Remote: remote}
+			})
 		}
 	default:
 		return nil, fmt.Errorf("runner address %q: want tcp://HOST:PORT or unix:///PATH", addr)
@@ -123,6 +174,12 @@ func (c *client) call(ctx context.Context, op, method, path string, in, out any)
 
 // send sends a request and returns a 200 answer for the caller to read.
 func (c *client) send(ctx context.Context, op, method, path string, in any) (*http.Response, error) {
+	if err := c.plain.Do(ctx, c.http, c.base); err != nil {
+		if errors.Is(err, cleartext.ErrServesTLS) {
+			err = &TLSRequiredError{Runner: c.name, Address: c.addr}
+		}
+		return nil, c.failed(ctx, op, err)
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -144,16 +201,7 @@ func (c *client) send(ctx context.Context, op, method, path string, in any) (*ht
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var peer *privsock.PeerError
-		if errors.As(err, &peer) {
-			err = peer // it names the socket
-		}
-		var lost *RemoteError
-		if cause := context.Cause(ctx); errors.As(cause, &lost) {
-			// The session was lost while this call was under way.
-			err = fmt.Errorf("the session was lost: %s: %w", lost.Op, lost.Err)
-		}
-		return nil, &RemoteError{Runner: c.name, Op: op, Err: err}
+		return nil, c.failed(ctx, op, err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil
@@ -165,6 +213,24 @@ func (c *client) send(ctx context.Context, op, method, path string, in any) (*ht
 		e.ErrorBody = runnerapi.ErrorBody{Error: fmt.Sprintf("%s: the runner answered %s", op, resp.Status), Kind: runnerapi.KindInternal}
 	}
 	return nil, e
+}
+
+// failed is the *RemoteError of op, whose request got no answer.
+func (c *client) failed(ctx context.Context, op string, err error) error {
+	var peer *privsock.PeerError
+	var plain *PlaintextError
+	switch {
+	case errors.As(err, &peer):
+		err = peer // it names the socket
+	case errors.As(err, &plain):
+		err = plain // it names the runner and the address reached
+	}
+	var lost *RemoteError
+	if cause := context.Cause(ctx); errors.As(cause, &lost) {
+		// The session was lost while this call was under way.
+		err = fmt.Errorf("the session was lost: %s: %w", lost.Op, lost.Err)
+	}
+	return &RemoteError{Runner: c.name, Op: op, Err: err}
 }
 
 // close drops the client's idle connections.

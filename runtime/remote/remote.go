@@ -43,6 +43,10 @@ type Config struct {
 	Token string
 	// TLS, when set, makes TCP connections use TLS with this config.
 	TLS *tls.Config
+	// InsecurePlaintext allows plain TCP to a runner beyond loopback:
+	// without it, and without TLS, the token goes only to a loopback far
+	// end (docs/security.md, "Runner tokens").
+	InsecurePlaintext bool
 	// Lease is the session's lease; zero means the runner's own.
 	Lease time.Duration
 	// Margin is added to the lease to bound the wait for a stop's
@@ -90,15 +94,15 @@ func New(cfg Config) (*Remote, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c, err := newClient(cfg.Name, cfg.Address, cfg.Token, cfg.TLS)
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &Remote{cfg: cfg, c: c, log: cfg.Logger}, nil
 }
 
-// Update takes a new token, TLS config, lease and margin for the runner
-// (its name and address stay). The session under way keeps its own; the
+// Update takes a new token, TLS config, InsecurePlaintext, lease and
+// margin for the runner (its name and address stay). The session under way keeps its own; the
 // next one, and every start and stop made through it, uses the new ones:
 // stops of what the old session started included, since a runner stops a
 // process of a lost session through a new one.
@@ -106,21 +110,23 @@ func (r *Remote) Update(cfg Config) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.cfg
-	if cfg.Token == old.Token && cfg.TLS == old.TLS && cfg.Lease == old.Lease && (cfg.Margin == old.Margin || cfg.Margin <= 0) {
+	if cfg.Token == old.Token && cfg.TLS == old.TLS && cfg.InsecurePlaintext == old.InsecurePlaintext &&
+		cfg.Lease == old.Lease && (cfg.Margin == old.Margin || cfg.Margin <= 0) {
 		return nil
 	}
-	c, err := newClient(old.Name, old.Address, cfg.Token, cfg.TLS)
+	next := old
+	next.Token, next.TLS, next.InsecurePlaintext, next.Lease = cfg.Token, cfg.TLS, cfg.InsecurePlaintext, cfg.Lease
+	if cfg.Margin > 0 {
+		next.Margin = cfg.Margin
+	}
+	c, err := newClient(next)
 	if err != nil {
 		return err
 	}
 	if s := r.sess; s == nil || s.c != r.c {
 		r.c.close()
 	}
-	r.c = c
-	r.cfg.Token, r.cfg.TLS, r.cfg.Lease = cfg.Token, cfg.TLS, cfg.Lease
-	if cfg.Margin > 0 {
-		r.cfg.Margin = cfg.Margin
-	}
+	r.c, r.cfg = c, next
 	return nil
 }
 

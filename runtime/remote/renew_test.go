@@ -50,7 +50,7 @@ func playRunner(role string, args []string) bool {
 		fmt.Println("open:", err)
 		os.Exit(1)
 	}
-	ln, err := runner.Listen(args[1], testToken)
+	ln, err := runner.ListenConfig{Addr: args[1], Token: testToken}.Listen()
 	if err != nil {
 		fmt.Println("listen:", err)
 		os.Exit(1)
