@@ -36,8 +36,8 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	p.writeMermaid(b)
 	b.WriteString("```\n")
 	fmt.Fprintf(b, "\n<details><summary>%s</summary>\n\n", p.orderLine())
-	for i, wave := range p.Waves {
-		fmt.Fprintf(b, "%d. %s\n", i+1, mdText(strings.ReplaceAll(strings.Join(wave, ", "), ":", " ")))
+	for i, line := range p.waveLines() {
+		fmt.Fprintf(b, "%d. %s\n", i+1, mdText(line))
 	}
 	b.WriteString("\n</details>\n")
 	_, err := io.WriteString(w, b.String())

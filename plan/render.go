@@ -67,16 +67,8 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 	}
 
 	fmt.Fprintf(b, "\n%s.\n", p.orderLine())
-	conds := map[string]string{}
-	for _, st := range p.Steps {
-		conds[st.ID] = st.conditions()
-	}
-	for i, wave := range p.Waves {
-		line := make([]string, len(wave))
-		for j, id := range wave {
-			line[j] = strings.Replace(id, ":", " ", 1) + conds[id]
-		}
-		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(strings.Join(line, ", ")))
+	for i, line := range p.waveLines() {
+		fmt.Fprintf(b, "  %2d. %s\n", i+1, termtext.Line(line))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -87,7 +79,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 func (p *Plan) summaryLine(project string) string {
 	s := p.Summary
 	if !p.HasChanges() {
-		return fmt.Sprintf("No changes: %s is up to date (%s running as declared).", project, plural(s.Keep, "plugin", "plugins"))
+		return fmt.Sprintf("No changes: %s is up to date (%s as declared).", project, plural(s.Keep, "plugin", "plugins"))
 	}
 	counts := make([]string, 0, len(actionTable))
 	for i := range actionTable {
@@ -97,6 +89,26 @@ func (p *Plan) summaryLine(project string) string {
 		}
 	}
 	return "Plan for " + project + ": " + strings.Join(counts, ", ") + "."
+}
+
+// waveLines are the plan's waves as its text and Markdown forms list
+// them: each step as its op and plugin ("start db", the first ':' of its
+// id alone, since a name may hold others), with the conditions it waits
+// for ("(once db healthy)").
+func (p *Plan) waveLines() []string {
+	conds := map[string]string{}
+	for _, st := range p.Steps {
+		conds[st.ID] = st.conditions()
+	}
+	lines := make([]string, len(p.Waves))
+	for i, wave := range p.Waves {
+		line := make([]string, len(wave))
+		for j, id := range wave {
+			line[j] = strings.Replace(id, ":", " ", 1) + conds[id]
+		}
+		lines[i] = strings.Join(line, ", ")
+	}
+	return lines
 }
 
 // orderLine says how many steps and waves the plan has.

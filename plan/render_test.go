@@ -101,3 +101,23 @@ func TestMarkdownEscaped(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "<details>"), "%s", out)
 	assert.False(t, unescaped.MatchString(strings.TrimPrefix(lines[22], "2. ")), "%s", lines[22])
 }
+
+// TestMarkdownWaves: the Markdown waves are the text form's: a step's op
+// and plugin, a ':' in its name kept, and the conditions it waits for.
+func TestMarkdownWaves(t *testing.T) {
+	p := &Plan{
+		Format: Format, Project: "shop",
+		Changes: []Change{{Plugin: "db:1", Action: Start, Reason: "new", Run: "local"}, {Plugin: "api", Action: Start, Reason: "new", Run: "local"}},
+		Steps: []Step{
+			{ID: "start:db:1", Op: OpStart, Plugin: "db:1", After: []Edge{}},
+			{ID: "start:api", Op: OpStart, Plugin: "api", After: []Edge{{Step: "start:db:1", Until: "healthy"}}},
+		},
+		Waves:   [][]string{{"start:db:1"}, {"start:api"}},
+		Summary: Summary{Start: 2, Steps: 2, Waves: 2},
+	}
+	var md, text bytes.Buffer
+	require.NoError(t, p.WriteMarkdown(&md))
+	require.NoError(t, p.WriteText(&text, TextOptions{}))
+	assert.Contains(t, md.String(), "\n1. start db\\:1\n2. start api (once db\\:1 healthy)\n")
+	assert.Contains(t, text.String(), "   1. start db:1\n   2. start api (once db:1 healthy)\n")
+}

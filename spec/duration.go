@@ -61,7 +61,7 @@ func (e *DurationError) Error() string {
 	}
 	return fmt.Sprintf("invalid duration %q: want a number and a unit such as "+
 		`"30 seconds" or "1.5 minutes"; units: nanos, micros, millis, seconds, `+
-		"minutes, hours, days, weeks (singular or plural), or Infinity", e.Input)
+		"minutes, hours, days, weeks (singular or plural)", e.Input)
 }
 
 // durationUnits lists the units from largest to smallest, the order String

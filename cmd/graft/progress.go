@@ -150,12 +150,11 @@ func (p *progress) Summary(err error) {
 	switch {
 	case p.total == 0 && err == nil:
 	case err == nil && p.forced > 0:
-		fmt.Fprintf(p.w, "\nApply complete: %d steps in %s; %d %s had to be forced (see above).\n", p.done, took, p.forced,
-			map[bool]string{true: "stop", false: "stops"}[p.forced == 1])
+		fmt.Fprintf(p.w, "\nApply complete: %s in %s; %s had to be forced (see above).\n", count(p.done, "step", "steps"), took, count(p.forced, "stop", "stops"))
 	case err == nil:
-		fmt.Fprintf(p.w, "\nApply complete: %d steps in %s.\n", p.done, took)
+		fmt.Fprintf(p.w, "\nApply complete: %s in %s.\n", count(p.done, "step", "steps"), took)
 	default:
-		fmt.Fprintf(p.w, "\nApply failed after %s: %d steps done, %d failed, %d skipped.\n", took, p.done, p.failed, p.skipped)
+		fmt.Fprintf(p.w, "\nApply failed after %s: %s done, %d failed, %d skipped.\n", took, count(p.done, "step", "steps"), p.failed, p.skipped)
 	}
 }
 
