@@ -295,6 +295,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	e.env = req.Env
 	x.h.plugins[name] = e
 	x.h.mu.Unlock()
+	x.h.metrics.started(name)
 	x.h.changed.notify()
 	// The start goes on whatever becomes of the apply; only its wait ends.
 	st, err := e.supervisor.StartUntil(x.waits, until, reached)

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
@@ -66,6 +67,18 @@ func newMetrics(h *Host) *metrics {
 // serves in Prometheus's text format.
 func (h *Host) Gatherer() prometheus.Gatherer { return h.metrics.reg }
 
+// outcomes are the outcomes of a stop, each a series of the stop counter
+// from a plugin's first start (so that rate() and alerts see a 0 before
+// the first stop).
+var outcomes = []runtime.Outcome{runtime.Exited, runtime.Killed, runtime.Unconfirmed}
+
+// started makes a plugin's stop counters, at 0.
+func (m *metrics) started(plugin string) {
+	for _, o := range outcomes {
+		m.stops.WithLabelValues(plugin, string(o))
+	}
+}
+
 // stopped counts a plugin's stop.
 func (m *metrics) stopped(plugin string, outcome runtime.Outcome, took time.Duration) {
 	m.stops.WithLabelValues(plugin, string(outcome)).Inc()
@@ -92,6 +105,8 @@ var (
 		"1 for a floating plugin's part in its election on this host (leader, follower, candidate), 0 for the others.", []string{"plugin", "role"}, nil)
 	epochDesc = prometheus.NewDesc("graft_floating_epoch",
 		"The epoch of the lease of a floating plugin's leader, as this host last saw it.", []string{"plugin"}, nil)
+	healthDesc = prometheus.NewDesc("graft_plugin_health",
+		"For a plugin with a health check, 1 for its health (starting, healthy, unhealthy), 0 for the others; absent without one.", []string{"plugin", "health"}, nil)
 	applyingDesc = prometheus.NewDesc("graft_host_applying",
 		"1 while an apply holds the host's apply lock.", nil, nil)
 )
@@ -104,7 +119,7 @@ type collector struct{ h *Host }
 
 // Describe sends every description collector uses.
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upDesc, statusDesc, restartsDesc, exitDesc, roleDesc, epochDesc, applyingDesc} {
+	for _, d := range []*prometheus.Desc{upDesc, statusDesc, restartsDesc, exitDesc, roleDesc, epochDesc, healthDesc, applyingDesc} {
 		ch <- d
 	}
 }
@@ -145,8 +160,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(epochDesc, float64(p.epoch))
 			}
 		}
-		// Health joins here once plugins have health checks: a gauge per
-		// plugin read from its state, as up is.
+		if p.state.Health != "" {
+			for _, h := range health.Statuses {
+				gauge(healthDesc, boolFloat(p.state.Health == h), string(h))
+			}
+		}
 	}
 }
 

@@ -19,6 +19,9 @@ const (
 	Unhealthy Status = "unhealthy" // its last Failures checks failed
 )
 
+// Statuses lists every health status.
+var Statuses = []Status{Starting, Healthy, Unhealthy}
+
 // Result is one check's result.
 type Result struct {
 	// Err is why the check failed; nil when it passed.
