@@ -67,6 +67,7 @@ func TestApplyAndShutdown(t *testing.T) {
 	assert.Equal(t, map[string]plan.Status{"db": plan.Running, "api": plan.Running}, statuses(h))
 
 	st := h.Status()
+	assert.Equal(t, "graft.status/v1", st.Format)
 	assert.Equal(t, os.Getpid(), st.Host.PID)
 	assert.Equal(t, "shop", st.Host.Project)
 	for _, r := range st.Plugins {

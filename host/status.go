@@ -16,6 +16,7 @@ func (h *Host) Status() *hostapi.Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := &hostapi.Status{
+		Format: hostapi.StatusFormat,
 		Host: &hostapi.HostInfo{
 			PID:      os.Getpid(),
 			Version:  h.opt.Version,

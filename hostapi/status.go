@@ -5,11 +5,18 @@ import (
 	"time"
 )
 
+// StatusFormat names the form of a Status, as its Format
+// (docs/status-format.md). A change that a reader of an earlier form
+// would misread gets a new name; fields are added within a form.
+const StatusFormat = "graft.status/v1"
+
 // Status is the host's report of itself and of what it runs: the answer
-// of GET /v1/status, and what `graft status --json` prints. A plan reads
-// only part of each plugin's (plan.ReadState reads that part of a saved
-// one).
+// of GET /v1/status, and what `graft status --json` prints
+// (docs/status-format.md). A plan reads only part of each plugin's
+// (plan.ReadState reads that part of a saved one).
 type Status struct {
+	// Format is StatusFormat, in every status a host reports.
+	Format  string         `json:"format,omitempty"`
 	Host    *HostInfo      `json:"host,omitempty"`
 	Plugins []PluginStatus `json:"plugins"`
 }

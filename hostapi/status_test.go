@@ -21,7 +21,8 @@ import (
 func fullStatus() *Status {
 	at := func(sec int) time.Time { return time.Date(2026, 1, 2, 3, 4, sec, 0, time.UTC) }
 	return &Status{
-		Host: &HostInfo{PID: 1, Version: "v1", Project: "shop", StateDir: "/s", Since: at(5), Spec: "sha256:ss", Applying: "me"},
+		Format: StatusFormat,
+		Host:   &HostInfo{PID: 1, Version: "v1", Project: "shop", StateDir: "/s", Since: at(5), Spec: "sha256:ss", Applying: "me"},
 		Plugins: []PluginStatus{{
 			Name: "api", Run: "runner", Status: "unconfirmed", LastError: "boom <&>", Hash: "sha256:bb",
 			Uses: []string{"cache", "db"}, Fields: map[string]string{"command": "x", "env.A": "y"}, KeyID: "k", Runner: "r1",
