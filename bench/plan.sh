@@ -43,7 +43,7 @@ ms() {
   end=$(date +%s%N)
   echo $(((end - start) / 1000000))
 }
-for i in "${!cmds[@]}"; do $(echo "${cmds[$i]}") >/dev/null; done # warm up
+for i in "${!cmds[@]}"; do ms "${cmds[$i]}" >/dev/null; done # warm up
 declare -A times
 for _ in $(seq "$rounds"); do
   for i in "${!cmds[@]}"; do times[$i]+="$(ms "${cmds[$i]}") "; done
