@@ -28,7 +28,9 @@ type CompletionCmd struct {
 // %[1]s is graft's path, quoted for the shell; %[2]s the command's name.
 var completionScripts = map[string]string{
 	"bash": "complete -o default -C %[1]s %[2]s\n",
-	"zsh":  "autoload -U +X bashcompinit && bashcompinit\ncomplete -o default -C %[1]s %[2]s\n",
+	// zsh's complete (bashcompinit) needs compinit's compdef: a zsh
+	// whose rc has not run compinit (zsh -f) gets it first.
+	"zsh": "(( ${+functions[compdef]} )) || { autoload -U +X compinit && compinit }\nautoload -U +X bashcompinit && bashcompinit\ncomplete -o default -C %[1]s %[2]s\n",
 	"fish": `function __complete_%[2]s
     set -lx COMP_LINE (commandline -cp)
     test -z (commandline -ct)
@@ -75,7 +77,20 @@ func shellQuote(s string) string {
 // answerCompletion answers the shell when it asks for completions (COMP_LINE is
 // set, see completionScripts), and returns without doing anything when it
 // does not.
+//
+// graft's global flags may come after the command (graft logs --file
+// x.yaml), where kongplete, which knows a command's own flags alone,
+// would count them and their values as the command's arguments: the
+// words of COMP_LINE it reads are those with the global flags that are
+// done (not the word under the cursor) left out. predictPlugins reads
+// the whole line.
 func answerCompletion(parser *kong.Kong, exit func(int)) {
+	if line, ok := os.LookupEnv("COMP_LINE"); ok {
+		os.Setenv(completionLineEnv, line)
+		short := withoutGlobalFlags(parser, beforeCursor(line))
+		os.Setenv("COMP_LINE", short)
+		os.Setenv("COMP_POINT", strconv.Itoa(len(short)))
+	}
 	kongplete.Complete(parser,
 		kongplete.WithPredictor("plugin", complete.PredictFunc(predictPlugins)),
 		kongplete.WithExitFunc(exit),
@@ -89,11 +104,7 @@ func answerCompletion(parser *kong.Kong, exit func(int)) {
 // elsewhere still completes, but only names a plugin may have; a file
 // that cannot be read completes nothing.
 func predictPlugins(complete.Args) []string {
-	line := os.Getenv("COMP_LINE")
-	if point, err := strconv.Atoi(os.Getenv("COMP_POINT")); err == nil && point >= 0 && point < len(line) {
-		line = line[:point] // the words before the cursor
-	}
-	data, err := spec.Read(completionFile(line))
+	data, err := spec.Read(completionFile(os.Getenv(completionLineEnv)))
 	if err != nil {
 		return nil
 	}
@@ -113,6 +124,53 @@ func predictPlugins(complete.Args) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// completionLineEnv keeps the command line as the shell gave it, for
+// predictPlugins, while kongplete reads COMP_LINE without the global
+// flags.
+const completionLineEnv = "GRAFT_COMPLETION_LINE"
+
+// beforeCursor is the words of line before the cursor (COMP_POINT).
+func beforeCursor(line string) string {
+	if point, err := strconv.Atoi(os.Getenv("COMP_POINT")); err == nil && point >= 0 && point < len(line) {
+		return line[:point]
+	}
+	return line
+}
+
+// withoutGlobalFlags is line with the global flags (graft's own, such as
+// --file FILE, --file=FILE, --tls) that follow its first word and are
+// done left out, with their values: the word being completed, the last,
+// stays, and so does a flag whose value it is.
+func withoutGlobalFlags(parser *kong.Kong, line string) string {
+	valued := map[string]bool{} // flag names, and whether each takes a value
+	for _, f := range parser.Model.Node.Flags {
+		takes := !f.IsBool()
+		valued["--"+f.Name] = takes
+		if f.Short != 0 {
+			valued["-"+string(f.Short)] = takes
+		}
+	}
+	words := strings.Fields(line)
+	last := ""
+	if !strings.HasSuffix(line, " ") && len(words) > 0 {
+		last, words = words[len(words)-1], words[:len(words)-1]
+	}
+	kept := words[:0:0]
+	for i := 0; i < len(words); i++ {
+		name, _, hasValue := strings.Cut(words[i], "=")
+		takes, global := valued[name]
+		switch {
+		case i == 0 || !global:
+			kept = append(kept, words[i])
+		case takes && !hasValue && i+1 == len(words):
+			kept = append(kept, words[i]) // its value is the word being completed
+		case takes && !hasValue:
+			i++ // its value goes with it
+		}
+	}
+	return strings.Join(append(kept, last), " ")
 }
 
 // completionFile is the plugins file a command line being completed

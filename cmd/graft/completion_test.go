@@ -65,7 +65,7 @@ func TestCompletionScripts(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte("name: shop\nplugins:\n  web: {command: [w]}\n"), 0o644))
 	for shell, want := range map[string]string{
 		"bash": `^complete -o default -C '/\S+/graft' graft\n\z`,
-		"zsh":  `\Aautoload -U \+X bashcompinit && bashcompinit\ncomplete -o default -C '/\S+/graft' graft\n\z`,
+		"zsh":  `\A\(\( \$\{\+functions\[compdef\]\} \)\) \|\| \{ autoload -U \+X compinit && compinit \}\nautoload -U \+X bashcompinit && bashcompinit\ncomplete -o default -C '/\S+/graft' graft\n\z`,
 		"fish": `(?s)\Afunction __complete_graft\n.*\n    '/\S+/graft'\nend\ncomplete -f -c graft -a "\(__complete_graft\)"\n\z`,
 	} {
 		out, err := exec.Command("graft", "completion", shell).Output()
@@ -109,4 +109,77 @@ func TestCompletionDropsBadNames(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Equal(t, "web\n", string(out))
+}
+
+// completionDir holds a plugins.yaml (web, worker, db) and other.yaml
+// (queue, quota).
+func completionDir(t *testing.T) string {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	write("plugins.yaml", "name: shop\nplugins:\n  web: {command: [w]}\n  worker: {command: [x]}\n  db: {command: [d]}\n")
+	write("other.yaml", "name: other\nplugins:\n  queue: {command: [q]}\n  quota: {command: [q]}\n")
+	return dir
+}
+
+// TestCompletionFlagsAfterCommand: graft's global flags after the
+// command, the README's own form (graft logs --file x.yaml), are not
+// taken for the command's arguments: the plugins are those of --file's
+// file, whatever comes before them.
+func TestCompletionFlagsAfterCommand(t *testing.T) {
+	dir := completionDir(t)
+	for line, want := range map[string]string{
+		"graft logs ":                             "db\nweb\nworker\n",
+		"graft --file other.yaml logs ":           "queue\nquota\n",
+		"graft logs --file other.yaml ":           "queue\nquota\n",
+		"graft logs --file=other.yaml q":          "queue\nquota\n",
+		"graft logs --tls --file other.yaml ":     "queue\nquota\n",
+		"graft restart --file other.yaml queue q": "queue\nquota\n",
+		"graft logs --fi":                         "--file\n",
+	} {
+		cmd := exec.Command("graft")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "COMP_LINE="+line, "COMP_POINT="+strconv.Itoa(len(line)))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Equal(t, want, string(out), "%q", line)
+	}
+}
+
+// TestCompletionZsh: the README's line, in a zsh that ran no rc file and
+// so no compinit (zsh -f), completes plugin names on Tab, --file after
+// the command included.
+func TestCompletionZsh(t *testing.T) {
+	testprog.Need(t, "zsh", "zsh")
+	dir := completionDir(t)
+	tm := newTmuxShell(t, dir, "zsh", "-f")
+	tm.send("t", "source <(graft completion zsh)", "Enter")
+	tm.send("t", "clear", "Enter")
+	tm.waitFor("t", regexp.MustCompile(`\A\$\s*\z`), 10*time.Second)
+	assert.NotContains(t, tm.capture("t"), "command not found")
+	tm.send("t", "graft logs --file other.yaml q", "Tab", "Tab")
+	tm.waitFor("t", regexp.MustCompile(`(?m)queue\s+quota`), 10*time.Second)
+	tm.send("t", "C-u", "clear", "Enter")
+	tm.waitFor("t", regexp.MustCompile(`\A\$\s*\z`), 10*time.Second)
+	tm.send("t", "graft restart wo", "Tab")
+	tm.waitFor("t", regexp.MustCompile(`(?m)^\$ graft restart worker\s*$`), 10*time.Second)
+}
+
+// TestCompletionFish: fish's script completes plugin names, with --file
+// before or after the command.
+func TestCompletionFish(t *testing.T) {
+	testprog.Need(t, "fish", "fish")
+	dir := completionDir(t)
+	for line, want := range map[string]string{
+		"graft logs ":                   "db\nweb\nworker\n",
+		"graft --file other.yaml logs ": "queue\nquota\n",
+		"graft logs --file other.yaml ": "queue\nquota\n",
+	} {
+		cmd := exec.Command("fish", "--no-config", "-c", "graft completion fish | source; complete -C "+shellQuote(line))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Equal(t, want, string(out), "%q", line)
+	}
 }

@@ -29,15 +29,21 @@ type tmuxServer struct {
 // dir, with graft's test environment.
 func newTmux(t *testing.T, dir string) *tmuxServer {
 	t.Helper()
-	testprog.Need(t, "tmux", "tmux")
 	testprog.Need(t, "bash", "bash")
+	return newTmuxShell(t, dir, "bash", "--norc", "--noprofile")
+}
+
+// newTmuxShell is newTmux with another shell, shell its command line.
+func newTmuxShell(t *testing.T, dir string, shell ...string) *tmuxServer {
+	t.Helper()
+	testprog.Need(t, "tmux", "tmux")
 	tmp, err := os.MkdirTemp("", "tmux") // short: a socket's path is bounded
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(tmp) })
 	s := &tmuxServer{t: t, sock: filepath.Join(tmp, "s")}
 	t.Cleanup(func() { exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
-	s.run("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "160", "-y", "40", "-c", dir,
-		"env", "PS1=$ ", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+dir, "NO_COLOR=", "bash", "--norc", "--noprofile")
+	s.run(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "160", "-y", "40", "-c", dir,
+		"env", "PS1=$ ", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN=" + dir, "NO_COLOR="}, shell...)...)
 	return s
 }
 
