@@ -39,10 +39,11 @@ func ParseListen(addr, token string) (network, address string, err error) {
 	return "tcp", hostport, nil
 }
 
-// Listen listens on addr (see ParseListen), serving at most
-// guard.DefaultMaxConns connections at once. A unix socket is made mode
-// 0600, so only its owner may talk to the runner; a socket file left at
-// its path by a runner that died is replaced, one that answers is not.
+// Listen listens on addr (see ParseListen), with the pools of
+// guard.Listener at their default limits (docs/security.md#listeners).
+// A unix socket is made mode 0600, so only its owner may talk to the
+// runner; a socket file left at its path by a runner that died is
+// replaced, one that answers is not.
 func Listen(addr, token string) (net.Listener, error) {
 	network, address, err := ParseListen(addr, token)
 	if err != nil {
@@ -57,7 +58,7 @@ func Listen(addr, token string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return guard.Listener(ln, guard.DefaultMaxConns), nil
+	return guard.Listener(ln, guard.Limits{}), nil
 }
 
 // listenUnix listens on a unix socket of mode 0600 at path, in place of a

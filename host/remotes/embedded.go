@@ -45,7 +45,7 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &embedded{path: path, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		e.done <- r.Serve(ctx, guard.Listener(ln, g.opt.Limits.WithDefaults().MaxConns), "unix://"+path, nil)
+		e.done <- r.Serve(ctx, guard.Listener(ln, g.opt.Limits), "unix://"+path, nil)
 	}()
 	g.embedded = e
 	return e, nil
