@@ -101,7 +101,7 @@ func Server(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
-		ErrorLog:          log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
+		ErrorLog: log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
 	}
 }
 
