@@ -104,6 +104,6 @@ func TestTCPFlood(t *testing.T) {
 	var body runnerapi.ErrorBody
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, fmt.Sprintf("the runner refused the stream: it serves at most %d streams at once on this listener (status watches, log follows, event streams)", lim.MaxStreams), body.Error)
+	assert.Equal(t, fmt.Sprintf("the runner refused the stream: it serves at most %d streams at once on this listener (sessions' event streams)", lim.MaxStreams), body.Error)
 	servedWithin("while the event streams are at their limit")
 }

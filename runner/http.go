@@ -26,6 +26,7 @@ func (r *Runner) Handler() http.Handler {
 		TokenHint: "give the runner's token in the runner's tokenFile in plugins.yaml",
 		MaxBody:   runnerapi.MaxBody,
 		Limits:    r.opt.Limits,
+		Streams:   "sessions' event streams",
 		Log:       r.log,
 	})
 }

@@ -275,6 +275,11 @@ func TestSocketSurvivesATCPFlood(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 		assert.Contains(t, string(b), "the host refused the stream: it serves at most 2 streams at once")
 	}
+	body, err := json.Marshal(hostapi.ApplyRequest{Source: wire(t.TempDir(), "name: shop\nplugins: {}\n")})
+	require.NoError(t, err)
+	status, answer := n.raw(t, true, true, "POST", "/v1/apply", string(body), "Content-Type", "application/json")
+	assert.Equal(t, http.StatusTooManyRequests, status, "an apply is a stream too")
+	assert.Contains(t, answer, "(status watches, log follows, applies, restarts and downs)")
 	served("after status watches")
 	// The socket's streams are its own.
 	sock, err := hostapi.SocketPath(n.dir)

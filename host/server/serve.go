@@ -160,6 +160,7 @@ func (s *server) api(token string) http.Handler {
 		TokenHint: "pass the host's token with --token-file",
 		MaxBody:   hostapi.MaxBody,
 		Limits:    s.opt.Limits,
+		Streams:   "status watches, log follows, applies, restarts and downs",
 		Log:       s.log,
 	})
 }

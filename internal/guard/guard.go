@@ -36,6 +36,10 @@ type Config struct {
 	MaxBody int64
 	// Limits bound time; zero fields take their defaults.
 	Limits Limits
+	// Streams names the daemon's answers that hold a slot of Stream, for
+	// its refusal: "status watches, log follows, applies". Empty: none
+	// named.
+	Streams string
 	// Log receives refusals, at a bounded rate, and panics.
 	Log *slog.Logger
 }
@@ -134,8 +138,9 @@ func (g *guard) check(r *http.Request) *failure {
 	return nil
 }
 
-// Stream claims one of its listener's slots for an answer that lasts until
-// its client goes (a status watch, a log follow, a session's events), for
+// Stream claims one of its listener's slots for an answer that may last
+// as long as its client likes (a status watch, a log follow, an apply
+// that waits for the lock, a session's events), for
 // a handler behind Handler to call before it begins: at most
 // Limits.MaxStreams run at once, fewer than the listener's authenticated
 // connections, so that streams never take every slot. When every slot is
@@ -153,9 +158,10 @@ func Stream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	default:
 	}
 	g.refusals.note(g.c.Log, "refused a stream: every stream slot is taken", r)
-	(&failure{kind: KindTooMany,
-		msg: fmt.Sprintf("the %s refused the stream: it serves at most %d streams at once on this listener (status watches, log follows, event streams)",
-			g.c.Daemon, g.c.Limits.MaxStreams),
-		hint: "end another stream (graft status --watch, graft logs -f), or try again later"}).write(w)
+	msg := fmt.Sprintf("the %s refused the stream: it serves at most %d streams at once on this listener", g.c.Daemon, g.c.Limits.MaxStreams)
+	if g.c.Streams != "" {
+		msg += " (" + g.c.Streams + ")"
+	}
+	(&failure{kind: KindTooMany, msg: msg, hint: "try again once another stream has ended"}).write(w)
 	return nil, false
 }

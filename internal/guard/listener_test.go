@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -83,7 +84,8 @@ func mtls(t *testing.T, lim Limits) (*served, *http.Client) {
 	c := Config{Daemon: "test", Token: testToken, MaxBody: 1 << 10, Limits: lim}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := Server(Handler(http.HandlerFunc(echo), c), lim, nil)
+	c.Log = slog.New(slog.NewTextHandler(s.log, nil))
+	srv := Server(Handler(http.HandlerFunc(echo), c), lim, c.Log)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -192,7 +194,7 @@ func TestEvictionSparesOtherAddresses(t *testing.T) {
 // another may begin.
 func TestStreamLimit(t *testing.T) {
 	lim := Limits{MaxConns: 3, MaxStreams: 2}
-	s := serve(t, Config{Token: testToken, Limits: lim}, func(w http.ResponseWriter, r *http.Request) {
+	s := serve(t, Config{Token: testToken, Limits: lim, Streams: "watches"}, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/watch" {
 			return
 		}
@@ -223,7 +225,7 @@ func TestStreamLimit(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	assert.Equal(t, KindTooMany, kindOf(t, string(b)))
-	assert.Contains(t, string(b), "at most 2 streams at once")
+	assert.Contains(t, string(b), "the test refused the stream: it serves at most 2 streams at once on this listener (watches)")
 	assert.True(t, resp.Close, "the 429 closes its connection")
 	c.Close()
 
