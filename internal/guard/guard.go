@@ -5,8 +5,8 @@
 // panic into a 500 answer, so that no request takes the daemon down.
 // Listener and Server bound connections: how many at once per listener,
 // unauthenticated ones apart, and how long one may take to send its
-// request or sit idle; Stream bounds the answers that last until their
-// client goes. See docs/security.md#listeners, the README's sections on
+// request or sit idle; Stream bounds the answers that last as long as
+// their client likes. See docs/security.md#listeners, the README's sections on
 // the host and the runners, and docs/runner-api.md.
 package guard
 
@@ -140,13 +140,12 @@ func (g *guard) check(r *http.Request) *failure {
 
 // Stream claims one of its listener's slots for an answer that may last
 // as long as its client likes (a status watch, a log follow, an apply
-// that waits for the lock, a session's events), for
-// a handler behind Handler to call before it begins: at most
-// Limits.MaxStreams run at once, fewer than the listener's authenticated
-// connections, so that streams never take every slot. When every slot is
-// taken it answers 429, naming the limit, and returns false. release
-// gives the slot back; a request that did not pass a guard always gets
-// one.
+// that waits for the lock, a session's events), for a handler behind
+// Handler to call before it begins: at most Limits.MaxStreams run at
+// once, fewer than the listener's authenticated connections, so that
+// streams never take every slot. When every slot is taken it answers
+// 429, naming the limit, and returns false. release gives the slot back;
+// a request that did not pass a guard always gets one.
 func Stream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	g, _ := r.Context().Value(guardKey{}).(*guard)
 	if g == nil {
