@@ -150,7 +150,8 @@ func TestUnauthenticatedDeadline(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
-	c.SetReadDeadline(time.Now().Add(time.Second))
+	// Twice the deadline of unauthenticated connections.
+	c.SetReadDeadline(time.Now().Add(2 * lim.AuthTimeout))
 	_, err = br.ReadByte()
 	var ne net.Error
 	require.ErrorAs(t, err, &ne, "an authenticated connection was closed")
