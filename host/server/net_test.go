@@ -280,6 +280,8 @@ func TestSocketSurvivesATCPFlood(t *testing.T) {
 	status, answer := n.raw(t, true, true, "POST", "/v1/apply", string(body), "Content-Type", "application/json")
 	assert.Equal(t, http.StatusTooManyRequests, status, "an apply is a stream too")
 	assert.Contains(t, answer, "(status watches, log follows, applies, restarts and downs)")
+	status, _ = n.raw(t, true, true, "GET", "/v1/logs/api?follow=1", "")
+	assert.Equal(t, http.StatusTooManyRequests, status, "a log follow is a stream")
 	served("after status watches")
 	// The socket's streams are its own.
 	sock, err := hostapi.SocketPath(n.dir)
