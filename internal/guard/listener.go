@@ -121,6 +121,9 @@ func (l *limited) admit(c *conn) (victim *conn) {
 func group(a net.Addr) string {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
+		if a == nil {
+			return ""
+		}
 		return a.String()
 	}
 	if ip4 := ta.IP.To4(); ip4 != nil {
