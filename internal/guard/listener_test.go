@@ -252,3 +252,27 @@ func TestDefaultLimits(t *testing.T) {
 	assert.Equal(t, 32, l.MaxStreams)
 	assert.Equal(t, 3, Limits{MaxConns: 4, MaxStreams: 10}.WithDefaults().MaxStreams)
 }
+
+// TestNoSlotAnswered503: a request that passed the token check while
+// every slot for an authenticated connection stays taken is answered 503
+// after AuthTimeout, naming the limit, and its connection closed.
+func TestNoSlotAnswered503(t *testing.T) {
+	lim := Limits{MaxConns: 1, AuthTimeout: 300 * time.Millisecond}
+	s := serve(t, Config{Token: testToken, Limits: lim}, echo)
+	held := dial(t, s)
+	fmt.Fprintf(held, "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	resp, err := http.ReadResponse(bufio.NewReader(held), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+
+	c := dial(t, s)
+	start := time.Now()
+	fmt.Fprintf(c, "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	took, answer := closedWithin(t, c, 5*time.Second)
+	assert.Greater(t, took, 250*time.Millisecond)
+	assert.True(t, strings.HasPrefix(answer, "HTTP/1.1 503 "), answer)
+	assert.Contains(t, answer, "Connection: close")
+	assert.Contains(t, answer, "it serves 1 authenticated connections at once, and none came free within 300ms")
+	assert.Less(t, time.Since(start), 3*time.Second)
+}
