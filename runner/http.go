@@ -26,6 +26,7 @@ func (r *Runner) Handler() http.Handler {
 		TokenHint: "give the runner's token in the runner's tokenFile in plugins.yaml",
 		MaxBody:   runnerapi.MaxBody,
 		Limits:    r.opt.Limits,
+		Streams:   "sessions' event streams",
 		Log:       r.log,
 	})
 }
@@ -167,13 +168,23 @@ func writeBody(w http.ResponseWriter, status int, body runnerapi.ErrorBody) {
 }
 
 // serveEvents streams the session's events until the session ends, the
-// stream is replaced, the client goes away or the runner closes.
+// stream is replaced, the client goes away or the runner closes. It holds
+// one of its listener's stream slots (guard.Stream).
 func (r *Runner) serveEvents(w http.ResponseWriter, req *http.Request, id string) {
 	r.mu.Lock()
 	s := r.sessions[id]
 	r.mu.Unlock()
+	if s == nil {
+		writeError(w, noSession(id))
+		return
+	}
+	release, ok := guard.Stream(w, req)
+	if !ok {
+		return
+	}
+	defer release()
 	st := newStream()
-	if s == nil || !s.connect(st) {
+	if !s.connect(st) {
 		writeError(w, noSession(id))
 		return
 	}

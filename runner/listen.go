@@ -84,8 +84,9 @@ func (e *PlaintextError) Hint() string {
 	return "serve TLS with a certificate and key (PEM), and give the hosts its CA (tls: {ca: FILE} in the runner's entry of plugins.yaml), or, on a network you trust with the token, pass --insecure-plaintext (and insecurePlaintext: true in the entry)"
 }
 
-// Listen listens where c says, once Validate passes, serving at most
-// guard.DefaultMaxConns connections at once. A unix socket is made mode
+// Listen listens where c says, once Validate passes, with the pools of
+// guard.Listener at their default limits (docs/security.md#listeners).
+// A unix socket is made mode
 // 0600, so only its owner may talk to the runner; a socket file left at
 // its path by a runner that died is replaced, one that answers is not.
 func (c ListenConfig) Listen() (net.Listener, error) {
@@ -102,7 +103,7 @@ func (c ListenConfig) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return guard.Listener(ln, guard.DefaultMaxConns), nil
+	return guard.Listener(ln, guard.Limits{}), nil
 }
 
 // listenUnix listens on a unix socket of mode 0600 at path, in place of a

@@ -41,7 +41,7 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &embedded{sock: sock, cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		e.done <- r.Serve(ctx, guard.Listener(sock, g.opt.Limits.WithDefaults().MaxConns), "unix://"+sock.Path, nil)
+		e.done <- r.Serve(ctx, guard.Listener(sock, g.opt.Limits), "unix://"+sock.Path, nil)
 	}()
 	g.embedded = e
 	return e, nil

@@ -8,11 +8,13 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/guard"
 )
 
 // serveLogs answers GET /v1/logs/{plugin}?n=N&follow=1: the last n lines
 // of the plugin's log and, followed, every line after, until the client
-// goes or the host ends.
+// goes or the host ends. A follow holds one of its listener's stream
+// slots (guard.Stream).
 func (s *server) serveLogs(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("plugin")
 	n, err := strconv.Atoi(r.URL.Query().Get("n"))
@@ -20,6 +22,13 @@ func (s *server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		n = 20
 	}
 	follow := r.URL.Query().Get("follow") == "1"
+	if follow {
+		release, ok := guard.Stream(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	ls, err := s.h.Follow(name, n, follow)
 	if errors.Is(err, host.ErrNoLog) {
 		writeError(w, http.StatusNotFound, hostapi.ErrorBody{Error: fmt.Sprintf("%s: %v", name, err)})

@@ -54,14 +54,14 @@ func Serve(ctx context.Context, h *host.Host, opt Options, ready func()) error {
 	defer cleanup()
 	limits := opt.Limits.WithDefaults()
 	servers := []*http.Server{guard.Server(s.api(""), limits, s.log)}
-	listeners := []net.Listener{guard.Listener(ln, limits.MaxConns)}
+	listeners := []net.Listener{guard.Listener(ln, limits)}
 	if opt.TCP.Addr != "" {
 		tln, err := opt.TCP.listen()
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		tln = guard.Listener(tln, limits.MaxConns)
+		tln = guard.Listener(tln, limits)
 		if conf := opt.TCP.TLS; conf != nil {
 			tln = tls.NewListener(tln, conf)
 		}
@@ -79,7 +79,7 @@ func Serve(ctx context.Context, h *host.Host, opt Options, ready func()) error {
 			return err
 		}
 		servers = append(servers, guard.Server(s.metricsAPI(), limits, s.log))
-		listeners = append(listeners, guard.Listener(mln, limits.MaxConns))
+		listeners = append(listeners, guard.Listener(mln, limits))
 		s.log.Info("host listening", "metrics", mln.Addr().String())
 	}
 	s.log.Info("host listening", "socket", path, "pid", os.Getpid())
@@ -165,6 +165,7 @@ func (s *server) api(token string) http.Handler {
 		TokenHint: "pass the host's token with --token-file",
 		MaxBody:   hostapi.MaxBody,
 		Limits:    s.opt.Limits,
+		Streams:   "status watches, log follows, applies, restarts and downs",
 		Log:       s.log,
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/errkind"
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
@@ -34,6 +35,13 @@ func (s *server) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx
 			writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
 			return
 		}
+		// Its answer lasts as long as the apply and its wait for the
+		// lock (lockWait, as long as the client likes): a stream.
+		release, ok := guard.Stream(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 		stream(w, func(report host.Report) error { return run(r.Context(), req, report) })
 	}
 }

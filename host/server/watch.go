@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/graftland/graft/internal/guard"
 )
 
 // watchSettle gathers the changes of a moment into one status: an apply
@@ -16,8 +18,13 @@ const watchSettle = 20 * time.Millisecond
 // every change that shows in it, one JSON object a line, flushed as it
 // comes, until the client goes or the host ends. It is driven by the
 // host's changes, never by a clock: a host that changes nothing sends
-// nothing.
+// nothing. It holds one of its listener's stream slots (guard.Stream).
 func (s *server) serveWatch(w http.ResponseWriter, r *http.Request) {
+	release, ok := guard.Stream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)

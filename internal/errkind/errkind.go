@@ -37,6 +37,8 @@ const (
 	TooLarge     = "too-large"              // 413: a body over the limit
 	MediaType    = "unsupported-media-type" // 415: a body, or a POST, that is not application/json
 	Internal     = "internal"               // 500: the daemon's own failure
+	TooMany      = "too-many"               // 429: a listener serves as many streams as it may
+	Unavailable  = "unavailable"            // 503: a listener serves as many connections as it may
 )
 
 var (
@@ -51,6 +53,7 @@ func init() {
 		BadRequest: http.StatusBadRequest, Unauthorized: http.StatusUnauthorized, Forbidden: http.StatusForbidden,
 		Timeout: http.StatusRequestTimeout, TooLarge: http.StatusRequestEntityTooLarge,
 		MediaType: http.StatusUnsupportedMediaType, Internal: http.StatusInternalServerError,
+		TooMany: http.StatusTooManyRequests, Unavailable: http.StatusServiceUnavailable,
 	} {
 		Define(name, status)
 	}

@@ -17,10 +17,13 @@ const (
 	KindTimeout      = errkind.Timeout      // 408: a body that did not come in time
 	KindBadRequest   = errkind.BadRequest   // 400: a body that could not be read
 	KindInternal     = errkind.Internal     // 500: the handler panicked
+	KindTooMany      = errkind.TooMany      // 429: the listener serves as many streams as it may
+	KindUnavailable  = errkind.Unavailable  // 503: no slot for an authenticated connection came in time
 )
 
 // failure is an error answer of the guard; its status is its kind's
-// (internal/errkind).
+// (internal/errkind). It closes its connection: a refused client gets no
+// connection kept for it (docs/security.md#listeners).
 type failure struct {
 	kind string
 	msg  string
@@ -41,6 +44,7 @@ func (f *failure) write(w http.ResponseWriter) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Connection", "close")
 	w.WriteHeader(errkind.StatusOf(f.kind, http.StatusInternalServerError))
 	json.NewEncoder(w).Encode(Body{Error: f.msg, Kind: f.kind, Hint: f.hint})
 }

@@ -4,13 +4,17 @@
 // reads each body within a size and a time limit, and turns a handler's
 // panic into a 500 answer, so that no request takes the daemon down.
 // Listener and Server bound connections: how many at once per listener,
-// and how long one may take to send its request or sit idle. See the
-// README's sections on the host and the runners, and docs/runner-api.md.
+// unauthenticated ones apart, and how long one may take to send its
+// request or sit idle; Stream bounds the answers that last as long as
+// their client likes. See docs/security.md#listeners, the README's sections on
+// the host and the runners, and docs/runner-api.md.
 package guard
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -32,6 +36,10 @@ type Config struct {
 	MaxBody int64
 	// Limits bound time; zero fields take their defaults.
 	Limits Limits
+	// Streams names the daemon's answers that hold a slot of Stream, for
+	// its refusal: "status watches, log follows, applies". Empty: none
+	// named.
+	Streams string
 	// Log receives refusals, at a bounded rate, and panics.
 	Log *slog.Logger
 }
@@ -47,6 +55,7 @@ func Handler(next http.Handler, c Config) http.Handler {
 		g.want = []byte("Bearer " + c.Token)
 	}
 	g.refusals.every = c.Limits.LogEvery
+	g.streams = make(chan struct{}, c.Limits.MaxStreams)
 	return g
 }
 
@@ -55,7 +64,11 @@ type guard struct {
 	c        Config
 	want     []byte // the Authorization header to expect; nil: none
 	refusals limiter
+	streams  chan struct{} // a slot for each stream under way (Stream)
 }
+
+// guardKey is the request context's key of the guard it passed.
+type guardKey struct{}
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
@@ -68,19 +81,24 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// no deadlines.)
 		_ = rc.SetReadDeadline(time.Now().Add(g.c.Limits.BodyTimeout))
 	}
+	// Every refusal closes its connection (failure.write).
 	if f := g.check(r); f != nil {
-		if hasBody {
-			rec.Header().Set("Connection", "close")
-		}
 		f.write(rec)
 		return
 	}
+	if c := connOf(r.Context()); c != nil && !c.authenticate(r.Context()) {
+		g.refusals.note(g.c.Log, "refused a request: every slot for an authenticated connection is taken", r)
+		(&failure{kind: KindUnavailable,
+			msg:  fmt.Sprintf("the %s refused the request: it serves %d authenticated connections at once, and none came free within %s", g.c.Daemon, g.c.Limits.MaxConns, g.c.Limits.AuthTimeout),
+			hint: "try again once other clients of the " + g.c.Daemon + " are done"}).write(rec)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), guardKey{}, g))
 	if hasBody {
 		body, f := g.readBody(r)
 		if f != nil {
 			// The deadline stays: it bounds what the server reads of
 			// the rest before it closes the connection.
-			rec.Header().Set("Connection", "close")
 			f.write(rec)
 			return
 		}
@@ -118,4 +136,31 @@ func (g *guard) check(r *http.Request) *failure {
 		}
 	}
 	return nil
+}
+
+// Stream claims one of its listener's slots for an answer that may last
+// as long as its client likes (a status watch, a log follow, an apply
+// that waits for the lock, a session's events), for a handler behind
+// Handler to call before it begins: at most Limits.MaxStreams run at
+// once, fewer than the listener's authenticated connections, so that
+// streams never take every slot. When every slot is taken it answers
+// 429, naming the limit, and returns false. release gives the slot back;
+// a request that did not pass a guard always gets one.
+func Stream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	g, _ := r.Context().Value(guardKey{}).(*guard)
+	if g == nil {
+		return func() {}, true
+	}
+	select {
+	case g.streams <- struct{}{}:
+		return func() { <-g.streams }, true
+	default:
+	}
+	g.refusals.note(g.c.Log, "refused a stream: every stream slot is taken", r)
+	msg := fmt.Sprintf("the %s refused the stream: it serves at most %d streams at once on this listener", g.c.Daemon, g.c.Limits.MaxStreams)
+	if g.c.Streams != "" {
+		msg += " (" + g.c.Streams + ")"
+	}
+	(&failure{kind: KindTooMany, msg: msg, hint: "try again once another stream has ended"}).write(w)
+	return nil, false
 }

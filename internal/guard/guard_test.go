@@ -73,7 +73,7 @@ func serve(t *testing.T, c Config, next http.HandlerFunc) *served {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		srv.Serve(Listener(ln, c.Limits.MaxConns))
+		srv.Serve(Listener(ln, c.Limits))
 	}()
 	t.Cleanup(func() {
 		srv.Close()

@@ -1,55 +1,243 @@
 package guard
 
 import (
+	"context"
+	"crypto/tls"
 	"net"
 	"sync"
+	"time"
 )
 
-// Listener returns ln accepting at most n connections at once; more wait
-// in the kernel's queue until one closes. Each listener has its own
-// limit: a flood on a TCP port leaves the owner's unix socket free.
-func Listener(ln net.Listener, n int) net.Listener {
-	if n <= 0 {
-		n = DefaultMaxConns
-	}
-	return &limited{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+// Listener returns ln serving its connections in two pools, so that
+// nobody who can reach it can lock out the holders of its token
+// (docs/security.md#listeners):
+//
+//   - A connection is unauthenticated from its accept until a request on
+//     it passes the guard's token check (Handler). A client certificate
+//     alone does not authenticate it: every request must carry the token
+//     anyway, and one rule holds for every listener. An unauthenticated
+//     connection has l.AuthTimeout for its TLS handshake and its first
+//     request, headers included, and is closed past it. At most
+//     l.MaxUnauthenticated are open at once; see admit for the next.
+//   - An authenticated connection holds one of l.MaxConns slots until it
+//     closes (by l.IdleTimeout when kept idle). A request that passes the
+//     token check while every slot is taken waits for one, at most
+//     l.AuthTimeout, then is answered 503.
+//
+// Each listener has its own pools: a flood on a TCP port leaves the
+// owner's unix socket free. Server makes the server that tells Handler
+// which connection a request came on.
+func Listener(ln net.Listener, l Limits) net.Listener {
+	l = l.withDefaults()
+	return &limited{Listener: ln, lim: l, auth: make(chan struct{}, l.MaxConns)}
 }
 
 type limited struct {
 	net.Listener
-	slots chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	lim  Limits
+	auth chan struct{} // a slot for each authenticated connection
+
+	mu     sync.Mutex
+	unauth []*conn // the unauthenticated connections, oldest first
+}
+
+// The states of a conn, under its listener's mu.
+const (
+	unauthenticated = iota
+	pending         // passed the token check, waits for a slot
+	authenticated   // holds a slot
+	closed
+)
+
+// conn is a connection of a limited listener.
+type conn struct {
+	net.Conn
+	l       *limited
+	group   string      // its remote address's group, for admit
+	expires *time.Timer // closes it if still unauthenticated
+
+	state int // under l.mu
 }
 
 func (l *limited) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
+	nc, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
-	return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+	c := &conn{Conn: nc, l: l, group: group(nc.RemoteAddr())}
+	l.mu.Lock()
+	victim := l.admit(c)
+	// Under mu, so that expire and Close find the timer set.
+	c.expires = time.AfterFunc(l.lim.AuthTimeout, c.expire)
+	l.mu.Unlock()
+	if victim != nil {
+		victim.expires.Stop()
+		victim.Conn.Close()
+	}
+	return c, nil
 }
 
-func (l *limited) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.Listener.Close()
+// admit adds c to the unauthenticated connections. When they are
+// l.MaxUnauthenticated already, it takes one out to make room and returns
+// it, for the caller to close: the oldest of those from the remote
+// address (see group) that holds the most.
+//
+// Why evict, rather than make the newcomer wait: a listener that stops
+// accepting while its pool is full leaves a legitimate client behind
+// every connection a flood queues in the kernel, and the flood refills
+// the pool as fast as connections time out. Evicting keeps accept
+// immediate, so a fresh connection always gets in, and it lives until
+// l.MaxUnauthenticated newer ones arrive, far longer than a client that
+// holds the token needs to send it. Why the address holding the most,
+// rather than a cap per address: a cap refuses a legitimate client that
+// shares its address with the flood (on loopback, everyone does), while
+// this choice spares a client from any other address entirely as long
+// as one address floods, and is plain eviction of the oldest when every
+// address holds as many (loopback, or a flood from many addresses).
+func (l *limited) admit(c *conn) (victim *conn) {
+	if len(l.unauth) >= l.lim.MaxUnauthenticated {
+		count := map[string]int{}
+		most := 0
+		for _, u := range l.unauth {
+			count[u.group]++
+			most = max(most, count[u.group])
+		}
+		for i, u := range l.unauth {
+			if count[u.group] == most {
+				victim = u
+				l.unauth = append(l.unauth[:i], l.unauth[i+1:]...)
+				victim.state = closed
+				break
+			}
+		}
+	}
+	l.unauth = append(l.unauth, c)
+	return victim
 }
 
-// slotConn gives its slot back when closed, once.
-type slotConn struct {
-	net.Conn
-	once sync.Once
-	free func()
+// group is the part of a remote address that one party holds: an IPv4
+// address, an IPv6 /64 (the least a site is given), or the whole address
+// of another network (a unix socket's peers share one).
+func group(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		if a == nil {
+			return ""
+		}
+		return a.String()
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String()
 }
 
-func (c *slotConn) Close() error {
+// dropUnauth takes c out of the unauthenticated connections; under mu.
+func (l *limited) dropUnauth(c *conn) {
+	for i, u := range l.unauth {
+		if u == c {
+			l.unauth = append(l.unauth[:i], l.unauth[i+1:]...)
+			return
+		}
+	}
+}
+
+// expire closes c if it is still unauthenticated.
+func (c *conn) expire() {
+	c.l.mu.Lock()
+	if c.state != unauthenticated {
+		c.l.mu.Unlock()
+		return
+	}
+	c.l.dropUnauth(c)
+	c.state = closed
+	c.l.mu.Unlock()
+	c.Conn.Close()
+}
+
+// Close closes the connection and gives back what it holds, once.
+func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.free)
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	switch c.state {
+	case unauthenticated:
+		c.l.dropUnauth(c)
+		c.expires.Stop()
+	case authenticated:
+		<-c.l.auth
+	}
+	c.state = closed
 	return err
+}
+
+// authenticate moves c, whose request passed the token check, to the
+// authenticated pool, waiting for a slot at most AuthTimeout, or until ctx
+// ends. It reports whether c holds one.
+func (c *conn) authenticate(ctx context.Context) bool {
+	l := c.l
+	l.mu.Lock()
+	switch c.state {
+	case authenticated:
+		l.mu.Unlock()
+		return true
+	case closed:
+		l.mu.Unlock()
+		return false
+	case unauthenticated:
+		// Its token is good: no longer to be evicted or expired.
+		l.dropUnauth(c)
+		c.expires.Stop()
+		c.state = pending
+	}
+	l.mu.Unlock()
+	if !c.takeSlot(ctx) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.state != pending { // closed meanwhile, or another request took one
+		<-l.auth
+		return c.state == authenticated
+	}
+	c.state = authenticated
+	return true
+}
+
+func (c *conn) takeSlot(ctx context.Context) bool {
+	select {
+	case c.l.auth <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(c.l.lim.AuthTimeout)
+	defer t.Stop()
+	select {
+	case c.l.auth <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// connKey is the request context's key of the connection it came on, as
+// Server's ConnContext put it there.
+type connKey struct{}
+
+// connOf returns the limited connection a request came on: nil when its
+// listener was not made by Listener.
+func connOf(ctx context.Context) *conn {
+	nc, _ := ctx.Value(connKey{}).(net.Conn)
+	for nc != nil {
+		switch c := nc.(type) {
+		case *conn:
+			return c
+		case *tls.Conn:
+			nc = c.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
 }

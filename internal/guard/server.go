@@ -1,8 +1,10 @@
 package guard
 
 import (
+	"context"
 	"log"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 // The defaults of Limits.
 const (
 	DefaultHeaderTimeout = 10 * time.Second
+	DefaultAuthTimeout   = 5 * time.Second
 	DefaultBodyTimeout   = time.Minute
 	DefaultIdleTimeout   = 2 * time.Minute
 	DefaultMaxConns      = 64
@@ -20,19 +23,34 @@ const (
 // maxHeaderBytes bounds a request's headers.
 const maxHeaderBytes = 64 << 10
 
-// Limits bound a listener's connections. Nothing bounds how long an
-// answer takes: an apply's streams for minutes, graft logs -f follows
-// until it is stopped.
+// Limits bound a listener's connections (docs/security.md#listeners).
+// Nothing bounds how long an answer takes: an apply's streams for
+// minutes, graft logs -f follows until it is stopped; but only so many
+// answers that last until their client goes run at once (MaxStreams).
 type Limits struct {
 	// HeaderTimeout bounds the wait for a request's headers (a TLS
 	// handshake included): 10 seconds.
 	HeaderTimeout time.Duration
+	// AuthTimeout bounds an unauthenticated connection (see Listener):
+	// its TLS handshake and its first request, headers included, must
+	// be done within it, and a request that passed the token check
+	// waits for a slot at most this long: 5 seconds.
+	AuthTimeout time.Duration
 	// BodyTimeout bounds the wait for its body: a minute.
 	BodyTimeout time.Duration
 	// IdleTimeout closes a kept-alive connection idle this long: 2 minutes.
 	IdleTimeout time.Duration
-	// MaxConns is the connections a listener serves at once: 64.
+	// MaxConns is the authenticated connections a listener serves at
+	// once: 64.
 	MaxConns int
+	// MaxUnauthenticated is the unauthenticated connections a listener
+	// keeps at once; a newer one evicts one of them: half MaxConns, 32.
+	MaxUnauthenticated int
+	// MaxStreams is the answers that last until their client goes
+	// (status watches, log follows, a runner's event streams) that a
+	// listener serves at once, below MaxConns so that other requests
+	// always have slots: half MaxConns, 32; at most MaxConns-1.
+	MaxStreams int
 	// LogEvery is the least time between two logged refusals: a second.
 	LogEvery time.Duration
 }
@@ -44,12 +62,20 @@ func (l Limits) withDefaults() Limits {
 		}
 	}
 	def(&l.HeaderTimeout, DefaultHeaderTimeout)
+	def(&l.AuthTimeout, DefaultAuthTimeout)
 	def(&l.BodyTimeout, DefaultBodyTimeout)
 	def(&l.IdleTimeout, DefaultIdleTimeout)
 	def(&l.LogEvery, DefaultLogEvery)
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
 	}
+	if l.MaxUnauthenticated <= 0 {
+		l.MaxUnauthenticated = max(1, l.MaxConns/2)
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = l.MaxConns / 2
+	}
+	l.MaxStreams = max(1, min(l.MaxStreams, l.MaxConns-1))
 	return l
 }
 
@@ -58,6 +84,7 @@ func (l Limits) WithDefaults() Limits { return l.withDefaults() }
 
 // Server returns a server of h with l's timeouts: for the headers (and a
 // TLS handshake), and between requests. Handler bounds reading a body.
+// It tells Handler which connection of a Listener a request came on.
 // No WriteTimeout: it would cut streaming answers short. The server's own
 // complaints (a failed TLS handshake, a malformed request) go to logger at
 // warn, at most one every l.LogEvery.
@@ -71,7 +98,10 @@ func Server(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 		ReadHeaderTimeout: l.HeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ErrorLog: log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
 	}
 }
 

@@ -86,7 +86,7 @@ func serveRunnerWithGrace(t *testing.T, dir string, ln net.Listener, token strin
 	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
 	require.NoError(t, err)
 	srv := guard.Server(r.Handler(), guard.Limits{}, testLogger(t))
-	ln = guard.Listener(ln, guard.DefaultMaxConns)
+	ln = guard.Listener(ln, guard.Limits{})
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
