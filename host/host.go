@@ -296,6 +296,10 @@ func (h *Host) Down(ctx context.Context, req ApplyRequest, report Report) error 
 	if err == nil {
 		err = h.forgetCompleted()
 	}
+	if err == nil && h.lockApply(ctx, ApplyRequest{Holder: req.Holder, LockWait: pruneWait}) == nil {
+		h.pruneDigests() // nothing applied: every table goes
+		h.unlockApply()
+	}
 	h.downOnce.Do(func() { close(h.down) })
 	return err
 }
