@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -133,4 +134,31 @@ func TestDigestCacheNotPrunedUnderAPlan(t *testing.T) {
 	_, err = h.Apply(ctx, ApplyRequest{Source: testsupport.Source(dir, bare)}, Report{})
 	require.NoError(t, err)
 	assert.Equal(t, tablesOf(sleep), cacheFiles(t, state), "the next apply prunes")
+}
+
+// TestOnChangeNoneNotCached: a files: entry of onChange: none is no part of
+// the plugin's state (docs/semantics.md, "Content"): a tree holding a
+// named pipe and a file of mode 000 is applied without a read, has no
+// table in the cache, and a change under it leaves the plugin unchanged in
+// the plan.
+func TestOnChangeNoneNotCached(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".graft")
+	data := filepath.Join(dir, "data")
+	write(t, filepath.Join(data, "locked"), "secret")
+	require.NoError(t, os.Chmod(filepath.Join(data, "locked"), 0))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(data, "pipe"), 0o600))
+	sleep := lookPath(t, "sleep")
+	yaml := fmt.Sprintf("name: shop\nplugins:\n  db: {command: [%s, '60'], files: [{path: data, onChange: none}]}\n", sleep)
+	h := open(t, state)
+	defer h.Shutdown(context.Background())
+	_, err := h.Apply(context.Background(), ApplyRequest{Source: testsupport.Source(dir, yaml)}, Report{})
+	require.NoError(t, err)
+	assert.Equal(t, tablesOf(sleep), cacheFiles(t, state), "data is not digested")
+	assert.Equal(t, 1, h.digests.Reads(), "only the executable is read")
+
+	write(t, filepath.Join(data, "new"), "more")
+	p, err := h.Plan(testsupport.Source(dir, yaml))
+	require.NoError(t, err)
+	assert.False(t, p.HasChanges(), "%+v", p.Changes)
 }
