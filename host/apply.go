@@ -79,7 +79,42 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	h.syncCompleted() // one-shots updated in place keep their record, under the new hash
 	h.runners.Prune(h.placements())
 	h.pruneLastStops()
+	if save && err == nil {
+		h.pruneDigests()
+	}
 	return p, err
+}
+
+// pruneWait is how long a prune of the digest cache waits for the parses
+// under way to end before it gives up, until the next one.
+const pruneWait = 2 * time.Second
+
+// pruneDigests drops from the digest cache (digests/) the tables of every
+// file but those the last applied spec read: after an apply that
+// succeeded, and after graft down forgot the spec (docs/state-dir.md, "The
+// digest cache").
+//
+// The rule that keeps a prune from taking away what a plan under way
+// needs: it runs with the apply lock held, so no other apply records a
+// spec meanwhile, and what it keeps is the spec recorded as applied; and
+// every parse, the host's (an apply's spec, a Plan) and the CLI's (graft
+// plan, validate, apply) alike, holds the cache shared while it digests
+// (contentdigest.Cache.Hold), which the prune waits for, up to pruneWait,
+// and holds alone while it removes: a parse never finds a table gone
+// halfway. What a parse digested and no apply recorded (a plan not
+// applied, a saved plan applied later) is not kept past the next prune:
+// its files are read again when they are next planned.
+func (h *Host) pruneDigests() {
+	h.mu.Lock()
+	a := h.spec
+	h.mu.Unlock()
+	var keep []string
+	if a != nil && a.parsed != nil {
+		keep = a.parsed.Sources()
+	}
+	if err := h.digests.Prune(keep, pruneWait); err != nil {
+		h.log.Warn("the digest cache was not pruned; the next apply prunes it", "err", err)
+	}
 }
 
 // lockApply takes the apply lock, waiting as req allows, or for the

@@ -313,6 +313,9 @@ func (h *Host) Down(ctx context.Context, req ApplyRequest, report Report) error 
 	if err == nil {
 		err = h.forgetCompleted()
 	}
+	if err == nil {
+		h.pruneDigests() // nothing applied: every table goes (the lock is held)
+	}
 	h.downOnce.Do(func() { close(h.down) })
 	return err
 }

@@ -62,6 +62,21 @@ type Digester interface {
 	Digest(path string) (string, error)
 }
 
+// holder is a Digester that a parse holds while it digests, so that no
+// prune of its cache removes what it is about to use
+// (contentdigest.Cache.Hold).
+type holder interface {
+	Hold() (release func())
+}
+
+// hold holds dg when it is a holder; release ends the hold.
+func hold(dg Digester) (release func()) {
+	if h, ok := dg.(holder); ok {
+		return h.Hold()
+	}
+	return func() {}
+}
+
 // The content fields of Fields: the executable's digest, and each file's.
 const executableField = "executable"
 
@@ -108,6 +123,7 @@ func (d *decoder) readContent(s *Spec, dg Digester, timeout time.Duration) {
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}
+	defer hold(dg)()
 	dg = &onceEach{dg: dg, sums: map[string]digest{}, deadline: time.Now().Add(timeout), timeout: timeout}
 	s.content = make(map[string]map[string]string, len(s.Plugins))
 	s.sources = map[string]string{}
@@ -271,12 +287,26 @@ func (s *Spec) Stale(dg Digester) bool {
 	if dg == nil {
 		dg = contentdigest.New("")
 	}
+	defer hold(dg)()
 	for path, sum := range s.sources {
 		if now, err := dg.Digest(path); err != nil || now != sum {
 			return true
 		}
 	}
 	return false
+}
+
+// Sources lists the files the spec read, as it named them: each
+// executable, files: entry (but those of onChange: none, which are not
+// read) and env file. A host keeps the digests of these, and of no
+// others, in its cache (docs/state-dir.md, "The digest cache").
+func (s *Spec) Sources() []string {
+	paths := make([]string, 0, len(s.sources))
+	for p := range s.sources {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	return paths
 }
 
 // ExecutablePath is the file plugin name's process runs, as Fields

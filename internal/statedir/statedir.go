@@ -11,8 +11,9 @@ const (
 	Logs      = "logs"       // one rotated log per plugin
 	WasmCache = "wasm-cache" // compiled WebAssembly modules, by content
 	// Digests caches the content digests of the files specs name, by
-	// stat: the host's, and graft plan's and graft validate's, when they
-	// can trust it.
+	// stat, one table per path: the host's, and graft plan's and graft
+	// validate's, when they can trust it. The host prunes it to the
+	// files of its applied spec (docs/state-dir.md, "The digest cache").
 	Digests   = "digests"
 	DigestKey = "digest.key" // the host's digest key, mode 0600
 	// Instances records each local process the host started, by its
