@@ -95,3 +95,12 @@ func (e *Election) Leader(ctx context.Context) (Lease, time.Duration, error) {
 	}
 	return s.lease, s.age, nil
 }
+
+// Problem is why this host cannot take part in the election now: the
+// lease exists but this host may not read it (an *UnreadableError), as its
+// last look found; nil otherwise. The host shows it in graft status.
+func (e *Election) Problem() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.problem
+}
