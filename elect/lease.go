@@ -59,7 +59,7 @@ type UnreadableError struct {
 }
 
 func (e *UnreadableError) Error() string {
-	return fmt.Sprintf("lease %s exists but this host cannot read it (%v): it does not contend while another host may lead through it", e.Path, errors.Unwrap(e.Err))
+	return fmt.Sprintf("lease %s: %v: it exists, but this host may not read it, and does not contend while another host may lead through it", e.Path, errors.Unwrap(e.Err))
 }
 
 func (e *UnreadableError) Unwrap() error { return e.Err }

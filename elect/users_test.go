@@ -180,7 +180,7 @@ func TestUnreadableLeaseIsNotTaken(t *testing.T) {
 
 	other := startAsNobody(t, dir, "nobody")
 	p := other.expect(t, "problem ", "won")
-	assert.Contains(t, p, "lease "+leasePath+" exists but this host cannot read it (permission denied)")
+	assert.Contains(t, p, "lease "+leasePath+": permission denied: it exists, but this host may not read it")
 	le := other.expect(t, "leader-err ", "won")
 	assert.Contains(t, le, leasePath)
 	assert.Contains(t, le, "permission denied")
