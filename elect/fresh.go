@@ -57,9 +57,10 @@ func (e *Election) look() sighting {
 }
 
 // dead reports whether a leader seen this way has ended: it released the
-// lease, or its file has not changed for longer than ttl.
+// lease, or its file has not changed for longer than ttl. A lease this
+// host may not read now proves neither.
 func (e *Election) dead(s sighting) bool {
-	return s.seen && (s.lease.Released || s.age > e.cfg.TTL)
+	return s.seen && !unreadable(s.err) && (s.lease.Released || s.age > e.cfg.TTL)
 }
 
 // healthy reports whether s shows a leader to follow rather than contend

@@ -12,7 +12,8 @@ type Observation struct {
 	// Age is how long the lease file has looked unchanged to this host.
 	Age time.Duration
 	// Dead: the leader released the lease, or its file has been frozen
-	// (or unreadable) for longer than ttl. Some host's Campaign takes over.
+	// (or its reads failed) for longer than ttl. Some host's Campaign takes
+	// over. A lease this host may not read (UnreadableError) is not dead.
 	Dead bool
 }
 
