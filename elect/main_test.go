@@ -32,11 +32,12 @@ func TestMain(m *testing.M) {
 
 // The durations of the hosts of users_test.go, on real time. Two
 // processes, one started in the middle of the test, under the race
-// detector on a busy machine: a ttl of 3 s leaves a leader ten renewals
-// of room before a follower may rightly take it for dead.
+// detector on a busy machine: a leader whose renewal is woken a renew late
+// rightly loses its term (ErrLate), so renew leaves a second of room, and
+// ttl two renewals more before a follower may take it for dead.
 const (
 	usersTTL   = 3 * time.Second
-	usersRenew = 300 * time.Millisecond
+	usersRenew = time.Second
 	usersPoll  = 100 * time.Millisecond
 )
 

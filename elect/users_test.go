@@ -136,6 +136,11 @@ func TestTwoUsersOneDirectory(t *testing.T) {
 	assert.Equal(t, FileMode, fi.Mode().Perm(), "root's lease")
 
 	other := startAsNobody(t, dir, "nobody")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("root's term: lost: %v", mine.term.Err())
+		}
+	})
 	assert.Equal(t, "obs root 1 false", other.expect(t, "obs ", "won", "problem"), "nobody reads root's lease")
 	// Past a ttl and a half of root's renewals: nobody follows, and takes nothing.
 	other.quiet(t, 3*usersTTL/2, "won", "problem", "obs")
