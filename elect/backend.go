@@ -19,6 +19,9 @@ type Backend interface {
 	Leader(ctx context.Context) (Lease, time.Duration, error)
 	// Following reports whether a campaign follows a healthy leader.
 	Following() bool
+	// Problem is why this host cannot take part in the election now, when
+	// it knows one (a lease it may not read); nil otherwise.
+	Problem() error
 	// Close stops every goroutine the backend started.
 	Close()
 }

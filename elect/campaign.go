@@ -14,7 +14,10 @@ import (
 // ttl); otherwise it CONTENDs: take the lock, re-read the lease, and if
 // there is still no healthy leader write epoch+1 and drop the lock. A
 // contender that loses waits the herd backoff and bootstraps again. I/O
-// errors on the share are retried the same way.
+// errors on the share are retried the same way. A lease that exists but
+// that this host may not read (UnreadableError) is never taken for absent
+// or free: the campaign does not contend, and reads it again every poll
+// (Problem reports it meanwhile).
 //
 // Cancelling ctx ends the wait: Campaign returns ctx's error (with the last
 // I/O error, if any, for the log). Once the lease is written the term is
@@ -32,7 +35,16 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		if ctx.Err() != nil {
 			return nil, e.ended(ctx, lastErr)
 		}
-		if s := e.look(); e.healthy(ctx, s) {
+		s := e.look()
+		if unreadable(s.err) {
+			// Not absent, not free: another host may lead through it.
+			lastErr = s.err
+			if Sleep(ctx, e.cfg.Clock, e.cfg.Poll) != nil {
+				return nil, e.ended(ctx, lastErr)
+			}
+			continue
+		}
+		if e.healthy(ctx, s) {
 			if err := e.follow(ctx); err != nil {
 				return nil, e.ended(ctx, lastErr)
 			}
@@ -77,8 +89,8 @@ func (e *Election) follow(ctx context.Context) error {
 		if err := Sleep(ctx, e.cfg.Clock, e.cfg.Poll); err != nil {
 			return err
 		}
-		if e.dead(e.look()) {
-			return nil
+		if s := e.look(); e.dead(s) || unreadable(s.err) {
+			return nil // bootstrap again: it contends, or waits for a readable lease
 		}
 	}
 }
@@ -93,6 +105,9 @@ func (e *Election) contend(ctx context.Context) (*Term, error) {
 	}
 	defer release()
 	s := e.look()
+	if unreadable(s.err) {
+		return nil, s.err
+	}
 	if e.healthy(ctx, s) || ctx.Err() != nil {
 		return nil, nil
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/spec"
 )
 
 func TestNew(t *testing.T) {
@@ -14,10 +16,15 @@ func TestNew(t *testing.T) {
 	e, err := New(Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"})
 	require.NoError(t, err)
 	defer e.Close()
-	assert.Equal(t, 10*time.Second, e.cfg.TTL, "ttl's default in docs/semantics.md")
+	assert.Equal(t, 15*time.Second, e.cfg.TTL, "ttl's default in docs/semantics.md")
 	assert.Equal(t, 3*time.Second, e.cfg.Renew, "renew's default in docs/semantics.md")
 	assert.Equal(t, 2*time.Second, e.cfg.Poll, "poll's default in docs/semantics.md")
 	assert.Equal(t, 15*time.Second, e.cfg.LockStale, "lockStale's default in docs/semantics.md")
+	// The loader fills in a spec's defaults; the Go API's are the same.
+	assert.Equal(t, spec.DefaultElectTTL, DefaultTTL, "ttl: spec's default")
+	assert.Equal(t, spec.DefaultElectRenew, DefaultRenew, "renew: spec's default")
+	assert.Equal(t, spec.DefaultElectPoll, DefaultPoll, "poll: spec's default")
+	assert.Equal(t, spec.DefaultLockStale, DefaultLockStale, "lockStale: spec's default")
 
 	ok := Config{Dir: dir, Instance: "relay", HostID: "S001", Address: "10.0.0.1:9530"}
 	for field, edit := range map[string]func(*Config){
@@ -26,7 +33,7 @@ func TestNew(t *testing.T) {
 		"HostID":    func(c *Config) { c.HostID = "" },
 		"Address":   func(c *Config) { c.Address = "" },
 		"TTL":       func(c *Config) { c.TTL = -time.Second },
-		"Renew":     func(c *Config) { c.Renew = 10 * time.Second },
+		"Renew":     func(c *Config) { c.Renew = DefaultTTL },
 		"Poll":      func(c *Config) { c.Poll = time.Minute },
 		"LockStale": func(c *Config) { c.LockStale = -1 },
 	} {

@@ -19,7 +19,7 @@ import (
 // The election's defaults: ttl, renew, poll and lockStale
 // (docs/semantics.md, "Floating plugins: the election").
 const (
-	DefaultTTL       = 10 * time.Second
+	DefaultTTL       = 15 * time.Second
 	DefaultRenew     = 3 * time.Second
 	DefaultPoll      = 2 * time.Second
 	DefaultLockStale = 15 * time.Second
@@ -141,6 +141,7 @@ type Election struct {
 	witnessed bool      // last was written after a look that knew the file (sighting.witnessed)
 	knew      bool      // a look read the lease or found no file
 	maxEpoch  int64     // the highest epoch read or written
+	problem   error     // the last look's *UnreadableError, if it found one
 }
 
 // New checks cfg, fills in defaults and returns an election that has not

@@ -29,7 +29,8 @@ type sighting struct {
 // never compares clocks across machines). A failed read changes nothing, so
 // a share that stays unreadable makes the lease look frozen; one that comes
 // back within ttl does not: a failed poll is simply tried again at the
-// next.
+// next. A lease that exists but may not be read (UnreadableError) is
+// neither: the campaign waits for it to become readable (Campaign).
 func (e *Election) look() sighting {
 	e.readMu.Lock()
 	defer e.readMu.Unlock()
@@ -44,6 +45,10 @@ func (e *Election) look() sighting {
 		e.maxEpoch = max(e.maxEpoch, st.lease.Epoch)
 	}
 	e.knew = e.knew || err == nil || errors.Is(err, fs.ErrNotExist)
+	e.problem = nil
+	if unreadable(err) {
+		e.problem = err
+	}
 	s := sighting{lease: e.last.lease, seen: e.seen, err: err, witnessed: e.witnessed}
 	if e.seen {
 		s.age = now.Sub(e.changedAt)
@@ -52,9 +57,10 @@ func (e *Election) look() sighting {
 }
 
 // dead reports whether a leader seen this way has ended: it released the
-// lease, or its file has not changed for longer than ttl.
+// lease, or its file has not changed for longer than ttl. A lease this
+// host may not read now proves neither.
 func (e *Election) dead(s sighting) bool {
-	return s.seen && (s.lease.Released || s.age > e.cfg.TTL)
+	return s.seen && !unreadable(s.err) && (s.lease.Released || s.age > e.cfg.TTL)
 }
 
 // healthy reports whether s shows a leader to follow rather than contend

@@ -2,8 +2,10 @@ package elect
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -34,6 +36,45 @@ func (l Lease) supersedes(mine Lease) bool {
 	return l.Epoch > mine.Epoch || l.Epoch == mine.Epoch && l.Holder != mine.Holder
 }
 
+// FileMode is the mode of the lease and lock files: readable by everyone
+// who can read the directory. Hosts that share it may run as different
+// users (a network share often maps each machine to its own uid, and its
+// gids need not agree either, so following the directory's group would
+// not do), and each must read the others' lease: one it cannot read would
+// leave it blind to a leader. The files hold no secret (a host id, an
+// address, counters). It is set with a chmod after the file is made, not
+// left to the umask (docs/semantics.md, "Floating plugins: the election").
+const FileMode fs.FileMode = 0o644
+
+// UnreadableError is a lease file that exists but that this host may not
+// read (EACCES, EPERM): another host's, written by another user with a mode
+// that shuts this one out. It never counts as no lease: another host may
+// lead through it, so this host does not contend while it lasts, and reads
+// it again every poll.
+type UnreadableError struct {
+	// Path is the lease file.
+	Path string
+	// Err is the cause, as the open returned it.
+	Err error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("lease %s: %v: it exists, but this host may not read it, and does not contend while another host may lead through it", e.Path, errors.Unwrap(e.Err))
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// Hint tells the operator what to do about it.
+func (e *UnreadableError) Hint() string {
+	return fmt.Sprintf("every host needs write access to %s and read access to the others' files there: make the file readable (chmod %o %s), or run the hosts as one user", filepath.Dir(e.Path), FileMode, e.Path)
+}
+
+// unreadable reports whether err is an UnreadableError.
+func unreadable(err error) bool {
+	var u *UnreadableError
+	return errors.As(err, &u)
+}
+
 // maxLeaseSize bounds a read, so a stray large file does not exhaust memory.
 const maxLeaseSize = 64 << 10
 
@@ -49,6 +90,9 @@ func (s fileState) same(o fileState) bool { return s.lease == o.lease && s.mtime
 // describe the same file even if a renewal replaces it meanwhile.
 func readLease(path string) (fileState, error) {
 	f, err := openShared(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return fileState{}, &UnreadableError{Path: path, Err: err}
+	}
 	if err != nil {
 		return fileState{}, fmt.Errorf("read lease: %w", err)
 	}
@@ -98,7 +142,11 @@ func (e *Election) replaceLease(data []byte, abandoned func() bool) error {
 		return fmt.Errorf("write lease: %w", err)
 	}
 	name := tmp.Name()
-	_, err = tmp.Write(append(data, '\n'))
+	// CreateTemp makes the file 0600: the other hosts could not read it.
+	err = tmp.Chmod(FileMode)
+	if err == nil {
+		_, err = tmp.Write(append(data, '\n'))
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -38,7 +38,7 @@ func (e *Election) takeLock() (release func(), err error) {
 // createLock creates the lock file, or clears a stale one and returns
 // errLockBusy.
 func (e *Election) createLock() error {
-	f, err := os.OpenFile(e.lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(e.lockPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, FileMode)
 	if errors.Is(err, fs.ErrExist) {
 		if err := e.clearStaleLock(); err != nil {
 			return fmt.Errorf("%w: %w", errLockBusy, err)
@@ -48,7 +48,12 @@ func (e *Election) createLock() error {
 	if err != nil {
 		return fmt.Errorf("create lock: %w", err)
 	}
-	_, err = f.WriteString(e.cfg.HostID + "\n")
+	// The umask may have narrowed the mode; the others must read the lock
+	// too (FileMode).
+	err = f.Chmod(FileMode)
+	if err == nil {
+		_, err = f.WriteString(e.cfg.HostID + "\n")
+	}
 	// Closed at once: Windows refuses to remove an open file, and the lock is
 	// the file's existence, not a handle.
 	if cerr := f.Close(); err == nil {

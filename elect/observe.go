@@ -12,7 +12,8 @@ type Observation struct {
 	// Age is how long the lease file has looked unchanged to this host.
 	Age time.Duration
 	// Dead: the leader released the lease, or its file has been frozen
-	// (or unreadable) for longer than ttl. Some host's Campaign takes over.
+	// (or its reads failed) for longer than ttl. Some host's Campaign takes
+	// over. A lease this host may not read (UnreadableError) is not dead.
 	Dead bool
 }
 
@@ -94,4 +95,13 @@ func (e *Election) Leader(ctx context.Context) (Lease, time.Duration, error) {
 		return Lease{}, 0, s.err
 	}
 	return s.lease, s.age, nil
+}
+
+// Problem is why this host cannot take part in the election now: the
+// lease exists but this host may not read it (an *UnreadableError), as its
+// last look found; nil otherwise. The host shows it in graft status.
+func (e *Election) Problem() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.problem
 }

@@ -82,7 +82,7 @@ func (t *Term) Deadline() time.Time { return t.tenure.Deadline() }
 // a failed one, since the write after it would hang as well.
 func (t *Term) renew(deadline time.Time) error {
 	st, err := t.e.readBy(deadline)
-	if errors.Is(err, ErrHung) {
+	if errors.Is(err, ErrHung) || unreadable(err) {
 		return fmt.Errorf("renew epoch %d: %w", t.Epoch(), err)
 	}
 	if err == nil {
@@ -117,10 +117,14 @@ func (t *Term) release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// A missing or unreadable lease proves no newer term: it is released,
-	// as renew would rewrite it.
-	if st, err := t.e.readBy(t.e.ioDeadline()); err == nil && st.lease.supersedes(t.lease) {
+	// A missing lease, or a failed read, proves no newer term: it is
+	// released, as renew would rewrite it.
+	st, err := t.e.readBy(t.e.ioDeadline())
+	if err == nil && st.lease.supersedes(t.lease) {
 		return fmt.Errorf("%w: epoch %d held by %q", ErrNotLeader, st.lease.Epoch, st.lease.Holder)
+	}
+	if unreadable(err) { // another user's host wrote it: not this term's to release
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
 	}
 	l := t.lease
 	l.RenewCount++

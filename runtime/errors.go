@@ -96,18 +96,26 @@ func (e *RemoteTerminationUnconfirmed) Hint() string {
 }
 
 // RemoteForced reports a remote process that was not gone within its
-// graceful stop: the runner interrupted it and, grace later, killed it.
-// The kill was confirmed; some of its finalizers may not have finished.
+// graceful stop: the runner interrupted it (SIGTERM) and, if it was not
+// gone grace later, killed it (SIGKILL). Its end was confirmed; some of
+// its finalizers may not have finished.
 type RemoteForced struct {
 	Plugin     string `json:"plugin"`
 	Instance   string `json:"instance"`
 	Generation int64  `json:"generation"`
 	Runner     string `json:"runner"`
+	// Killed: it outlived the interrupt and was killed after grace; false
+	// when it ended at the interrupt.
+	Killed bool `json:"killed"`
 }
 
 func (e *RemoteForced) Error() string {
-	return fmt.Sprintf("%s (instance %s, generation %d) was not gone within its graceful stop; runner %s interrupted it, then killed it after grace",
-		e.Plugin, e.Instance, e.Generation, e.Runner)
+	end := "and it ended then"
+	if e.Killed {
+		end = "then killed it after grace"
+	}
+	return fmt.Sprintf("%s (instance %s, generation %d) was not gone within its graceful stop; runner %s interrupted it (SIGTERM), %s",
+		e.Plugin, e.Instance, e.Generation, e.Runner, end)
 }
 
 // StartError is a start that failed after the plugin ran: it exited before

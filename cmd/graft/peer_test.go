@@ -274,3 +274,80 @@ func TestAnotherUserGetsNoWayIn(t *testing.T) {
 	out, err = graftAs(t, dir, nil, "down")
 	require.NoError(t, err, out)
 }
+
+// TestUnreadableLeaseIsReported: a host run as nobody shares an election
+// directory with a lease it may not read (another user's, mode 0000). It
+// does not take the lease, though its leader has long stopped renewing
+// it: graft status and graft leader name the file and the cause. Once
+// the mode is fixed, the host reads it at its next poll and, the leader
+// being dead, leads with the next epoch.
+func TestUnreadableLeaseIsReported(t *testing.T) {
+	asnobody.Need(t)
+	theirs := asnobody.Dir(t)
+	prog := asnobody.Program(t, theirs, "graft")
+	shared := filepath.Join(theirs, "shared")
+	require.NoError(t, os.Mkdir(shared, 0o755))
+	require.NoError(t, os.Chown(shared, os.Getuid(), -1)) // root's, and writable by every user: the hosts' users differ
+	require.NoError(t, os.Chmod(shared, 0o777))
+	lease := filepath.Join(shared, "shop.relay.lease.json")
+	// Its leader answers nowhere: once readable, the lease is taken at once.
+	const l = `{"holder":"elsewhere","address":"127.0.0.1:1","epoch":5,"renewCount":3}` + "\n"
+	require.NoError(t, os.WriteFile(lease, []byte(l), 0o600))
+	require.NoError(t, os.Chmod(lease, 0))
+	// The shortest ttl the loader takes with renew 0.5 s (2 × renew + the
+	// 7-second stop).
+	yaml := "name: shop\nplugins:\n  relay:\n    run: floating\n    command: [sleep, \"3600\"]\n" +
+		"    elect: {dir: shared, address: \"127.0.0.1:9\", ttl: 9 seconds, renew: 500 millis, poll: 200 millis}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(theirs, "plugins.yaml"), []byte(yaml), 0o644))
+	graft := func(args ...string) (string, error) {
+		cmd := asnobody.Command(prog, args...)
+		cmd.Dir = theirs
+		cmd.Env = append(os.Environ(), "NO_COLOR=1", "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+theirs)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() {
+		graft("down")
+		cleanup(theirs)
+	})
+
+	// The start waits ttl + poll for a leader, then keeps the plugin
+	// waiting for a lease it can read.
+	out, err := graft("apply")
+	require.NoError(t, err, out)
+	want := "lease " + lease + ": permission denied"
+	out, err = graft("status", "--json")
+	require.NoError(t, err, out)
+	var st hostapi.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Len(t, st.Plugins, 1)
+	p := st.Plugins[0]
+	assert.Equal(t, "candidate", p.Role)
+	assert.Equal(t, "starting", p.Status)
+	assert.Contains(t, p.LastError, want)
+	out, err = graft("status")
+	require.NoError(t, err, out)
+	// The table's cell is cut at 80 runes: this temp path leaves room for
+	// the file only; --json above has the cause.
+	assert.Contains(t, out, "lease "+lease+": ", "the table's cell shows the file")
+	out, err = graft("leader", "relay")
+	require.Error(t, err, out)
+	assert.Contains(t, out, want)
+	assert.Contains(t, out, "chmod 644 "+lease)
+
+	require.NoError(t, os.Chmod(lease, 0), "still unreadable")
+	data, err := os.ReadFile(lease)
+	require.NoError(t, err)
+	assert.Equal(t, l, string(data), "not taken over, though frozen for longer than ttl")
+
+	require.NoError(t, os.Chmod(lease, 0o644))
+	waitUntil(t, 15*time.Second, func() bool {
+		out, err := graft("leader", "relay")
+		return err == nil && strings.Contains(out, "Epoch:     6\n") && strings.Contains(out, ", leader\n")
+	}, "nobody's host leads once the lease is readable, with the next epoch")
+	out, err = graft("status")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "permission denied")
+	out, err = graft("down")
+	require.NoError(t, err, out)
+}

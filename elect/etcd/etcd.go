@@ -109,6 +109,10 @@ func (e *Election) goroutine(f func()) bool { return e.goroutines.Go(f) }
 // Following reports whether a campaign waits behind a leader.
 func (e *Election) Following() bool { return e.following.Load() }
 
+// Problem is nil: what keeps a host out of an etcd election (an
+// unreachable server, refused credentials) is Campaign's error to report.
+func (e *Election) Problem() error { return nil }
+
 // value is what a candidate's key holds.
 type value struct {
 	Holder  string `json:"holder"`

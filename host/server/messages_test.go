@@ -49,7 +49,7 @@ func TestMessagesAreStable(t *testing.T) {
 		&runtime.LocalTerminationTimeout{Plugin: "web", Instance: "u1", Window: time.Second}, errors.New("plain"))}
 	unconfirmed := &runtime.CleanupError{Plugin: "api", Outcome: runtime.Unconfirmed, Causes: multierror.Append(nil,
 		&runtime.RemoteTerminationUnconfirmed{Plugin: "api", Instance: "shop.api", Generation: 4, Runner: "edge", Cause: errors.New("gone")},
-		&runtime.RemoteForced{Plugin: "api", Instance: "shop.api", Generation: 4, Runner: "edge"})}
+		&runtime.RemoteForced{Plugin: "api", Instance: "shop.api", Generation: 4, Runner: "edge", Killed: true})}
 	started := &runtime.StartError{Plugin: "api", Reason: "exited before it was ready", Exit: runtime.Exit{Code: 2, Outcome: runtime.Exited, Tail: []string{"boom"}, At: at}}
 	step := p.Steps[1]
 	planJSON, err := json.Marshal(p)

@@ -73,7 +73,8 @@ func (h *handle) join() {
 
 // awaitLeader waits until some host leads, at most ttl plus poll; when
 // this host does, until its plugin has started (and is ready), which its
-// ready check bounds.
+// ready check bounds. A lease this host may not read by then is not a
+// failed start: the handle waits for it to become readable.
 func (h *handle) awaitLeader(ctx context.Context) error {
 	p := h.req.Plugin
 	e := p.Elect
@@ -87,6 +88,12 @@ func (h *handle) awaitLeader(ctx context.Context) error {
 		case <-h.ended:
 			return fmt.Errorf("start %s: %w", p.Name, h.why)
 		case <-wait.C:
+			if h.el.Problem() != nil {
+				// A lease this host may not read: some host may lead
+				// through it. The handle stays, reports the problem in its
+				// State, and its campaign reads the lease again every poll.
+				return nil
+			}
 			if e.Etcd != nil {
 				return fmt.Errorf("start %s: no leader elected on etcd %v within %s: does every host reach etcd?", p.Name, e.Etcd.Endpoints, e.LeaseTTL()+e.Poll.Std())
 			}
@@ -324,6 +331,9 @@ func (h *handle) State() runtime.State {
 			Identity: runtime.Identity{ID: h.req.Plugin.Instance, Generation: h.leader.Epoch}}
 	default:
 		st = runtime.State{Status: runtime.Starting, Since: h.since}
+	}
+	if err := h.el.Problem(); err != nil && h.sup == nil {
+		st.LastError = err.Error()
 	}
 	st.Role, st.Address, st.Epoch, st.Backend = string(h.roleLocked()), h.leader.Address, h.leader.Epoch, h.req.Plugin.Elect.Backend()
 	return st

@@ -168,7 +168,8 @@ func (h *handle) Stop(ctx context.Context) (runtime.Outcome, error) {
 	h.s.untrack(h)
 	if outcome == runtime.Killed {
 		return outcome, &runtime.CleanupError{Plugin: h.req.Name, Outcome: runtime.Killed,
-			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name})}
+			Causes: multierror.Append(nil, &runtime.RemoteForced{Plugin: h.req.Name, Instance: h.instance, Generation: h.gen, Runner: r.cfg.Name,
+				Killed: exit.Signal == "SIGKILL"})}
 	}
 	return outcome, nil
 }

@@ -143,8 +143,13 @@ func TestConformance(t *testing.T) {
 			}
 			return helper(name, string(b))
 		},
-		Timing:     runtime.Timing{ShutdownTimeout: shutdown, KillAfter: grace},
-		Forced:     func(err error) bool { var e *runtime.RemoteForced; return errors.As(err, &e) },
+		Timing: runtime.Timing{ShutdownTimeout: shutdown, KillAfter: grace},
+		// Stubborn outlives SIGTERM: the runner killed it after grace, and
+		// says so.
+		Forced: func(err error) bool {
+			var e *runtime.RemoteForced
+			return errors.As(err, &e) && e.Killed && strings.HasSuffix(e.Error(), "interrupted it (SIGTERM), then killed it after grace")
+		},
 		Generation: 1,
 		Stable:     true,
 		Gone:       func(t *testing.T, h runtime.Handle) bool { return runtimetest.Gone(h.PID()) },
@@ -287,7 +292,10 @@ func TestStopUnconfirmed(t *testing.T) {
 	outcome, err = h.Stop(context.Background())
 	assert.Equal(t, runtime.Killed, outcome)
 	var forced *runtime.RemoteForced
-	assert.ErrorAs(t, err, &forced)
+	require.ErrorAs(t, err, &forced)
+	assert.False(t, forced.Killed, "it ended at the SIGTERM")
+	assert.True(t, strings.HasSuffix(forced.Error(), "runner "+forced.Runner+" interrupted it (SIGTERM), and it ended then"), forced.Error())
+	assert.NotContains(t, err.Error(), "killed it after grace")
 	assert.False(t, errors.As(err, &unconfirmed), "confirmed now: %v", err)
 	assert.Equal(t, runtime.Killed, h.Exit().Outcome)
 	outcome, err = h.Stop(context.Background())
