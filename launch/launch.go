@@ -37,6 +37,11 @@ type Spec struct {
 	// Health is a liveness check run for as long as the process runs,
 	// where it runs; whoever supervises it counts the failures.
 	Health *Health `json:"health,omitempty"`
+	// User and Group are who the process, its exec checks included, runs
+	// as: a name or a number, resolved in the user database of the
+	// machine that starts it (Resolve). Empty is the starting daemon's.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -66,6 +71,8 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	if c.is("stopSignal", s.StopSignal != "") && !slices.Contains(Signals, s.StopSignal) {
 		c.signal("stopSignal", s.StopSignal)
 	}
+	c.account("user", s.User)
+	c.account("group", s.Group)
 	if r := s.Ready; r != nil {
 		c.ready(r)
 	}

@@ -30,9 +30,13 @@ type Traits struct {
 	Elect bool
 	// Reload: onChange: reload signals the running process in place.
 	Reload bool
+	// Here: its process runs on the machine of the host that loads the
+	// spec, whose user database resolves its user and group.
+	Here bool
 	// Why a plugin of the placement may not have these; "" where it may.
 	NoSignal string // stopSignal
 	NoDir    string // dir
+	NoUser   string // user and group
 	NoReload string // a files entry with onChange: reload
 	NoExec   string // an exec health check
 	NoHealth string // health
@@ -46,14 +50,15 @@ var placements = []struct {
 	run Placement
 	Traits
 }{
-	{Local, Traits{Reload: true}},
+	{Local, Traits{Reload: true, Here: true}},
 	{Worker, Traits{Module: true,
 		NoSignal: "a worker gets no signal: its graceful stop closes its stdin",
 		NoDir:    "a worker has no working directory: it sees only its mounts",
+		NoUser:   "a worker has no process of its own to run as another user: it runs inside the host",
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http"}},
 	{OnRunner, Traits{Instance: true, Runner: true}},
-	{Floating, Traits{Instance: true, Elect: true,
+	{Floating, Traits{Instance: true, Elect: true, Here: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},
 }

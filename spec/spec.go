@@ -106,6 +106,12 @@ type Plugin struct {
 	InheritEnv []string `yaml:"inheritEnv"`
 	// Dir is the working directory, relative to the spec's directory.
 	Dir string `yaml:"dir"`
+	// User and Group are who the process and its exec checks run as, by
+	// name or number (local, runner, floating): the host's user database
+	// resolves them when the spec loads, a runner's when it starts the
+	// plugin (docs/semantics.md, "User and group").
+	User  string `yaml:"user"`
+	Group string `yaml:"group"`
 	// Uses names the plugins this one consumes: it starts after them and
 	// stops before them. An entry is a name, or {plugin, until} with a
 	// condition; the names are here and the conditions in Until.

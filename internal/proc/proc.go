@@ -31,6 +31,17 @@ type Cmd struct {
 	// process, the daemons it double-forks included. Where the Spawner
 	// cannot, it starts as without Isolate.
 	Isolate bool
+	// Cred, when set, is who the process runs as: its uid, gid and
+	// supplementary groups, which only a root process can give. The
+	// child takes them on between its fork and its exec.
+	Cred *Cred
+}
+
+// Cred is who a process runs as.
+type Cred struct {
+	Uid, Gid uint32
+	// Groups are the supplementary groups.
+	Groups []uint32
 }
 
 // Status is how a process ended.

@@ -136,6 +136,8 @@ func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
 			PidFD:     &pidfd,
+			// Groups, then gid, then uid, in the child before exec.
+			Credential: c.Cred.sys(),
 		},
 	}
 	// Registered under the lock that the reaper takes to list children,
@@ -209,4 +211,12 @@ func lookupEnv(env []string, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sys is c as the spawn takes it; nil for c nil.
+func (c *Cred) sys() *syscall.Credential {
+	if c == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups}
 }

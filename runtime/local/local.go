@@ -95,9 +95,10 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 
 // environ is the environment of one start: base, the minimal base taken
 // from parent (runtime.BaseEnv), what the plugin's inheritEnv passes on
-// of parent, the spec's env, the request's, then graft's own variables,
-// later ones replacing earlier.
-func environ(base, parent []string, req runtime.Request, id runtime.Identity) []string {
+// of parent, the HOME, USER and LOGNAME of the user it runs as (user,
+// from launch.Cred), the spec's env, the request's, then graft's own
+// variables, later ones replacing earlier.
+func environ(base, parent []string, req runtime.Request, id runtime.Identity, user map[string]string) []string {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -111,7 +112,7 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity) []
 			set(k, v)
 		}
 	}
-	for _, env := range []map[string]string{req.Launch.Env, req.Env} {
+	for _, env := range []map[string]string{user, req.Launch.Env, req.Env} {
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			set(k, env[k])
 		}

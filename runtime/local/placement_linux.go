@@ -56,7 +56,15 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	if req.Identity != nil {
 		id = *req.Identity
 	}
-	env := environ(l.base, l.opt.Env, req, id)
+	cred, err := credential(req)
+	if err != nil {
+		return nil, err
+	}
+	var userEnv map[string]string
+	if cred != nil {
+		userEnv = cred.env
+	}
+	env := environ(l.base, l.opt.Env, req, id, userEnv)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
 	r, w, err := proc.OutputPipe()
@@ -77,6 +85,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		Output:  w,
 		Marker:  instance.EnvID + "=" + id.ID,
 		Isolate: !l.opt.NoNamespace,
+		Cred:    cred.sys(),
 	})
 	w.Close() // the child holds its copy
 	if err != nil {
@@ -85,7 +94,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
-	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
+	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env, cred.sys()) }
 	l.live[p] = true
 	l.mu.Unlock()
 	if l.opt.Started != nil {
@@ -142,15 +151,16 @@ var canceled = func() context.Context {
 	return ctx
 }()
 
-// probe runs a ready command as the plugin runs, and kills it with its
-// group if ctx ends first.
-func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string) error {
+// probe runs a ready command as the plugin runs (in its directory and
+// environment, as its user), and kills it with its group if ctx ends
+// first.
+func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string, cred *proc.Cred) error {
 	r, w, err := proc.OutputPipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	pp, err := l.spawner.Start(proc.Cmd{Argv: argv, Dir: dir, Env: env, Output: w})
+	pp, err := l.spawner.Start(proc.Cmd{Argv: argv, Dir: dir, Env: env, Output: w, Cred: cred})
 	w.Close()
 	if err != nil {
 		return err
