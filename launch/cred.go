@@ -146,7 +146,7 @@ func (c *Cred) Permitted(uid, gid int) string {
 		return ""
 	}
 	if int(c.Uid) != uid || int(c.Gid) != gid {
-		return fmt.Sprintf("it runs as uid %d, not root: it cannot start a process as uid %d, gid %d", uid, c.Uid, c.Gid)
+		return fmt.Sprintf("runs as uid %d, not root: it cannot start a process as uid %d, gid %d", uid, c.Uid, c.Gid)
 	}
 	return ""
 }

@@ -10,7 +10,7 @@ type CredError struct {
 }
 
 func (e *CredError) Error() string {
-	return fmt.Sprintf("start %s: user and group: %s", e.Plugin, e.Why)
+	return fmt.Sprintf("start %s: this daemon %s", e.Plugin, e.Why)
 }
 
 // Hint says what the operator can do about it.

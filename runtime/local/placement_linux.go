@@ -94,7 +94,9 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
-	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env, cred.sys()) }
+	p.probe = func(ctx context.Context, argv []string) error {
+		return l.probe(ctx, argv, workDir(req), env, cred.sys())
+	}
 	l.live[p] = true
 	l.mu.Unlock()
 	if l.opt.Started != nil {
