@@ -42,6 +42,12 @@ type Spec struct {
 	// machine that starts it (Resolve). Empty is the starting daemon's.
 	User  string `json:"user,omitempty"`
 	Group string `json:"group,omitempty"`
+	// Umask is the process's umask, in octal ("007"); empty keeps the
+	// starting daemon's.
+	Umask string `json:"umask,omitempty"`
+	// Limits are its resource limits by LimitNames; the others are the
+	// starting daemon's.
+	Limits map[string]Limit `json:"limits,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -73,6 +79,8 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	}
 	c.account("user", s.User)
 	c.account("group", s.Group)
+	c.umask(s.Umask)
+	c.limits(s.Limits)
 	if r := s.Ready; r != nil {
 		c.ready(r)
 	}

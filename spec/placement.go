@@ -34,13 +34,13 @@ type Traits struct {
 	// spec, whose user database resolves its user and group.
 	Here bool
 	// Why a plugin of the placement may not have these; "" where it may.
-	NoSignal string // stopSignal
-	NoDir    string // dir
-	NoUser   string // user and group
-	NoReload string // a files entry with onChange: reload
-	NoExec   string // an exec health check
-	NoHealth string // health
-	NoOnce   string // once
+	NoSignal  string // stopSignal
+	NoDir     string // dir
+	NoProcess string // user, group, umask and limits
+	NoReload  string // a files entry with onChange: reload
+	NoExec    string // an exec health check
+	NoHealth  string // health
+	NoOnce    string // once
 }
 
 // placements is the table: a row per placement, in the order the
@@ -52,11 +52,11 @@ var placements = []struct {
 }{
 	{Local, Traits{Reload: true, Here: true}},
 	{Worker, Traits{Module: true,
-		NoSignal: "a worker gets no signal: its graceful stop closes its stdin",
-		NoDir:    "a worker has no working directory: it sees only its mounts",
-		NoUser:   "a worker has no process of its own to run as another user: it runs inside the host",
-		NoReload: "a worker cannot reload: it gets no signals; use replace",
-		NoExec:   "a worker has no process to run a command beside; check it with tcp or http"}},
+		NoSignal:  "a worker gets no signal: its graceful stop closes its stdin",
+		NoDir:     "a worker has no working directory: it sees only its mounts",
+		NoProcess: "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host",
+		NoReload:  "a worker cannot reload: it gets no signals; use replace",
+		NoExec:    "a worker has no process to run a command beside; check it with tcp or http"}},
 	{OnRunner, Traits{Instance: true, Runner: true}},
 	{Floating, Traits{Instance: true, Elect: true, Here: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",

@@ -112,6 +112,11 @@ type Plugin struct {
 	// plugin (docs/semantics.md, "User and group").
 	User  string `yaml:"user"`
 	Group string `yaml:"group"`
+	// Umask is the process's umask, a quoted octal string ("007").
+	Umask Umask `yaml:"umask"`
+	// Limits are its resource limits, by their lower-case names without
+	// RLIMIT_ (launch.LimitNames).
+	Limits map[string]Limit `yaml:"limits"`
 	// Uses names the plugins this one consumes: it starts after them and
 	// stops before them. An entry is a name, or {plugin, until} with a
 	// condition; the names are here and the conditions in Until.

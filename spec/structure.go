@@ -80,7 +80,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 			d.errorf(d.at(path+"."+field), path+"."+field, "only for %s%s, and this plugin has run: %s", runsWith(has, true), why, run)
 		}
 	}
-	for _, no := range []struct{ field, why string }{{"stopSignal", t.NoSignal}, {"dir", t.NoDir}, {"user", t.NoUser}, {"group", t.NoUser}} {
+	for _, no := range []struct{ field, why string }{{"stopSignal", t.NoSignal}, {"dir", t.NoDir}, {"user", t.NoProcess}, {"group", t.NoProcess}, {"umask", t.NoProcess}, {"limits", t.NoProcess}} {
 		if no.why != "" && d.written(path+"."+no.field) {
 			d.errorf(d.at(path+"."+no.field), path+"."+no.field, "%s", no.why)
 		}
@@ -108,6 +108,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 	}
 	if t.Here {
 		d.account(p, path)
+		d.grantable(p, path)
 	}
 	if t.Runner {
 		if p.Runner != "" && !slices.Contains(runners, p.Runner) {

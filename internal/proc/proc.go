@@ -35,6 +35,19 @@ type Cmd struct {
 	// supplementary groups, which only a root process can give. The
 	// child takes them on between its fork and its exec.
 	Cred *Cred
+	// Umask, when set, is the process's umask; Limits are resource
+	// limits it starts with. Either makes the child this program run
+	// again as a small setup (setup_linux.go), which sets them, then
+	// Cred, then executes the program.
+	Umask  *uint32
+	Limits []Limit
+}
+
+// Limit is a resource limit: an RLIMIT_ number, with its soft and hard
+// values (RLIM_INFINITY: unlimited).
+type Limit struct {
+	Resource   int
+	Soft, Hard uint64
 }
 
 // Cred is who a process runs as.

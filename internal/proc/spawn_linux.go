@@ -92,6 +92,9 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.needsSetup() {
+		c, path = c.throughSetup(path)
+	}
 	devnull := s.devnull
 	if devnull == nil {
 		return nil, fmt.Errorf("start %s: cannot open %s", c.Argv[0], os.DevNull)

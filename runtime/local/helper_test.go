@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
 	"github.com/graftland/graft/spec"
@@ -62,6 +63,16 @@ func helperMain(role string, args []string) bool {
 		l.Close()
 		var ce *CredError
 		say("%v hint=%v", err, errors.As(err, &ce) && ce.Hint() != "")
+		os.Exit(0)
+	case "start-limited": // as a daemon that is not root would, starts /bin/true with nofile args[0], and prints the error
+		l := New(Options{})
+		var v launch.LimitValue
+		v.UnmarshalText([]byte(args[0]))
+		p := &spec.Plugin{Name: "db", Run: spec.Local, StopSignal: "SIGTERM", Command: []string{"/bin/true"},
+			Limits: map[string]spec.Limit{"nofile": {Soft: 1, Hard: v}}}
+		_, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: "/", Output: runtimetest.NewRecorder()}.For(p))
+		l.Close()
+		say("%v", err)
 		os.Exit(0)
 	}
 	return familyMain(role, args)
