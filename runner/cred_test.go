@@ -17,18 +17,20 @@ import (
 	"github.com/graftland/graft/runnerapi"
 )
 
-// TestUserAndGroupOnTheRunner: a start with user and group runs its
-// process, and its exec ready check, as them, resolved in the runner's
-// user database; a user that database does not know fails the start,
-// naming it.
+// TestUserAndGroupOnTheRunner: a start with user, group, umask and
+// limits runs its process with them, and its exec ready check as the
+// user, resolved in the runner's user database; a user that database
+// does not know fails the start, naming it, and a bad limit is refused
+// as the request's.
 func TestUserAndGroupOnTheRunner(t *testing.T) {
 	dir := asnobody.Dir(t)
 	h := newHarness(t, short)
 	sess := h.open(0)
 	ev := h.events(sess)
 	req := plugin(t, sess, "cred")
-	req.Command = []string{"/bin/sh", "-c", `grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo "USER=$USER"; echo done; exec sleep 100`}
-	req.Dir, req.User, req.Group = dir, "nobody", "nogroup"
+	req.Command = []string{"/bin/sh", "-c", `grep -E '^(Uid|Gid|Groups|Umask):' /proc/self/status; grep -E '^Max (open files|core)' /proc/self/limits; echo "USER=$USER"; echo done; exec sleep 100`}
+	req.Dir, req.User, req.Group, req.Umask = dir, "nobody", "nogroup", "077"
+	req.Limits = map[string]launch.Limit{"nofile": {Soft: 777, Hard: 888}, "core": {Soft: 0, Hard: 0}}
 	req.Ready = &launch.Ready{Probe: launch.Probe{Exec: []string{"/bin/sh", "-c", `id -u > ready.out`}}, Timeout: launch.Duration(10 * time.Second)}
 	h.start("cred", req)
 	var lines []string
@@ -42,6 +44,9 @@ func TestUserAndGroupOnTheRunner(t *testing.T) {
 	assert.Regexp(t, `Gid:\s+65534\s+65534\s+65534\s+65534`, out)
 	assert.Regexp(t, `Groups:\s*65534\s*(\n|$)`, out)
 	assert.Contains(t, out, "USER=nobody")
+	assert.Regexp(t, `Umask:\s+0077`, out)
+	assert.Regexp(t, `Max open files\s+777\s+888\s+files`, out)
+	assert.Regexp(t, `Max core file size\s+0\s+0\s+bytes`, out)
 	b, err := os.ReadFile(filepath.Join(dir, "ready.out"))
 	require.NoError(t, err)
 	assert.Equal(t, "65534", strings.TrimSpace(string(b)), "the ready check runs as the plugin's user")
@@ -51,4 +56,12 @@ func TestUserAndGroupOnTheRunner(t *testing.T) {
 	_, status, body := h.tryStart("bad", bad)
 	assert.NotEqual(t, 200, status)
 	assert.Contains(t, body.Error, `unknown user "no-such-user-graft"`)
+
+	bad = plugin(t, sess, "cooperative")
+	bad.Limits, bad.Umask = map[string]launch.Limit{"nofiles": {Soft: 1, Hard: 1}, "core": {Soft: 2, Hard: 1}}, "9"
+	_, status, body = h.tryStart("bad", bad)
+	assert.Equal(t, 400, status)
+	assert.Contains(t, body.Error, `umask: bad umask "9"`)
+	assert.Contains(t, body.Error, `limits.core: soft 2 is above hard 1`)
+	assert.Contains(t, body.Error, `limits.nofiles: unknown resource limit "nofiles"`)
 }

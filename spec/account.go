@@ -27,17 +27,21 @@ func (d *decoder) account(p *Plugin, path string) {
 	}
 }
 
-// permitted refuses, in a spec the host that loads it is to start, a
-// user or group of a plugin on this machine that this process cannot give
-// its process: one not its own, when it is not root. It runs at plan
-// time, so an apply fails before it stops anything.
+// permitted refuses, in a spec the host that loads it is to start, what
+// this process cannot give the process of a plugin on this machine: a
+// user or group not its own, when it is not root, and a limit above its
+// own (launch.Ungrantable). It runs at plan time, so an apply fails
+// before it stops anything.
 func (d *decoder) permitted(s *Spec) {
-	if os.Geteuid() == 0 {
-		return
-	}
 	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
 		p, path := s.Plugins[name], join("plugins", name)
-		if p == nil || !p.Run.Traits().Here || (p.User == "" && p.Group == "") {
+		if p == nil || !p.Run.Traits().Here {
+			continue
+		}
+		for _, pr := range launch.Ungrantable(launchLimits(p.Limits)) {
+			d.problem(path, pr)
+		}
+		if os.Geteuid() == 0 || (p.User == "" && p.Group == "") {
 			continue
 		}
 		l := p.Launch()

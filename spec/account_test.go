@@ -37,6 +37,9 @@ func TestNonRootHostRefusesAnotherUser(t *testing.T) {
 	assert.Equal(t, "<nil>", parse("name: shop\nplugins:\n  db:\n    command: [postgres]\n    user: nobody\n    group: nogroup\n"), "its own user")
 	assert.Equal(t, "<nil>", parse("name: shop\nrunners:\n  r: {}\nplugins:\n  db:\n    run: runner\n    command: [postgres]\n    user: root\n"), "a runner plugin's")
 
+	got = parse("name: shop\nplugins:\n  db:\n    command: [postgres]\n    limits: {core: 0, nofile: unlimited}\n")
+	assert.Regexp(t, `^plugins.yaml:5:31: plugins.db.limits.nofile: hard unlimited is above this process's own hard limit \d+, which it cannot raise: it is not root$`, got)
+
 	// As root, the same spec parses.
 	_, err := ParseWith("plugins.yaml", "/", []byte("name: shop\nplugins:\n  db:\n    command: [postgres]\n    user: nobody\n"), Options{Starts: true})
 	assert.NoError(t, err)

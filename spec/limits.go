@@ -75,11 +75,3 @@ func (d *decoder) limitsValues(p *Plugin, path string) {
 		}
 	}
 }
-
-// grantable refuses, for a plugin whose process runs on this machine, a
-// limit this process could not grant it (launch.Ungrantable).
-func (d *decoder) grantable(p *Plugin, path string) {
-	for _, pr := range launch.Ungrantable(launchLimits(p.Limits)) {
-		d.problem(path, pr)
-	}
-}

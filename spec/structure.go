@@ -108,7 +108,6 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 	}
 	if t.Here {
 		d.account(p, path)
-		d.grantable(p, path)
 	}
 	if t.Runner {
 		if p.Runner != "" && !slices.Contains(runners, p.Runner) {
