@@ -54,7 +54,7 @@ func TestUserAndGroupOnTheRunner(t *testing.T) {
 	bad := plugin(t, sess, "cooperative")
 	bad.User = "no-such-user-graft"
 	_, status, body := h.tryStart("bad", bad)
-	assert.NotEqual(t, 200, status)
+	assert.Equal(t, 422, status, "a start that failed")
 	assert.Contains(t, body.Error, `unknown user "no-such-user-graft"`)
 
 	bad = plugin(t, sess, "cooperative")

@@ -12,12 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/asnobody"
+	"github.com/graftland/graft/launch"
 )
 
 // TestNonRootHostRefusesAnotherUser: a host that is not root refuses, as
 // it parses the spec to plan it, a local or floating plugin's user or
-// group that is not its own, at its position; its own it accepts, and a
-// runner plugin's is the runner's to judge.
+// group that is not its own, and a hard limit above its own, at their
+// positions; its own user it accepts, and a runner plugin's is the
+// runner's to judge.
 func TestNonRootHostRefusesAnotherUser(t *testing.T) {
 	dir := asnobody.Dir(t)
 	prog := asnobody.Program(t, dir, "spec.test")
@@ -58,4 +60,8 @@ func TestUserByNumber(t *testing.T) {
 	assert.Equal(t, "65534", s.Plugins["db"].Launch().Group)
 	assert.NotEqual(t, load("").Hash("db"), s.Hash("db"))
 	assert.NotEqual(t, load("    user: nobody\n").Hash("db"), load("    user: root\n").Hash("db"))
+	assert.NotEqual(t, load("").Hash("db"), load("    umask: \"007\"\n").Hash("db"))
+	assert.NotEqual(t, load("    limits: {nofile: 1024}\n").Hash("db"), load("    limits: {nofile: {soft: 1024, hard: 2048}}\n").Hash("db"))
+	l := load("    limits: {nofile: 1024, core: unlimited}\n").Plugins["db"].Launch()
+	assert.Equal(t, map[string]launch.Limit{"nofile": {Soft: 1024, Hard: 1024}, "core": {Soft: launch.Unlimited, Hard: launch.Unlimited}}, l.Limits)
 }
