@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,9 +23,9 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// setupScript prints its process's umask, ids and limits, and its ready
-// check's umask and open-files limit, then sleeps until stopped.
-const setupScript = `grep -E '^(Umask|Uid):' /proc/self/status; cat /proc/self/limits; cat check.out; echo done; exec sleep 100`
+// setupScript prints its process's umask, ids and limits, then sleeps
+// until stopped.
+const setupScript = `grep -E '^(Umask|Uid):' /proc/self/status; cat /proc/self/limits; echo done; exec sleep 100`
 
 // TestUmaskAndLimits: a plugin's umask and limits are its process's from
 // its start, and its exec ready check's; with user, a hard limit above
@@ -59,7 +60,9 @@ func TestUmaskAndLimits(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { h.Stop(context.Background()) })
 			require.True(t, out.WaitFor("done", 10*time.Second), "output: %s", out.String())
-			got := out.String()
+			check, err := os.ReadFile(filepath.Join(dir, "check.out")) // written by the ready check, which has passed
+			require.NoError(t, err)
+			got := out.String() + string(check)
 			assert.Regexp(t, `Umask:\s+0027\n`, got)
 			assert.Regexp(t, `Uid:\s+65534\s+65534\s+65534\s+65534\n`, got)
 			assert.Regexp(t, fmt.Sprintf(`Max open files\s+4242\s+%d\s+files`, above), got)
