@@ -84,6 +84,10 @@ func (s *Spawner) Close() {
 // a half-made child. With c.Isolate, where the Spawner can (see
 // Isolation), c runs in the Spawner's PID namespace instead, as a child of
 // its init, which has the parent-death signal.
+// With c.Umask or c.Limits, the program executed first is the setup
+// (setup_linux.go), which sets them and c.Cred and executes c's program
+// in the same process: a failure of that exec shows as an exit of 127,
+// its cause on c.Output.
 func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("start: empty command")
