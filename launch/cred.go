@@ -20,7 +20,8 @@ type Cred struct {
 	// at all.
 	Groups []uint32
 	// Env is HOME, USER and LOGNAME for the user, when the database
-	// knows it: the process gets them unless its env sets them.
+	// knows it: the process gets them unless its env or inheritEnv sets
+	// them.
 	Env map[string]string
 }
 

@@ -65,11 +65,12 @@ func TestUserAndGroup(t *testing.T) {
 		})
 	}
 	t.Run("numbers", func(t *testing.T) {
-		got := startAs(t, false, &spec.Plugin{User: "65534", Group: "4242", Env: map[string]string{"HOME": "/srv"}})
+		t.Setenv("USER", "from-the-host")
+		got := startAs(t, false, &spec.Plugin{User: "65534", Group: "4242", Env: map[string]string{"HOME": "/srv"}, InheritEnv: []string{"USER"}})
 		assert.Regexp(t, `Uid:\s+65534\s`, got)
 		assert.Regexp(t, `Gid:\s+4242\s`, got)
 		assert.Regexp(t, `Groups:\s*(4242 65534|65534 4242)\s*\n`, got, "the given group and the user's own")
-		assert.Contains(t, got, "HOME=/srv USER=nobody", "the plugin's env wins over the user's")
+		assert.Contains(t, got, "HOME=/srv USER=from-the-host LOGNAME=nobody", "the plugin's env and inheritEnv win over the user's")
 		assert.Contains(t, got, "ready 65534:4242:")
 	})
 }
