@@ -35,7 +35,7 @@ func (d *decoder) account(p *Plugin, path string) {
 func (d *decoder) permitted(s *Spec) {
 	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
 		p, path := s.Plugins[name], join("plugins", name)
-		if p == nil || !p.Run.Traits().Here {
+		if p == nil || !p.Run.Traits().Here() {
 			continue
 		}
 		for _, pr := range launch.Ungrantable(launchLimits(p.Limits)) {

@@ -30,17 +30,14 @@ type Traits struct {
 	Elect bool
 	// Reload: onChange: reload signals the running process in place.
 	Reload bool
-	// Here: its process runs on the machine of the host that loads the
-	// spec, whose user database resolves its user and group.
-	Here bool
 	// Why a plugin of the placement may not have these; "" where it may.
-	NoSignal  string // stopSignal
-	NoDir     string // dir
-	NoProcess string // user, group, umask and limits
-	NoReload  string // a files entry with onChange: reload
-	NoExec    string // an exec health check
-	NoHealth  string // health
-	NoOnce    string // once
+	NoSignal string // stopSignal
+	NoDir    string // dir
+	NoReload string // a files entry with onChange: reload
+	NoExec   string // an exec health check
+	NoHealth string // health
+	NoOnce   string // once
+	NoProc   string // user, group, umask and limits
 }
 
 // placements is the table: a row per placement, in the order the
@@ -50,15 +47,15 @@ var placements = []struct {
 	run Placement
 	Traits
 }{
-	{Local, Traits{Reload: true, Here: true}},
+	{Local, Traits{Reload: true}},
 	{Worker, Traits{Module: true,
-		NoSignal:  "a worker gets no signal: its graceful stop closes its stdin",
-		NoDir:     "a worker has no working directory: it sees only its mounts",
-		NoProcess: "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host",
-		NoReload:  "a worker cannot reload: it gets no signals; use replace",
-		NoExec:    "a worker has no process to run a command beside; check it with tcp or http"}},
+		NoSignal: "a worker gets no signal: its graceful stop closes its stdin",
+		NoDir:    "a worker has no working directory: it sees only its mounts",
+		NoReload: "a worker cannot reload: it gets no signals; use replace",
+		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
+		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host"}},
 	{OnRunner, Traits{Instance: true, Runner: true}},
-	{Floating, Traits{Instance: true, Elect: true, Here: true,
+	{Floating, Traits{Instance: true, Elect: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},
 }
@@ -91,3 +88,8 @@ func placementNames() []string {
 	}
 	return names
 }
+
+// Here reports whether a plugin of the placement runs a process on the
+// machine of the host that loads the spec (local, floating), whose user
+// database resolves its user and group, and whose limits bound its own.
+func (t Traits) Here() bool { return !t.Module && !t.Runner }
