@@ -200,7 +200,7 @@ func (h *Host) desired(src spec.Source) (*spec.Spec, error) {
 
 func (h *Host) parseDesired(src spec.Source, kept *applied) (*spec.Spec, error) {
 	if src.YAML != "" {
-		return src.SpecWith(h.digests)
+		return src.SpecToStart(h.digests)
 	}
 	empty := "plugins: {}\n"
 	if kept != nil && kept.parsed != nil {

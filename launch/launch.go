@@ -37,6 +37,17 @@ type Spec struct {
 	// Health is a liveness check run for as long as the process runs,
 	// where it runs; whoever supervises it counts the failures.
 	Health *Health `json:"health,omitempty"`
+	// User and Group are who the process, its exec checks included, runs
+	// as: a name or a number, resolved in the user database of the
+	// machine that starts it (Resolve). Empty is the starting daemon's.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+	// Umask is the process's umask, in octal ("007"); empty keeps the
+	// starting daemon's.
+	Umask string `json:"umask,omitempty"`
+	// Limits are its resource limits by LimitNames; the others are the
+	// starting daemon's.
+	Limits map[string]Limit `json:"limits,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -66,6 +77,10 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	if c.is("stopSignal", s.StopSignal != "") && !slices.Contains(Signals, s.StopSignal) {
 		c.signal("stopSignal", s.StopSignal)
 	}
+	c.account("user", s.User)
+	c.account("group", s.Group)
+	c.umask(s.Umask)
+	c.limits(s.Limits)
 	if r := s.Ready; r != nil {
 		c.ready(r)
 	}

@@ -115,6 +115,9 @@ func randomValue(rng *rand.Rand, v reflect.Value) {
 		v.SetString(oddStrings[rng.IntN(len(oddStrings))])
 	case reflect.Bool:
 		v.SetBool(rng.IntN(2) == 0)
+	case reflect.Uint64:
+		us := []uint64{0, 1, 65535, math.MaxUint64 - 1, math.MaxUint64}
+		v.SetUint(us[rng.IntN(len(us))])
 	case reflect.Int, reflect.Int64:
 		ints := []int64{0, 1, -1, 3, 8080, math.MaxInt64, math.MinInt64, 1 << 30}
 		v.SetInt(ints[rng.IntN(len(ints))])

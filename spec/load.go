@@ -81,6 +81,9 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	d.validateValues(s)
 	s.applyDefaults()
 	d.validateStructure(s)
+	if opt.Starts && len(d.errs) == 0 {
+		d.permitted(s)
+	}
 	if len(d.errs) == 0 {
 		d.readContent(s, opt.Digests, opt.ReadTimeout)
 	}

@@ -41,6 +41,7 @@ type Traits struct {
 	NoExec   string // an exec health check
 	NoHealth string // health
 	NoOnce   string // once
+	NoProc   string // user, group, umask and limits
 }
 
 // placements is the table: a row per placement, in the order the
@@ -55,7 +56,8 @@ var placements = []struct {
 		NoSignal: "a worker gets no signal: its graceful stop closes its stdin",
 		NoDir:    "a worker has no working directory: it sees only its mounts",
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
-		NoExec:   "a worker has no process to run a command beside; check it with tcp or http"}},
+		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
+		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host"}},
 	{OnRunner, Traits{Instance: true, Runner: true}},
 	{Floating, Traits{Instance: true, Elect: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
@@ -90,3 +92,8 @@ func placementNames() []string {
 	}
 	return names
 }
+
+// Here reports whether a plugin of the placement runs a process on the
+// machine of the host that loads the spec (local, floating), whose user
+// database resolves its user and group, and whose limits bound its own.
+func (t Traits) Here() bool { return !t.Module && !t.Runner }

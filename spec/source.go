@@ -33,6 +33,12 @@ func (s *Source) SpecWith(dg Digester) (*Spec, error) {
 	return ParseWith(s.File, s.Dir, []byte(s.YAML), Options{Lookup: VarsLookup(s.Vars), Digests: dg})
 }
 
+// SpecToStart is SpecWith for the host that is to start the spec's
+// plugins (Options.Starts): what it plans and applies.
+func (s *Source) SpecToStart(dg Digester) (*Spec, error) {
+	return ParseWith(s.File, s.Dir, []byte(s.YAML), Options{Lookup: VarsLookup(s.Vars), Digests: dg, Starts: true})
+}
+
 // Equal reports whether s and o are the same source, variables included.
 func (s Source) Equal(o Source) bool {
 	return s.File == o.File && s.Dir == o.Dir && s.YAML == o.YAML && s.DigestKey == o.DigestKey && maps.Equal(s.Vars, o.Vars)

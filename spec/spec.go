@@ -112,6 +112,17 @@ type Plugin struct {
 	InheritEnv []string `yaml:"inheritEnv"`
 	// Dir is the working directory, relative to the spec's directory.
 	Dir string `yaml:"dir"`
+	// User and Group are who the process and its exec checks run as, by
+	// name or number (local, runner, floating): the host's user database
+	// resolves them when the spec loads, a runner's when it starts the
+	// plugin (docs/semantics.md, "User and group").
+	User  string `yaml:"user"`
+	Group string `yaml:"group"`
+	// Umask is the process's umask, a quoted octal string ("007").
+	Umask Umask `yaml:"umask"`
+	// Limits are its resource limits, by their lower-case names without
+	// RLIMIT_ (launch.LimitNames).
+	Limits map[string]Limit `yaml:"limits"`
 	// Uses names the plugins this one consumes: it starts after them and
 	// stops before them. An entry is a name, or {plugin, until} with a
 	// condition; the names are here and the conditions in Until.

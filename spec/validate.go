@@ -110,6 +110,7 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	if hc := p.Health; hc != nil {
 		d.healthValues(hc, path+".health")
 	}
+	d.limitsValues(p, path)
 	d.launchValues(p, path)
 	if r := p.Retry; r != nil {
 		d.retryValues(r, path+".retry")

@@ -23,6 +23,11 @@ type Options struct {
 	// them together (DefaultReadTimeout when zero): a file whose read
 	// never ends (a hung network mount) fails the parse, naming it.
 	ReadTimeout time.Duration
+	// Starts says the spec is parsed by the host that is to start its
+	// plugins: the user and group of one that runs on this machine must
+	// be ones this process can give (docs/semantics.md, "User and
+	// group"), else the parse fails, before an apply stops anything.
+	Starts bool
 	// whole parses the file in one piece (never in pieces, split.go)
 	// and decodes and checks it on one goroutine (never on every core,
 	// parallel.go): the tests compare the two.

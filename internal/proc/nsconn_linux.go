@@ -225,7 +225,7 @@ func (in *nsInit) close() { in.w.shutdown() }
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
 func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
-	b := initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env}.encode()
+	b := initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env, Cred: c.Cred}.encode()
 	ch := make(chan started, 1)
 	in.mu.Lock()
 	in.nextID++

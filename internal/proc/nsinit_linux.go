@@ -22,25 +22,29 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "4"
+	initVersion = "5"
 	// The init's end of the socket pair (see nswire_linux.go).
 	initCtlFD = 3
 )
 
 // initSpec is what the init starts: the plugin's program, resolved by
-// the spawning process, with its arguments, directory and environment.
+// the spawning process, with its arguments, directory and environment,
+// and who it runs as (nil: as the init).
 type initSpec struct {
 	Path string
 	Argv []string
 	Dir  string
 	Env  []string
+	Cred *Cred
 }
 
 // encode writes the spec as its strings, each ended by a NUL (which no
 // path, argument or variable can hold): the path, the directory, the
-// number of arguments, the arguments, then the environment.
+// credential (encodeCred), the number of arguments, the arguments, then
+// the environment.
 func (s initSpec) encode() []byte {
-	n := len(s.Path) + len(s.Dir) + 8
+	cred := encodeCred(s.Cred)
+	n := len(s.Path) + len(s.Dir) + len(cred) + 8
 	for _, v := range s.Argv {
 		n += len(v) + 1
 	}
@@ -50,6 +54,7 @@ func (s initSpec) encode() []byte {
 	b := make([]byte, 0, n)
 	b = append(append(b, s.Path...), 0)
 	b = append(append(b, s.Dir...), 0)
+	b = append(append(b, cred...), 0)
 	b = append(strconv.AppendInt(b, int64(len(s.Argv)), 10), 0)
 	for _, v := range s.Argv {
 		b = append(append(b, v...), 0)
@@ -63,15 +68,58 @@ func (s initSpec) encode() []byte {
 // decodeSpec reads what encode wrote.
 func decodeSpec(b []byte) (initSpec, error) {
 	f := strings.Split(string(b), "\x00")
-	if len(f) < 4 || f[len(f)-1] != "" {
+	if len(f) < 5 || f[len(f)-1] != "" {
 		return initSpec{}, errors.New("a spec cut short")
 	}
 	f = f[:len(f)-1]
-	argc, err := strconv.Atoi(f[2])
-	if err != nil || argc < 1 || 3+argc > len(f) {
+	cred, err := decodeCred(f[2])
+	if err != nil {
+		return initSpec{}, err
+	}
+	argc, err := strconv.Atoi(f[3])
+	if err != nil || argc < 1 || 4+argc > len(f) {
 		return initSpec{}, errors.New("a spec without its arguments")
 	}
-	return initSpec{Path: f[0], Dir: f[1], Argv: f[3 : 3+argc], Env: f[3+argc:]}, nil
+	return initSpec{Path: f[0], Dir: f[1], Cred: cred, Argv: f[4 : 4+argc], Env: f[4+argc:]}, nil
+}
+
+// encodeCred writes a credential as "UID GID GROUP,GROUP...", and none
+// as "".
+func encodeCred(c *Cred) string {
+	if c == nil {
+		return ""
+	}
+	groups := make([]string, len(c.Groups))
+	for i, g := range c.Groups {
+		groups[i] = strconv.FormatUint(uint64(g), 10)
+	}
+	return fmt.Sprintf("%d %d %s", c.Uid, c.Gid, strings.Join(groups, ","))
+}
+
+// decodeCred reads what encodeCred wrote.
+func decodeCred(s string) (*Cred, error) {
+	if s == "" {
+		return nil, nil
+	}
+	f := strings.Split(s, " ")
+	if len(f) != 3 {
+		return nil, errors.New("a spec with a bad credential")
+	}
+	var ids []uint32
+	for _, v := range append(f[:2:2], strings.Split(f[2], ",")...) {
+		if v == "" {
+			continue
+		}
+		id, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return nil, errors.New("a spec with a bad credential")
+		}
+		ids = append(ids, uint32(id))
+	}
+	if len(ids) < 2 {
+		return nil, errors.New("a spec with a bad credential")
+	}
+	return &Cred{Uid: ids[0], Gid: ids[1], Groups: ids[2:]}, nil
 }
 
 func init() {
@@ -233,7 +281,7 @@ func (in *initState) start(id int, b []byte, out int) {
 		Dir:   spec.Dir,
 		Env:   spec.Env,
 		Files: []uintptr{0, uintptr(out), uintptr(out)},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd, Credential: spec.Cred.sys()},
 	})
 	if err != nil {
 		var errno syscall.Errno

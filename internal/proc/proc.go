@@ -31,6 +31,30 @@ type Cmd struct {
 	// process, the daemons it double-forks included. Where the Spawner
 	// cannot, it starts as without Isolate.
 	Isolate bool
+	// Cred, when set, is who the process runs as: its uid, gid and
+	// supplementary groups, which only a root process can give. The
+	// child takes them on between its fork and its exec.
+	Cred *Cred
+	// Umask, when set, is the process's umask; Limits are resource
+	// limits it starts with. Either makes the child this program run
+	// again as a small setup (setup_linux.go), which sets them, then
+	// Cred, then executes the program.
+	Umask  *uint32
+	Limits []Limit
+}
+
+// Limit is a resource limit: an RLIMIT_ number, with its soft and hard
+// values (RLIM_INFINITY: unlimited).
+type Limit struct {
+	Resource   int
+	Soft, Hard uint64
+}
+
+// Cred is who a process runs as.
+type Cred struct {
+	Uid, Gid uint32
+	// Groups are the supplementary groups.
+	Groups []uint32
 }
 
 // Status is how a process ended.

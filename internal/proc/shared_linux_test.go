@@ -144,6 +144,8 @@ func TestSpecRoundTrip(t *testing.T) {
 	for _, s := range []initSpec{
 		{Path: "/bin/sh", Argv: []string{"sh", "-c", "echo $A"}, Dir: "/tmp", Env: []string{"A=1", "B="}},
 		{Path: "/bin/true", Argv: []string{""}, Env: []string{}},
+		{Path: "/bin/id", Argv: []string{"id"}, Env: []string{}, Cred: &Cred{Uid: 65534, Gid: 65534, Groups: []uint32{}}},
+		{Path: "/bin/id", Argv: []string{"id"}, Env: []string{}, Cred: &Cred{Uid: 1, Gid: 2, Groups: []uint32{3, 4}}},
 	} {
 		got, err := decodeSpec(s.encode())
 		require.NoError(t, err)

@@ -84,6 +84,10 @@ func (s *Spawner) Close() {
 // a half-made child. With c.Isolate, where the Spawner can (see
 // Isolation), c runs in the Spawner's PID namespace instead, as a child of
 // its init, which has the parent-death signal.
+// With c.Umask or c.Limits, the program executed first is the setup
+// (setup_linux.go), which sets them and c.Cred and executes c's program
+// in the same process: a failure of that exec shows as an exit of 127,
+// its cause on c.Output.
 func (s *Spawner) Start(c Cmd) (*Process, error) {
 	if len(c.Argv) == 0 {
 		return nil, errors.New("start: empty command")
@@ -91,6 +95,9 @@ func (s *Spawner) Start(c Cmd) (*Process, error) {
 	path, err := lookPath(c.Argv[0], c.Dir, c.Env)
 	if err != nil {
 		return nil, err
+	}
+	if c.needsSetup() {
+		c, path = c.throughSetup(path)
 	}
 	devnull := s.devnull
 	if devnull == nil {
@@ -136,6 +143,8 @@ func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
 			PidFD:     &pidfd,
+			// Groups, then gid, then uid, in the child before exec.
+			Credential: c.Cred.sys(),
 		},
 	}
 	// Registered under the lock that the reaper takes to list children,
@@ -209,4 +218,12 @@ func lookupEnv(env []string, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// sys is c as the spawn takes it; nil for c nil.
+func (c *Cred) sys() *syscall.Credential {
+	if c == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups}
 }

@@ -3,6 +3,8 @@
 package local
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/graftland/graft/launch"
+	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/runtimetest"
+	"github.com/graftland/graft/spec"
 )
 
 // The plugins of these tests are this test binary run again, as
@@ -51,6 +56,24 @@ func helperMain(role string, args []string) bool {
 				os.Exit(0)
 			}
 		}
+	case "start-as": // as a daemon that is not root would, starts /bin/true as user args[0], and prints the error
+		l := New(Options{})
+		p := &spec.Plugin{Name: "db", Run: spec.Local, StopSignal: "SIGTERM", Command: []string{"/bin/true"}, User: args[0]}
+		_, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: "/", Output: runtimetest.NewRecorder()}.For(p))
+		l.Close()
+		var ce *CredError
+		say("%v hint=%v", err, errors.As(err, &ce) && ce.Hint() != "")
+		os.Exit(0)
+	case "start-limited": // as a daemon that is not root would, starts /bin/true with nofile args[0], and prints the error
+		l := New(Options{})
+		var v launch.LimitValue
+		v.UnmarshalText([]byte(args[0]))
+		p := &spec.Plugin{Name: "db", Run: spec.Local, StopSignal: "SIGTERM", Command: []string{"/bin/true"},
+			Limits: map[string]spec.Limit{"nofile": {Soft: 1, Hard: v}}}
+		_, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: "/", Output: runtimetest.NewRecorder()}.For(p))
+		l.Close()
+		say("%v", err)
+		os.Exit(0)
 	}
 	return familyMain(role, args)
 }

@@ -94,10 +94,11 @@ func (l *Local) Start(ctx context.Context, req runtime.Request) (runtime.Handle,
 }
 
 // environ is the environment of one start: base, the minimal base taken
-// from parent (runtime.BaseEnv), what the plugin's inheritEnv passes on
-// of parent, the spec's env, the request's, then graft's own variables,
-// later ones replacing earlier.
-func environ(base, parent []string, req runtime.Request, id runtime.Identity) []string {
+// from parent (runtime.BaseEnv), the HOME, USER and LOGNAME of the user
+// it runs as (user, from launch.Cred), what the plugin's inheritEnv
+// passes on of parent, the spec's env, the request's, then graft's own
+// variables, later ones replacing earlier.
+func environ(base, parent []string, req runtime.Request, id runtime.Identity, user map[string]string) []string {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -106,11 +107,18 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity) []
 		}
 		vars[k] = v
 	}
-	for _, kv := range append(base[:len(base):len(base)], runtime.Inherited(parent, req.Launch.InheritEnv)...) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			set(k, v)
+	setAll := func(kvs []string) {
+		for _, kv := range kvs {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				set(k, v)
+			}
 		}
 	}
+	setAll(base)
+	for _, k := range slices.Sorted(maps.Keys(user)) {
+		set(k, user[k])
+	}
+	setAll(runtime.Inherited(parent, req.Launch.InheritEnv))
 	for _, env := range []map[string]string{req.Launch.Env, req.Env} {
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			set(k, env[k])

@@ -56,7 +56,11 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	if req.Identity != nil {
 		id = *req.Identity
 	}
-	env := environ(l.base, l.opt.Env, req, id)
+	cred, err := credential(req)
+	if err != nil {
+		return nil, err
+	}
+	env := environ(l.base, l.opt.Env, req, id, cred.env)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
 	r, w, err := proc.OutputPipe()
@@ -70,14 +74,14 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		w.Close()
 		return nil, errors.New("local: placement closed")
 	}
-	pp, err := l.spawner.Start(proc.Cmd{
+	pp, err := l.spawner.Start(cred.cmd(proc.Cmd{
 		Argv:    req.Launch.Command,
 		Dir:     workDir(req),
 		Env:     env,
 		Output:  w,
 		Marker:  instance.EnvID + "=" + id.ID,
 		Isolate: !l.opt.NoNamespace,
-	})
+	}))
 	w.Close() // the child holds its copy
 	if err != nil {
 		l.mu.Unlock()
@@ -85,7 +89,9 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}
 	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
-	p.probe = func(ctx context.Context, argv []string) error { return l.probe(ctx, argv, workDir(req), env) }
+	p.probe = func(ctx context.Context, argv []string) error {
+		return l.probe(ctx, argv, workDir(req), env, cred)
+	}
 	l.live[p] = true
 	l.mu.Unlock()
 	if l.opt.Started != nil {
@@ -142,15 +148,16 @@ var canceled = func() context.Context {
 	return ctx
 }()
 
-// probe runs a ready command as the plugin runs, and kills it with its
-// group if ctx ends first.
-func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string) error {
+// probe runs a ready command as the plugin runs (in its directory and
+// environment, as its user, with its umask and limits), and kills it
+// with its group if ctx ends first.
+func (l *Local) probe(ctx context.Context, argv []string, dir string, env []string, cred *cred) error {
 	r, w, err := proc.OutputPipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	pp, err := l.spawner.Start(proc.Cmd{Argv: argv, Dir: dir, Env: env, Output: w})
+	pp, err := l.spawner.Start(cred.cmd(proc.Cmd{Argv: argv, Dir: dir, Env: env, Output: w}))
 	w.Close()
 	if err != nil {
 		return err
