@@ -9,9 +9,7 @@
 package guard
 
 import (
-	"bytes"
 	"crypto/subtle"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -76,7 +74,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if hasBody {
-		body, f := g.readBody(r)
+		r2, release, f := g.body(rec, r, rc)
 		if f != nil {
 			// The deadline stays: it bounds what the server reads of
 			// the rest before it closes the connection.
@@ -84,12 +82,8 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.write(rec)
 			return
 		}
-		// The body is read: the answer may take as long as it takes
-		// (an apply's, a log follower's), and the server's own read,
-		// which notices a client that goes away, must not time out.
-		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		defer release()
+		r = r2
 	}
 	g.next.ServeHTTP(rec, r)
 }
