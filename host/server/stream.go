@@ -62,6 +62,11 @@ func requestOf(w *applyWire) (host.ApplyRequest, error) {
 	if err := validateCommon(w); err != nil {
 		return host.ApplyRequest{}, err
 	}
+	if p := w.Plan; p != nil && p.Source != nil && p.Source.YAML == w.Source.YAML {
+		// A saved plan carries its source twice, in the request and in
+		// the plan: one copy is kept, not both, while the apply waits.
+		p.Source.YAML = w.Source.YAML
+	}
 	return host.ApplyRequest{
 		Source:      spec.Source(w.Source),
 		Plan:        w.Plan,
