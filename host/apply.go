@@ -30,6 +30,7 @@ func (h *Host) Apply(ctx context.Context, req ApplyRequest, report Report) (*pla
 // taken: nothing that can block holds it up.
 func (h *Host) apply(ctx context.Context, req ApplyRequest, report Report, save bool) (*plan.Plan, error) {
 	desired, err := h.desired(req.Source)
+	report.parsed()
 	if err != nil {
 		h.metrics.applied(applyRefused, 0)
 		return nil, err

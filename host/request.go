@@ -35,8 +35,18 @@ type ApplyRequest struct {
 // Report receives an apply's progress: the plan it carries out, once
 // made, then every step's events, one call at a time. Either may be nil.
 type Report struct {
-	Plan  func(*plan.Plan)
-	Event func(apply.Event)
+	// Parsed, when set, is called once the spec is parsed, or refused,
+	// before the apply waits for its lock: a transport holds large
+	// requests to a few being parsed at once (docs/security.md, "Memory").
+	Parsed func()
+	Plan   func(*plan.Plan)
+	Event  func(apply.Event)
+}
+
+func (r Report) parsed() {
+	if r.Parsed != nil {
+		r.Parsed()
+	}
 }
 
 func (r Report) plan(p *plan.Plan) {

@@ -8,17 +8,26 @@ import (
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/errkind"
+	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/httpapi"
 )
 
-// readJSON reads exactly one JSON value into v, refusing unknown fields
-// and anything after the value; a body that fails gets 400.
+// readJSON reads exactly one JSON value into v as the body comes,
+// refusing unknown fields and anything after the value; a body that fails
+// gets 400, or the guard's answer when the guard cut it (over the limit,
+// too slow: guard.BodyError).
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := httpapi.Decode(w, r, v, hostapi.MaxBody); err != nil {
+	err := httpapi.Decode(w, r, v, hostapi.MaxBody)
+	var cut *guard.BodyError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &cut):
+		cut.Write(w)
+	default:
 		writeError(w, http.StatusBadRequest, hostapi.ErrorBody{Error: "bad request: " + err.Error()})
-		return false
 	}
-	return true
+	return false
 }
 
 // writeJSON answers v, indented: people read the host's answers too.

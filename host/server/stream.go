@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/guard"
-	"github.com/graftland/graft/internal/httpapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/spec"
 )
@@ -20,14 +18,15 @@ import (
 // streaming is the handler of an apply-like request: it reads a
 // hostapi.ApplyRequest, checks it, runs it, and answers with its messages,
 // one JSON object a line, flushed as they come. A refusal before the apply
-// begins is an error answer instead.
-func (s *server) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx context.Context, req host.ApplyRequest, report host.Report) error) http.HandlerFunc {
+// begins is an error answer instead. A large request's turn (guard.Done)
+// ends once its spec is parsed, before the apply waits for its lock.
+func (s *server) streaming(check func(*applyWire) error, run func(ctx context.Context, req host.ApplyRequest, report host.Report) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var wire hostapi.ApplyRequest
+		var wire applyWire
 		if !readJSON(w, r, &wire) {
 			return
 		}
-		req, err := requestOf(wire)
+		req, err := requestOf(&wire)
 		if err == nil {
 			err = check(&wire)
 		}
@@ -42,8 +41,20 @@ func (s *server) streaming(check func(*hostapi.ApplyRequest) error, run func(ctx
 			return
 		}
 		defer release()
-		stream(w, func(report host.Report) error { return run(r.Context(), req, report) })
+		stream(w, func(report host.Report) error {
+			report.Parsed = func() { guard.Done(r) } // its large body's turn ends once its spec is parsed
+			return run(r.Context(), req, report)
+		})
 	}
+}
+
+// applyWire is a hostapi.ApplyRequest as the host reads it: its saved
+// plan decoded as the body streams, in the same pass as the rest, rather
+// than kept as raw JSON and decoded again (docs/security.md, "Memory").
+// The plan is read as strictly as the request itself.
+type applyWire struct {
+	hostapi.ApplyRequest
+	Plan *plan.Plan `json:"plan,omitempty"`
 }
 
 // apply is host.Host.Apply, as streaming runs it.
@@ -53,27 +64,25 @@ func (s *server) apply(ctx context.Context, req host.ApplyRequest, report host.R
 }
 
 // requestOf is the host's request of the API's, checked as every
-// apply-like request is (validateCommon): its saved plan read as strictly as
-// the request itself.
-func requestOf(w hostapi.ApplyRequest) (host.ApplyRequest, error) {
-	if err := validateCommon(&w); err != nil {
+// apply-like request is (validateCommon).
+func requestOf(w *applyWire) (host.ApplyRequest, error) {
+	if err := validateCommon(w); err != nil {
 		return host.ApplyRequest{}, err
 	}
-	req := host.ApplyRequest{
+	if p := w.Plan; p != nil && p.Source != nil && p.Source.YAML == w.Source.YAML {
+		// A saved plan carries its source twice, in the request and in
+		// the plan: one copy is kept, not both, while the apply waits.
+		p.Source.YAML = w.Source.YAML
+	}
+	return host.ApplyRequest{
 		Source:      spec.Source(w.Source),
+		Plan:        w.Plan,
 		Restart:     w.Restart,
 		Once:        w.Once,
 		Parallelism: w.Parallelism,
 		LockWait:    time.Duration(w.LockWait) * time.Millisecond,
 		Holder:      w.Holder,
-	}
-	if raw := bytes.TrimSpace(w.Plan); len(raw) > 0 && string(raw) != "null" {
-		req.Plan = new(plan.Plan)
-		if err := httpapi.Read(bytes.NewReader(raw), req.Plan); err != nil {
-			return host.ApplyRequest{}, err
-		}
-	}
-	return req, nil
+	}, nil
 }
 
 // stream runs run, and answers with what it reports, one message a line:

@@ -1,13 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/spec"
 )
 
@@ -15,7 +13,7 @@ import (
 // refuse is a 400, and nothing of the request happens.
 
 // validateCommon checks the fields every apply-like request may carry.
-func validateCommon(req *hostapi.ApplyRequest) error {
+func validateCommon(req *applyWire) error {
 	if req.Parallelism < 0 {
 		return fmt.Errorf("parallelism %d: want a positive number, or 0 for the default", req.Parallelism)
 	}
@@ -35,7 +33,7 @@ const maxHolder = 1024
 
 // validateApply: an apply brings about a source. Without one it would be
 // the empty spec, which stops every plugin: that is graft down's to do.
-func validateApply(req *hostapi.ApplyRequest) error {
+func validateApply(req *applyWire) error {
 	if req.Source.YAML == "" {
 		return errors.New("an apply needs a source: the plugins file, with its content (to stop every plugin: graft down)")
 	}
@@ -44,7 +42,7 @@ func validateApply(req *hostapi.ApplyRequest) error {
 
 // validateRestart: a restart names plugins of the last applied spec, and
 // carries no spec of its own.
-func validateRestart(req *hostapi.ApplyRequest) error {
+func validateRestart(req *applyWire) error {
 	if len(req.Restart) == 0 {
 		return errors.New("a restart names the plugins to restart")
 	}
@@ -66,7 +64,7 @@ func validateNames(names []string) error {
 
 // validateDown: a down stops every plugin; it carries no spec and names
 // none.
-func validateDown(req *hostapi.ApplyRequest) error {
+func validateDown(req *applyWire) error {
 	if !noSource(req) || len(req.Restart) > 0 {
 		return errors.New("a down carries no source, plan or plugins: it stops every plugin")
 	}
@@ -74,9 +72,8 @@ func validateDown(req *hostapi.ApplyRequest) error {
 }
 
 // noSource reports whether req carries neither a source nor a plan.
-func noSource(req *hostapi.ApplyRequest) bool {
+func noSource(req *applyWire) bool {
 	src := req.Source
-	plan := bytes.TrimSpace(req.Plan)
 	return src.File == "" && src.Dir == "" && src.YAML == "" && src.DigestKey == "" && len(src.Vars) == 0 &&
-		(len(plan) == 0 || string(plan) == "null")
+		req.Plan == nil
 }

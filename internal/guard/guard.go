@@ -11,11 +11,9 @@
 package guard
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -95,19 +93,15 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), guardKey{}, g))
 	if hasBody {
-		body, f := g.readBody(r)
+		r2, release, f := g.body(rec, r, rc)
 		if f != nil {
 			// The deadline stays: it bounds what the server reads of
 			// the rest before it closes the connection.
 			f.write(rec)
 			return
 		}
-		// The body is read: the answer may take as long as it takes
-		// (an apply's, a log follower's), and the server's own read,
-		// which notices a client that goes away, must not time out.
-		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		defer release()
+		r = r2
 	}
 	g.next.ServeHTTP(rec, r)
 }

@@ -51,20 +51,23 @@ func Decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	return Read(http.MaxBytesReader(w, r.Body, limit), v)
 }
 
-// Read reads exactly one JSON value of body into v, refusing unknown
-// fields and anything after the value. Its errors say what is wrong with
-// the body ("empty body", "more after the JSON value"); a body that a
-// http.MaxBytesReader cut is ErrTooLarge.
+// Read reads exactly one JSON value of body into v, as it comes: body is
+// never held whole. It refuses unknown fields and anything after the
+// value. Its errors say what is wrong with the body ("empty body", "more
+// after the JSON value"); a body that a http.MaxBytesReader cut is
+// ErrTooLarge, and another error of body's own is returned as it is.
 func Read(body io.Reader, v any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
-		if _, end := dec.Token(); end != io.EOF {
+		var syntax *json.SyntaxError
+		switch _, end := dec.Token(); {
+		case end == io.EOF:
+		case end == nil || errors.As(end, &syntax):
 			err = errors.New("more after the JSON value")
-			if tooLarge(end) {
-				err = ErrTooLarge
-			}
+		default:
+			err = end // the body could not be read to its end
 		}
 	}
 	switch {
