@@ -49,17 +49,8 @@ func (s *Supervisor) expire() {
 		return
 	}
 	s.expired = true // no retry from now on (scheduleRetry)
-	if s.timer != nil && s.timer.Stop() {
-		s.wg.Done() // the armed retry will not run
-	}
-	s.timer, s.state.NextRetry = nil, time.Time{}
-	for s.starting != nil {
-		starting := s.starting
-		s.cancelStart()
-		s.mu.Unlock()
-		<-starting
-		s.mu.Lock()
-	}
+	s.abortPending()
+	s.state.NextRetry = time.Time{}
 	h := s.handle
 	s.mu.Unlock()
 	if h != nil {

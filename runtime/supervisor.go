@@ -296,18 +296,8 @@ func Backoff(delay time.Duration, factor float64, max time.Duration, attempt int
 func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.mu.Lock()
 	s.stopping = true
-	if s.timer != nil && s.timer.Stop() {
-		s.wg.Done() // the armed retry will not run
-	}
-	s.timer = nil
 	s.disarmDeadline()
-	for s.starting != nil {
-		starting := s.starting
-		s.cancelStart()
-		s.mu.Unlock()
-		<-starting
-		s.mu.Lock()
-	}
+	s.abortPending()
 	h := s.handle
 	s.handle = nil
 	if h != nil {
@@ -336,6 +326,23 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.state.PID = 0
 	s.set(Stopped, "")
 	return outcome, err
+}
+
+// abortPending cancels an armed retry and aborts a start under way,
+// waiting for it to end. Called with s.mu held, which it lets go while
+// it waits.
+func (s *Supervisor) abortPending() {
+	if s.timer != nil && s.timer.Stop() {
+		s.wg.Done() // the armed retry will not run
+	}
+	s.timer = nil
+	for s.starting != nil {
+		starting := s.starting
+		s.cancelStart()
+		s.mu.Unlock()
+		<-starting
+		s.mu.Lock()
+	}
 }
 
 // State returns a snapshot of the plugin's state: a Reporter's own while
