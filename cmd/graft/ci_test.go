@@ -108,7 +108,8 @@ func (s *ciScenario) play() {
 	s.write(ciPluginsV1)
 	first := s.plan("Plan for shop: 1 to start, 0 to replace")
 	comments, calls := s.api.state()
-	assert.Equal(t, []string{"GET " + s.api.list, "POST " + s.api.list}, calls, "the plan's comment is created")
+	assert.Equal(t, []string{"GET " + s.api.list, "GET " + s.api.list, "POST " + s.api.list}, calls,
+		"every page is read, then the plan's comment is created")
 
 	s.write(ciPluginsV2)
 	second := s.plan("Plan for shop: 2 to start, 0 to replace")
@@ -190,9 +191,10 @@ func (s *ciScenario) plan(summary string) apiComment {
 	r := s.job("plan", s.pr)
 	require.Zero(t, r.code, "plan:\n%s", r.out)
 	comments, _ := s.api.state()
-	require.Len(t, comments, 2, "the reviewer's comment and the plan's")
-	assert.Equal(t, ciMarker+"\n"+want, comments[1].Body, "the plan's comment")
-	return comments[1]
+	require.Len(t, comments, busyThread+1, "the comments before, and the plan's")
+	plan := comments[busyThread]
+	assert.Equal(t, ciMarker+"\n"+want, plan.Body, "the plan's comment")
+	return plan
 }
 
 // drift runs the scheduled drift check and returns its exit status and

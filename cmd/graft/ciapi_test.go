@@ -58,10 +58,14 @@ func newGitLabAPI(t *testing.T) *commentAPI {
 
 // startCommentAPI serves a on loopback until the test ends. The pull
 // request starts with a reviewer's comment, which the examples must
-// leave alone.
+// leave alone, and enough others (a bot's) that the plan's comment
+// lands past the first page of the largest a list answers (100).
 func startCommentAPI(t *testing.T, a *commentAPI) *commentAPI {
 	a.t = t
 	a.comments = []apiComment{{ID: 100, Body: "Looks good to me."}}
+	for i := 1; i < busyThread; i++ {
+		a.comments = append(a.comments, apiComment{ID: int64(100 + i), Body: fmt.Sprintf("Build %d passed.", i)})
+	}
 	a.srv = httptest.NewServer(a)
 	t.Cleanup(a.srv.Close)
 	return a
@@ -79,7 +83,7 @@ func (a *commentAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, isItem := strings.CutPrefix(r.URL.Path, a.item)
 	switch {
 	case r.URL.Path == a.list && r.Method == http.MethodGet:
-		json.NewEncoder(w).Encode(a.comments)
+		json.NewEncoder(w).Encode(a.page(r))
 	case r.URL.Path == a.list && r.Method == http.MethodPost:
 		c := apiComment{ID: int64(101 + len(a.comments)), Body: a.body(w, r)}
 		if c.Body != "" {
@@ -103,6 +107,26 @@ func (a *commentAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.t.Errorf("the API was asked %s %s", r.Method, r.URL)
 		http.NotFound(w, r)
 	}
+}
+
+// busyThread is how many comments a pull request has before the plan's.
+const busyThread = 150
+
+// page is the page of comments r asks for, as both APIs paginate:
+// per_page of them (default 30, at most 100: GitHub's; GitLab's default
+// is 20), page counting from 1.
+func (a *commentAPI) page(r *http.Request) []apiComment {
+	per, err := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if err != nil || per < 1 {
+		per = 30
+	}
+	per = min(per, 100)
+	n, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	from := min((n-1)*per, len(a.comments))
+	return a.comments[from:min(from+per, len(a.comments))]
 }
 
 // body is the body of a comment sent as {"body": "..."}, or "" after
