@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/graftland/graft/internal/proc"
 )
@@ -61,10 +62,10 @@ func salvage(line []byte, n int, why string) *damage {
 			json.Unmarshal(append(append([]byte{'"'}, v...), '"'), &d.rec.Instance)
 		}
 		d.rec.Generation = number[int64](field(generationField, b))
-		d.rec.Invocation = string(field(invocationField, b))
+		d.rec.Invocation = text(field(invocationField, b))
 		d.rec.PID = number[int](field(pidField, b))
 		d.rec.StartTime = number[uint64](field(startTimeField, b))
-		d.rec.BootID = string(field(bootIDField, b))
+		d.rec.BootID = text(field(bootIDField, b))
 	}
 	if validateName(d.rec.Instance) != nil {
 		d.rec.Instance = ""
@@ -80,6 +81,15 @@ func field(re *regexp.Regexp, b []byte) []byte {
 		return m[1]
 	}
 	return nil
+}
+
+// text is b as a string, or "" when it is not UTF-8: bytes a damage
+// left there are no id (and would not survive a compaction as they are).
+func text(b []byte) string {
+	if !utf8.Valid(b) {
+		return ""
+	}
+	return string(b)
 }
 
 // number is b in decimal; 0 when it is none, or too large.
