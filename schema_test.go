@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -283,4 +284,53 @@ func TestSchemaDuration(t *testing.T) {
 		assert.True(t, re.MatchString(s), "%q", s)
 		assert.False(t, positive(s), "%q", s)
 	}
+}
+
+// TestSchemaNamesEveryField: every field of plugins.yaml that the loader
+// knows (the yaml tags of spec's types, read by reflection, so that a
+// new field without a schema entry fails here) is a property of its
+// object in schema.json, which forbids the others: an editor would
+// reject a valid file that uses one.
+func TestSchemaNamesEveryField(t *testing.T) {
+	defs, ok := schemaDoc(t)["$defs"].(map[string]any)
+	require.True(t, ok)
+	for def, typ := range map[string]reflect.Type{
+		"plugin": reflect.TypeFor[spec.Plugin](), "runner": reflect.TypeFor[spec.Runner](),
+		"mount": reflect.TypeFor[spec.Mount](), "ready": reflect.TypeFor[spec.Ready](),
+		"health": reflect.TypeFor[spec.Health](), "retry": reflect.TypeFor[spec.Retry](),
+		"file": reflect.TypeFor[spec.File](), "elect": reflect.TypeFor[spec.Elect](),
+		"etcd": reflect.TypeFor[spec.Etcd](),
+	} {
+		d, ok := defs[def].(map[string]any)
+		require.True(t, ok, "$defs.%s", def)
+		props, _ := d["properties"].(map[string]any)
+		for _, name := range yamlFields(typ) {
+			_, named := props[name]
+			assert.True(t, named, "%s.%s is a field the loader knows; schema.json's $defs.%s does not name it", def, name, def)
+		}
+	}
+}
+
+// yamlFields are the YAML names of t's fields, those of its inline
+// (embedded) structs included.
+func yamlFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case strings.Contains(opts, "inline") || (f.Anonymous && tag == ""):
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, yamlFields(ft)...)
+			}
+		case name != "":
+			out = append(out, name)
+		}
+	}
+	return out
 }
