@@ -9,15 +9,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testprog"
 )
 
 // TestSetupKeepsTheParentDeathSignal: a process started through the
 // setup as another user still dies with its Spawner's thread, although
 // changing its ids cleared the signal: the setup sets it again.
 func TestSetupKeepsTheParentDeathSignal(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to start a process as another user")
-	}
+	testprog.NeedRoot(t, "it starts a process as another user")
 	// A goroutine that locks the main thread never ends it, and the
 	// children of a Spawner there never get their signal: the first
 	// Spawner may be there, so it is not the one under test.
