@@ -48,8 +48,21 @@ func (l leakCheck) Run() int {
 
 // TestScripts runs the end-to-end scripts of testdata/script.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:           "testdata/script",
+	testscript.Run(t, scriptParams("testdata/script"))
+}
+
+// TestRecipes runs the end-to-end scripts of testdata/recipes, one per
+// recipe of examples/recipes, against the real daemons: each begins with
+// "recipe NAME", which copies the recipe into the script's directory.
+func TestRecipes(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/recipes"))
+}
+
+// scriptParams are the parameters of the scripts in dir: their
+// environment, their conditions and their commands.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:           dir,
 		UpdateScripts: *update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "")
@@ -102,8 +115,20 @@ func TestScripts(t *testing.T) {
 			"elapsed":     cmdElapsed,
 			"sigplug":     cmdSigPlug,
 			"readylag":    cmdReadyLag,
+			"recipe":      cmdRecipe,
 		},
-	})
+	}
+}
+
+// recipe NAME copies examples/recipes/NAME, its plugins.yaml and its
+// config files, into the script's directory, so that a recipe's test runs
+// the recipe as it is published.
+func cmdRecipe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: recipe NAME")
+	}
+	src := filepath.Join(ts.Getenv("REPO"), "examples", "recipes", args[0])
+	ts.Check(os.CopyFS(ts.MkAbs("."), os.DirFS(src)))
 }
 
 // exits N CMD ARGS... runs a command and checks its exit status is
