@@ -8,28 +8,29 @@ import (
 	"github.com/graftland/graft/plan"
 )
 
-// Reload gives the running plugin its desired spec and sends it its
-// reloadSignal (apply.InPlace).
+// Reload gives the running plugin its desired spec and reloads it, as its
+// reload says (apply.InPlace). A reload that fails is not recorded: the
+// next plan shows it again.
 func (x executor) Reload(ctx context.Context, name string) (apply.Result, error) {
-	return x.inPlace(name, true)
+	return x.inPlace(ctx, name, true)
 }
 
 // Update gives the running plugin its desired spec's retry, ready,
 // stopSignal and uses, without a restart (apply.InPlace).
 func (x executor) Update(ctx context.Context, name string) (apply.Result, error) {
-	return x.inPlace(name, false)
+	return x.inPlace(ctx, name, false)
 }
 
 // inPlace changes the running plugin name to its desired spec, with a
 // reload or not, and records the new spec as what it runs.
-func (x executor) inPlace(name string, reload bool) (apply.Result, error) {
+func (x executor) inPlace(ctx context.Context, name string, reload bool) (apply.Result, error) {
 	p, e := x.desired.Plugins[name], x.h.entry(name)
 	if p == nil || e == nil {
 		return apply.Result{}, fmt.Errorf("%s: not both running and in the spec being applied", name)
 	}
 	var err error
 	if reload {
-		err = e.supervisor.Reload(p)
+		err = e.supervisor.Reload(ctx, p)
 	} else {
 		e.supervisor.Update(p)
 	}

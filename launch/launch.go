@@ -48,6 +48,9 @@ type Spec struct {
 	// Limits are its resource limits by LimitNames; the others are the
 	// starting daemon's.
 	Limits map[string]Limit `json:"limits,omitempty"`
+	// Reload is how the running process takes a new config; nil: it
+	// cannot, and a change of its config replaces it.
+	Reload *Reload `json:"reload,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -86,6 +89,9 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	}
 	if h := s.Health; h != nil {
 		c.health(h)
+	}
+	if r := s.Reload; r != nil {
+		c.reload(r)
 	}
 	return c.out
 }

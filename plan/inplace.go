@@ -22,7 +22,7 @@ import (
 func inPlaceField(f string) bool {
 	root, _, _ := strings.Cut(f, ".")
 	switch root {
-	case "retry", "ready", "stopSignal", "reloadSignal", "files":
+	case "retry", "ready", "stopSignal", "reloadSignal", "reload", "files":
 		return true
 	}
 	return false

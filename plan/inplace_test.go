@@ -23,12 +23,12 @@ func TestInPlaceChanges(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "nginx.conf"), "v1")
 	writeFile(t, filepath.Join(dir, "static/index.html"), "v1")
 	base := `plugins:
-  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 10 seconds}}
+  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], reloadSignal: SIGHUP, retry: {max: 10 seconds}}
   api: {command: [./api], uses: [web]}
 `
 	// retry: an update in place, which restarts no consumer.
 	p := inPlace(t, dir, base, `plugins:
-  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 20 seconds}}
+  web: {command: [./web], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], reloadSignal: SIGHUP, retry: {max: 20 seconds}}
   api: {command: [./api], uses: [web]}
 `)
 	text := render(t, p)
@@ -52,7 +52,7 @@ func TestInPlaceChanges(t *testing.T) {
 
 	// The command too: a replace, naming what forces it.
 	p, err = Diff(contentSpec(t, dir, `plugins:
-  web: {command: [./web, -v], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], retry: {max: 20 seconds}}
+  web: {command: [./web, -v], files: [{path: nginx.conf, onChange: reload}, {path: static, onChange: none}], reloadSignal: SIGHUP, retry: {max: 20 seconds}}
   api: {command: [./api], uses: [web]}
 `), applied(before))
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestFilesTrackingInPlace(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "nginx.conf"), "v1")
 	writeFile(t, filepath.Join(dir, "mime.types"), "v1")
 	spec := func(files string) string {
-		return "plugins:\n  web: {command: [./web], files: [" + files + "]}\n  api: {command: [./api], uses: [web]}\n"
+		return "plugins:\n  web: {command: [./web], reloadSignal: SIGHUP, files: [" + files + "]}\n  api: {command: [./api], uses: [web]}\n"
 	}
 	for _, c := range []struct{ why, before, after string }{
 		{"onChange replace to reload", "nginx.conf", "{path: nginx.conf, onChange: reload}"},

@@ -53,7 +53,7 @@ func randomSpec(t *testing.T, rng *rand.Rand) *spec.Spec {
 	for i := range n {
 		fmt.Fprintf(&b, "  p%d:\n    command: [./bin/p%d, --v%d]\n    retry: {attempts: %d}\n", names[i], names[i], rng.IntN(2), 1+rng.IntN(2))
 		if rng.IntN(3) != 0 {
-			b.WriteString("    files: [{path: conf, onChange: reload}]\n")
+			b.WriteString("    files: [{path: conf, onChange: reload}]\n    reloadSignal: SIGHUP\n")
 		}
 		var uses []string
 		for j := range i {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		})
 	case len(rest) == 3 && rest[0] == "sessions" && rest[2] == "events":
 		method(http.MethodGet, func() { r.serveEvents(w, req, rest[1]) })
-	case len(rest) >= 3 && rest[0] == "instances" && (rest[len(rest)-1] == "start" || rest[len(rest)-1] == "stop"):
+	case len(rest) >= 3 && rest[0] == "instances" && slices.Contains(instanceOps, rest[len(rest)-1]):
 		// More than one segment between is a name with a '/' in it.
 		name := strings.Join(rest[1:len(rest)-1], "/")
 		op := rest[len(rest)-1]
@@ -85,17 +86,28 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// instanceOp serves POST /v1/instances/NAME/start and .../stop, op, once
-// the name is checked.
+// instanceOps are the last segments of POST /v1/instances/NAME/...
+var instanceOps = []string{"start", "stop", "reload"}
+
+// instanceOp serves POST /v1/instances/NAME/start, .../stop and
+// .../reload, op, once the name is checked.
 func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op string) {
 	if err := validateName(name); err != nil {
 		writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
 		return
 	}
-	if op == "start" {
+	switch op {
+	case "start":
 		var body runnerapi.Start
 		if decodeRequest(w, req, &body, validateStart) {
 			v, err := r.start(req.Context(), name, &body)
+			answer(w, v, err)
+		}
+		return
+	case "reload":
+		var body runnerapi.Reload
+		if decodeRequest(w, req, &body, validateReload) {
+			v, err := r.reload(req.Context(), name, &body)
 			answer(w, v, err)
 		}
 		return

@@ -52,6 +52,18 @@ func validateStop(s *runnerapi.Stop) error {
 	return nil
 }
 
+func validateReload(s *runnerapi.Reload) error {
+	switch {
+	case s.Session == "":
+		return errors.New("no session")
+	case s.Generation <= 0:
+		return fmt.Errorf("generation %d: want the generation its start answered", s.Generation)
+	case s.Reload == nil:
+		return errors.New("no reload")
+	}
+	return s.Validate()
+}
+
 // noNUL refuses a string no process can be given.
 func noNUL(field, v string) error {
 	if strings.IndexByte(v, 0) >= 0 {

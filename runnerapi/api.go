@@ -32,11 +32,14 @@ const (
 	KindUnconfirmed  = "unconfirmed"        // 409
 	// KindBusy: another start or stop of the instance is under way (a
 	// 409); the request did nothing, and may be sent again.
-	KindBusy        = "busy"           // 409
-	KindExhausted   = "exhausted"      // 409
-	KindStartFailed = "start-failed"   // 422
-	KindState       = "state"          // 500
-	KindInternal    = errkind.Internal // 500
+	KindBusy        = "busy"         // 409
+	KindExhausted   = "exhausted"    // 409
+	KindStartFailed = "start-failed" // 422
+	// KindReloadFailed: a reload's check, signal or command failed, or
+	// the process did not pass its checks after it; it runs on.
+	KindReloadFailed = "reload-failed"  // 422
+	KindState        = "state"          // 500
+	KindInternal     = errkind.Internal // 500
 )
 
 var (
@@ -46,6 +49,7 @@ var (
 	_ = errkind.Define(KindBusy, http.StatusConflict)
 	_ = errkind.Define(KindExhausted, http.StatusConflict)
 	_ = errkind.Define(KindStartFailed, http.StatusUnprocessableEntity)
+	_ = errkind.Define(KindReloadFailed, http.StatusUnprocessableEntity)
 	_ = errkind.Define(KindState, http.StatusInternalServerError)
 )
 
@@ -189,6 +193,22 @@ type Stop struct {
 	// Force skips the graceful stop, or cuts one under way short: the
 	// interrupt at once, SIGKILL grace later.
 	Force bool `json:"force,omitempty"`
+}
+
+// Reload is the body of POST /v1/instances/{instance}/reload: the running
+// generation, and its process's new spec, of which the runner uses the
+// reload, ready and health (docs/runner-api.md, "Reload").
+type Reload struct {
+	Session    string `json:"session"`
+	Generation int64  `json:"generation"`
+	launch.Spec
+}
+
+// Reloaded answers a reload that took.
+type Reloaded struct {
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+	PID        int    `json:"pid"`
 }
 
 // StopResult answers a stop once the exit is confirmed.

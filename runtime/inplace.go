@@ -1,21 +1,27 @@
 package runtime
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/spec"
 )
 
-// Reloader is a Handle whose main process can be sent a signal without
-// stopping it: onChange: reload (docs/semantics.md, "Reload and
-// in-place updates"). A local process is one.
+// Reloader is a Handle whose process can take a new config without a
+// restart: onChange: reload (docs/semantics.md, "Reloads"). A local
+// process is one, a runner's too.
 type Reloader interface {
 	Handle
-	// Reload sends sig (a spec signal name, such as SIGHUP) to the main
-	// process alone, not its family. A process that dies of it ends as
+	// Reload carries out l.Reload on the running process and checks that
+	// it took: its check first (nothing is signalled when it fails), then
+	// its signal to the main process alone or its command, then the
+	// process must still run and pass l's ready probe, and its health
+	// probe, within the ready timeout. A process that dies of it ends as
 	// one that exited on its own.
-	Reload(sig string) error
+	Reload(ctx context.Context, l launch.Spec) error
 }
 
 // StopSignalSetter is a Handle whose graceful stop's signal can change
@@ -55,27 +61,34 @@ func (s *Supervisor) Update(p *spec.Plugin) {
 	}
 }
 
-// Reload is Update, then p's reloadSignal (default SIGHUP) to the running
-// process. A plugin that is not running, or whose placement cannot
-// signal it, fails the reload; the update stays.
-func (s *Supervisor) Reload(p *spec.Plugin) error {
+// Reload is Update, then p's reload (ReloadProcess). A plugin that is not
+// running, whose placement cannot reload it, or whose reload fails,
+// fails; the update stays.
+func (s *Supervisor) Reload(ctx context.Context, p *spec.Plugin) error {
 	s.Update(p)
-	s.mu.Lock()
-	h, st := s.handle, s.state.Status
-	s.mu.Unlock()
-	if h == nil || st != Running {
-		return fmt.Errorf("reload %s: it is %s, not running", p.Name, st)
+	l := p.Launch()
+	if l.Reload == nil {
+		return fmt.Errorf("reload %s: it declares no reload (reload: or reloadSignal:)", p.Name)
 	}
-	r, ok := h.(Reloader)
-	if !ok {
-		return fmt.Errorf("reload %s: its placement cannot signal it; change the file with onChange: replace", p.Name)
-	}
-	sig := p.ReloadSignal
-	if sig == "" {
-		sig = spec.DefaultReloadSignal
-	}
-	if err := r.Reload(sig); err != nil {
+	if err := s.ReloadProcess(ctx, l.WithDefaults()); err != nil {
 		return fmt.Errorf("reload %s: %w", p.Name, err)
 	}
 	return nil
+}
+
+// ReloadProcess has the running process take its new config as l says
+// (Reloader). It fails when the process is not running, or its placement
+// cannot reload it.
+func (s *Supervisor) ReloadProcess(ctx context.Context, l launch.Spec) error {
+	s.mu.Lock()
+	h, st := s.handle, s.state.Status
+	s.mu.Unlock()
+	if h == nil || (st != Running && st != Standby) { // standby: a floating plugin another host runs
+		return fmt.Errorf("it is %s, not running", st)
+	}
+	r, ok := h.(Reloader)
+	if !ok {
+		return errors.New("its placement cannot reload it; change the file with onChange: replace")
+	}
+	return r.Reload(ctx, l)
 }

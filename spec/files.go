@@ -84,19 +84,20 @@ const executableField = "executable"
 // path: "files[conf/nginx.conf]".
 func FileField(path string) string { return "files[" + path + "]" }
 
-// DefaultReloadSignal is the reloadSignal of a plugin that sets none. It
-// is not filled in by defaults, so that the hash of a plugin that does not
-// reload is what it was before graft could.
-const DefaultReloadSignal = "SIGHUP"
-
 // filesValues checks the files entries and reloadSignal of a plugin and
-// fills in the entries' default onChange.
+// fills in the entries' default onChange. A file with onChange: reload
+// needs a reload of the plugin's own: graft does not guess a signal that
+// the program may ignore (docs/semantics.md, "Reloads").
 func (d *decoder) filesValues(p *Plugin, path string) {
 	if d.written(path + ".reloadSignal") {
 		if pr := launch.SignalProblem("reloadSignal", p.ReloadSignal); pr != nil {
 			d.problem(path, pr)
 		}
+		if d.written(path + ".reload") {
+			d.errorf(d.at(path+".reloadSignal"), path+".reloadSignal", "reloadSignal is the short form of reload: {signal: ...}; give one of them")
+		}
 	}
+	declared := d.written(path+".reload") || d.written(path+".reloadSignal")
 	for i := range p.Files {
 		f, fp := &p.Files[i], fmt.Sprintf("%s.files[%d]", path, i)
 		switch {
@@ -108,6 +109,9 @@ func (d *decoder) filesValues(p *Plugin, path string) {
 			d.errorf(d.at(fp+".onChange"), fp+".onChange", "unknown onChange %q; want replace, reload or none", f.OnChange)
 		case f.OnChange == OnChangeReload && p.Run.Traits().NoReload != "":
 			d.errorf(d.at(fp+".onChange"), fp+".onChange", "%s", p.Run.Traits().NoReload)
+		case f.OnChange == OnChangeReload && !declared:
+			d.errorf(d.at(fp+".onChange"), fp+".onChange",
+				"the plugin declares no reload: add reloadSignal: SIGHUP, or reload: {signal: ..., check: [...]} or reload: {command: [...]}")
 		}
 	}
 }

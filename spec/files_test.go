@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/graftland/graft/launch"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +40,7 @@ plugins:
   api:
     command: [bin/api]
     files: [conf/api.conf, {path: static/, onChange: none}, {path: conf/reload.conf, onChange: reload}]
+    reloadSignal: SIGHUP
 `
 
 // TestContentFields: the executable and the files' contents are fields;
@@ -201,4 +204,53 @@ func TestModuleDigest(t *testing.T) {
 	b, err := parseAt(t, dir, yaml)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"executable"}, changed(a, b, "app"))
+}
+
+// TestReloadRules: a file with onChange: reload needs a reload of the
+// plugin's own; reload takes a signal or a command, and a check; each
+// problem is at its position.
+func TestReloadRules(t *testing.T) {
+	dir := t.TempDir()
+	_, err := parseAt(t, dir, `plugins:
+  a:
+    command: [x]
+    files: [{path: a.conf, onChange: reload}]
+  b:
+    command: [x]
+    reload: {signal: SIGHUP, command: [x, reload]}
+  c:
+    command: [x]
+    reload: {}
+  d:
+    command: [x]
+    reload: {signal: sighup, check: []}
+  e:
+    command: [x]
+    reload: {signal: SIGHUP}
+    reloadSignal: SIGUSR2
+  w:
+    run: worker
+    module: m.wasm
+    reload: {signal: SIGHUP}
+`)
+	require.Error(t, err)
+	for _, want := range []string{
+		`plugins.yaml:4:38: plugins.a.files[0].onChange: the plugin declares no reload: add reloadSignal: SIGHUP`,
+		`plugins.yaml:7:5: plugins.b.reload: give signal or command, not both`,
+		`plugins.yaml:10:5: plugins.c.reload: want signal (such as SIGHUP) or command (such as [caddy, reload])`,
+		`plugins.yaml:13:22: plugins.d.reload.signal: unknown signal "sighup"`, `; did you mean "SIGHUP"?`,
+		`plugins.yaml:13:30: plugins.d.reload.check: want a command, such as [nginx, -t]`,
+		`plugins.yaml:17:19: plugins.e.reloadSignal: reloadSignal is the short form of reload: {signal: ...}; give one of them`,
+		`plugins.yaml:21:5: plugins.w.reload: a worker cannot reload`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	s, err := parseAt(t, dir, `plugins:
+  short: {command: [x], reloadSignal: SIGUSR2}
+  long: {command: [x], reload: {command: [x, reload], check: [x, -t]}}
+`)
+	require.NoError(t, err)
+	assert.Equal(t, &launch.Reload{Signal: "SIGUSR2"}, s.Plugins["short"].Launch().Reload, "reloadSignal is reload's short form")
+	assert.Equal(t, &launch.Reload{Command: []string{"x", "reload"}, Check: []string{"x", "-t"}}, s.Plugins["long"].Launch().Reload)
 }

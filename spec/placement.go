@@ -28,7 +28,8 @@ type Traits struct {
 	// Elect: it is elected onto one of the hosts that declare it (elect),
 	// and its consumers get its leader's address in their environment.
 	Elect bool
-	// Reload: onChange: reload signals the running process in place.
+	// Reload: onChange: reload reloads the running process in place
+	// (runtime.Reloader); elsewhere such a change replaces it.
 	Reload bool
 	// LiveHealth: a change of health applies to the running process,
 	// whose checks run in the host (runtime.HealthSetter); elsewhere it
@@ -58,8 +59,8 @@ var placements = []struct {
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
 		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host"}},
-	{OnRunner, Traits{Instance: true, Runner: true}},
-	{Floating, Traits{Instance: true, Elect: true,
+	{OnRunner, Traits{Instance: true, Runner: true, Reload: true}},
+	{Floating, Traits{Instance: true, Elect: true, Reload: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},
 }

@@ -158,8 +158,11 @@ type Plugin struct {
 	// variables are added to the environment: later files override
 	// earlier ones, and Env overrides them all (envfile.go).
 	EnvFile []string `yaml:"envFile"`
-	// ReloadSignal goes to the main process when a file with onChange:
-	// reload changes; empty means SIGHUP (DefaultReloadSignal).
+	// Reload is how the plugin takes a changed file with onChange: reload
+	// without a restart: a signal or a command, after an optional check
+	// (docs/semantics.md, "Reloads").
+	Reload *launch.Reload `yaml:"reload"`
+	// ReloadSignal is the short form of Reload with a signal alone.
 	ReloadSignal string `yaml:"reloadSignal"`
 }
 

@@ -136,6 +136,9 @@ func (d *decoder) launchValues(p *Plugin, path string) {
 		return ok
 	}
 	for _, pr := range l.Problems(given) {
+		if p.Reload == nil && strings.HasPrefix(pr.Field, "reload") {
+			continue // reloadSignal, the short form: filesValues checks it
+		}
 		d.problem(path, pr)
 	}
 }

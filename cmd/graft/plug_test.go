@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -58,6 +59,20 @@ func plugMain() {
 		}
 		go http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		serve(args[1], nil)
+	case "reloader": // NAME FILE: on SIGHUP, says FILE's first line
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
+		fmt.Printf("%s up instance=%s generation=%s\n", args[1], os.Getenv("GRAFT_INSTANCE_ID"), os.Getenv("GRAFT_GENERATION"))
+		for sig := range sigs {
+			if sig != syscall.SIGHUP {
+				break
+			}
+			b, _ := os.ReadFile(args[2])
+			line, _, _ := strings.Cut(string(b), "\n")
+			fmt.Printf("%s reloaded %s\n", args[1], line)
+		}
+		fmt.Printf("%s bye\n", args[1])
+		exit0()
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		serve(args[1], make(chan os.Signal))

@@ -4,6 +4,8 @@ package local
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -12,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/spec"
 )
 
 // waitLine waits until out has a line equal to want.
@@ -31,6 +35,7 @@ func waitLine(t *testing.T, out *stamps, want string) {
 func TestReloadAndUpdateInPlace(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("web", "reloader")
+	p.ReloadSignal = "SIGHUP"
 	out := &stamps{mark: "ready"}
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: out}.For(p))
 	t.Cleanup(func() { s.Stop(context.Background()) })
@@ -38,11 +43,11 @@ func TestReloadAndUpdateInPlace(t *testing.T) {
 	waitLine(t, out, "ready")
 	before := s.State()
 
-	require.NoError(t, s.Reload(p), "the default reloadSignal, SIGHUP")
+	require.NoError(t, s.Reload(context.Background(), p), "reloadSignal: SIGHUP")
 	waitLine(t, out, "got hangup")
 	q := *p
 	q.ReloadSignal = "SIGUSR1"
-	require.NoError(t, s.Reload(&q))
+	require.NoError(t, s.Reload(context.Background(), &q))
 	waitLine(t, out, "got user defined signal 1")
 	after := s.State()
 	assert.Equal(t, before.PID, after.PID)
@@ -77,23 +82,85 @@ func TestReloadNotRunning(t *testing.T) {
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	_ = s.Start(context.Background())
 	waitState(t, s, 20*time.Second, func(st runtime.State) bool { return st.Status == runtime.Failed })
-	err := s.Reload(p)
+	p.ReloadSignal = "SIGHUP"
+	err := s.Reload(context.Background(), p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reload gone: it is failed, not running")
 }
 
-// TestReloadKills: a process that dies of its reloadSignal fails as one
-// that exited on its own, and its retry starts it again.
+// TestReloadKills: a process that dies of its reloadSignal fails the
+// reload, and as one that exited on its own, and its retry starts it
+// again.
 func TestReloadKills(t *testing.T) {
 	l := newLocal(t, short)
 	p := helper("plain", "cooperative") // SIGHUP's default action: it dies
 	p.Retry = retrying(50*time.Millisecond, time.Second, 1)
+	p.ReloadSignal = "SIGHUP"
 	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{}}.For(p))
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	require.NoError(t, s.Start(context.Background()))
 	pid := s.State().PID
-	require.NoError(t, s.Reload(p))
+	err := s.Reload(context.Background(), p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reload plain: it exited after the reload")
 	st := waitState(t, s, 20*time.Second, func(st runtime.State) bool { return st.Status == runtime.Running && st.PID != pid })
 	assert.Equal(t, 1, st.Restarts)
 	assert.Contains(t, st.LastError, "signal: SIGHUP")
+}
+
+// TestReloadChecked: a reload's check runs first, in the plugin's
+// directory, and when it fails nothing is signalled; a reload by command
+// runs the command there; after either, the process must pass its ready
+// probe again, or the reload fails.
+func TestReloadChecked(t *testing.T) {
+	l := newLocal(t, short)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "conf"), []byte("good\n"), 0o644))
+	p := helper("web", "reloader")
+	p.Ready = &spec.Ready{Probe: launch.Probe{Exec: []string{"test", "-f", "up"}}, Timeout: spec.FromStd(3 * time.Second)}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "up"), nil, 0o644))
+	p.Reload = &launch.Reload{Signal: "SIGHUP", Check: []string{"sh", "-c", `grep -q good conf || { echo "conf: line 1: bad directive" >&2; exit 1; }`}}
+	out := &stamps{mark: "ready"}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: dir, Output: out}.For(p))
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	require.NoError(t, s.Start(context.Background()))
+	waitLine(t, out, "ready")
+	pid := s.State().PID
+
+	require.NoError(t, s.Reload(context.Background(), p), "a config its check passes")
+	waitLine(t, out, "got hangup")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "conf"), []byte("bad\n"), 0o644))
+	err := s.Reload(context.Background(), p)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its check [sh -c")
+	assert.Contains(t, err.Error(), "conf: line 1: bad directive", "the check's output")
+	assert.Contains(t, err.Error(), "nothing was signalled")
+	time.Sleep(200 * time.Millisecond)
+	hangups := 0
+	for _, l := range out.Tail() {
+		if l == "got hangup" {
+			hangups++
+		}
+	}
+	assert.Equal(t, 1, hangups, "a failed check signals nothing")
+
+	// By command, run in its directory.
+	q := *p
+	q.Reload = &launch.Reload{Command: []string{"sh", "-c", "touch reloaded"}}
+	require.NoError(t, s.Reload(context.Background(), &q))
+	assert.FileExists(t, filepath.Join(dir, "reloaded"))
+	q.Reload = &launch.Reload{Command: []string{"sh", "-c", "echo admin API refused >&2; exit 3"}}
+	err = s.Reload(context.Background(), &q)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "admin API refused")
+
+	// A reload after which the ready probe fails.
+	require.NoError(t, os.Remove(filepath.Join(dir, "up")))
+	q.Reload = &launch.Reload{Signal: "SIGUSR1"}
+	err = s.Reload(context.Background(), &q)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "after the reload its exec check did not pass")
+	assert.Equal(t, pid, s.State().PID, "every reload left the process running")
+	assert.Equal(t, runtime.Running, s.State().Status)
 }

@@ -277,15 +277,15 @@ func (p *process) Signal(sig syscall.Signal) error {
 	return p.signalFamily(sig)
 }
 
-// Reload sends sig to the main process alone (runtime.Reloader): a
-// program such as nginx reloads in its master, which tells its workers.
-func (p *process) Reload(sig string) error {
+// signalMain sends sig to the main process alone: a program such as
+// nginx reloads in its master, which tells its workers.
+func (p *process) signalMain(sig syscall.Signal) error {
 	p.reapMu.Lock()
 	defer p.reapMu.Unlock()
 	if p.reaped {
 		return errors.New("it has exited")
 	}
-	return p.p.Signal(proc.SignalNamed(sig))
+	return p.p.Signal(sig)
 }
 
 // SetStopSignal makes sig the signal of the graceful stop
