@@ -32,7 +32,7 @@ func (x executor) inPlace(ctx context.Context, name string, reload bool) (apply.
 	if reload {
 		err = e.supervisor.Reload(ctx, p)
 	} else {
-		e.supervisor.Update(p)
+		err = e.supervisor.Update(ctx, p)
 	}
 	if err == nil {
 		x.h.mu.Lock()

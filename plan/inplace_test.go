@@ -98,9 +98,10 @@ func TestUsesInPlace(t *testing.T) {
 	}, p.Steps)
 }
 
-// TestHealthChange: a local plugin's health checks run in the host,
-// which changes them under the running process: an update in place; a
-// runner's run beside the process there, set up at its start: a replace.
+// TestHealthChange: a local plugin's health checks run in the host, and a
+// runner plugin's on its runner, which change them under the running
+// process: an update in place; a worker's are set up at its start: a
+// replace.
 func TestHealthChange(t *testing.T) {
 	assert.False(t, inPlaceField("health.interval"), "not for every placement")
 	dir := t.TempDir()
@@ -120,6 +121,12 @@ func TestHealthChange(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "token"), "t")
 	p := inPlace(t, dir, remote("{tcp: 127.0.0.1:5432}"), remote("{tcp: 127.0.0.1:5432, interval: 30 seconds}"))
+	assert.Equal(t, []Step{{ID: "update:db", Op: OpUpdate, Plugin: "db", After: []Edge{}}}, p.Steps, "a runner's")
+	worker := func(health string) string {
+		return "plugins:\n  db: {run: worker, module: m.wasm, health: " + health + "}\n"
+	}
+	writeFile(t, filepath.Join(dir, "m.wasm"), "\x00asm")
+	p = inPlace(t, dir, worker("{tcp: 127.0.0.1:5432}"), worker("{tcp: 127.0.0.1:5432, interval: 30 seconds}"))
 	assert.Contains(t, render(t, p), "~ replace db  changed health.interval\n")
 }
 

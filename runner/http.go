@@ -87,10 +87,10 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 }
 
 // instanceOps are the last segments of POST /v1/instances/NAME/...
-var instanceOps = []string{"start", "stop", "reload"}
+var instanceOps = []string{"start", "stop", "reload", "health"}
 
-// instanceOp serves POST /v1/instances/NAME/start, .../stop and
-// .../reload, op, once the name is checked.
+// instanceOp serves POST /v1/instances/NAME/start, .../stop, .../reload
+// and .../health, op, once the name is checked.
 func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op string) {
 	if err := validateName(name); err != nil {
 		writeError(w, kindErr(runnerapi.KindBadRequest, "%s: %v", op, err))
@@ -108,6 +108,13 @@ func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op s
 		var body runnerapi.Reload
 		if decodeRequest(w, req, &body, validateReload) {
 			v, err := r.reload(req.Context(), name, &body)
+			answer(w, v, err)
+		}
+		return
+	case "health":
+		var body runnerapi.SetHealth
+		if decodeRequest(w, req, &body, validateSetHealth) {
+			v, err := r.setHealth(req.Context(), name, &body)
 			answer(w, v, err)
 		}
 		return

@@ -42,6 +42,8 @@ type process struct {
 	state  procState
 	notify bool // its exit goes to its session's stream even though requested
 
+	healthSet chan struct{} // a change of its health checks (setHealth)
+
 	hurry  chan struct{} // closed by a forced stop joining a graceful one
 	gaveUp chan struct{} // closed when a stop gives up on confirming the exit
 	done   chan struct{} // closed once its exit is confirmed; then exit is set
@@ -97,7 +99,7 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 		return nil, err
 	}
 	started, err := r.adopt(s, inst, p, req.Plugin)
-	if err == nil && req.Health != nil {
+	if err == nil {
 		r.wg.Add(1)
 		go r.forwardHealth(p)
 	}
@@ -158,6 +160,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 		stopSignal: proc.SignalNamed(req.StopSignal),
 		state:      procStarting,
 		hurry:      make(chan struct{}),
+		healthSet:  make(chan struct{}, 1),
 		gaveUp:     make(chan struct{}),
 		done:       make(chan struct{}),
 	}

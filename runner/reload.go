@@ -12,19 +12,9 @@ import (
 // as the local placement reloads one, or the answer says why not; it
 // runs on either way.
 func (r *Runner) reload(ctx context.Context, name string, req *runnerapi.Reload) (*runnerapi.Reloaded, error) {
-	r.mu.Lock()
-	if _, err := r.liveSession(req.Session); err != nil {
-		r.mu.Unlock()
+	p, err := r.running("reload", name, req.Session, req.Generation)
+	if err != nil {
 		return nil, err
-	}
-	inst := r.instances[name]
-	var p *process
-	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation && inst.cur.state == procRunning {
-		p = inst.cur
-	}
-	r.mu.Unlock()
-	if p == nil {
-		return nil, kindErr(runnerapi.KindNoInstance, "reload %s: generation %d is not running here", name, req.Generation)
 	}
 	rl, ok := p.h.(runtime.Reloader)
 	if !ok {
@@ -35,4 +25,19 @@ func (r *Runner) reload(ctx context.Context, name string, req *runnerapi.Reload)
 	}
 	r.log.Info("reloaded", "instance", name, "generation", p.gen, "pid", p.pid)
 	return &runnerapi.Reloaded{Instance: name, Generation: p.gen, PID: p.pid}, nil
+}
+
+// running is generation gen of instance name while it runs, for op
+// through session sess, which must be live.
+func (r *Runner) running(op, name, sess string, gen int64) (*process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.liveSession(sess); err != nil {
+		return nil, err
+	}
+	inst := r.instances[name]
+	if inst == nil || inst.cur == nil || inst.cur.gen != gen || inst.cur.state != procRunning {
+		return nil, kindErr(runnerapi.KindNoInstance, "%s %s: generation %d is not running here", op, name, gen)
+	}
+	return inst.cur, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -62,6 +63,16 @@ func validateReload(s *runnerapi.Reload) error {
 		return errors.New("no reload")
 	}
 	return s.Validate()
+}
+
+func validateSetHealth(s *runnerapi.SetHealth) error {
+	switch {
+	case s.Session == "":
+		return errors.New("no session")
+	case s.Generation <= 0:
+		return fmt.Errorf("generation %d: want the generation its start answered", s.Generation)
+	}
+	return (&launch.Spec{Health: s.Health}).Validate()
 }
 
 // noNUL refuses a string no process can be given.

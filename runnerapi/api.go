@@ -211,6 +211,21 @@ type Reloaded struct {
 	PID        int    `json:"pid"`
 }
 
+// SetHealth is the body of POST /v1/instances/{instance}/health: the
+// running generation's new health checks, none without Health
+// (docs/runner-api.md, "Health checks").
+type SetHealth struct {
+	Session    string         `json:"session"`
+	Generation int64          `json:"generation"`
+	Health     *launch.Health `json:"health,omitempty"`
+}
+
+// HealthSet answers a change of health checks.
+type HealthSet struct {
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+}
+
 // StopResult answers a stop once the exit is confirmed.
 type StopResult struct {
 	Instance   string  `json:"instance"`

@@ -41,17 +41,10 @@ type StopSignalSetter interface {
 // A change of health takes effect at once where the handle allows
 // (HealthSetter): its checks start again with the new settings, with a
 // new verdict, as at a start.
-func (s *Supervisor) Update(p *spec.Plugin) {
+func (s *Supervisor) Update(ctx context.Context, p *spec.Plugin) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	was := s.req.Launch.Health
 	s.req.Plugin, s.req.Launch = p, p.Launch()
-	if h, ok := s.handle.(HealthSetter); ok && s.state.Status == Running && !reflect.DeepEqual(was, s.req.Launch.Health) {
-		h.SetHealth(s.req.Launch.Health)
-		s.health, s.state.Health, s.state.HealthError = nil, "", ""
-		s.monitor(h) // the old monitor ends with its checks' channel
-		s.notify()
-	}
 	s.retry = p.Retry
 	if d, ok := s.placement.(Retrier); ok && s.retry == nil {
 		s.retry = d.DefaultRetry()
@@ -59,13 +52,33 @@ func (s *Supervisor) Update(p *spec.Plugin) {
 	if h, ok := s.handle.(StopSignalSetter); ok && p.StopSignal != "" {
 		h.SetStopSignal(p.StopSignal)
 	}
+	h, ok := s.handle.(HealthSetter)
+	if !ok || s.state.Status != Running || reflect.DeepEqual(was, s.req.Launch.Health) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	// Outside the lock: a runner's checks change through a request.
+	if err := h.SetHealth(ctx, s.req.Launch.Health); err != nil {
+		return fmt.Errorf("update %s: change its health checks: %w", p.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handle == h { // a restart meanwhile started with the new checks
+		s.health, s.state.Health, s.state.HealthError = nil, "", ""
+		s.monitor(h) // the old monitor ends at its next result
+		s.notify()
+	}
+	return nil
 }
 
 // Reload is Update, then p's reload (ReloadProcess). A plugin that is not
 // running, whose placement cannot reload it, or whose reload fails,
 // fails; the update stays.
 func (s *Supervisor) Reload(ctx context.Context, p *spec.Plugin) error {
-	s.Update(p)
+	if err := s.Update(ctx, p); err != nil {
+		return err
+	}
 	l := p.Launch()
 	if l.Reload == nil {
 		return fmt.Errorf("reload %s: it declares no reload (reload: or reloadSignal:)", p.Name)

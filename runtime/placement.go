@@ -141,8 +141,10 @@ type HealthSource interface {
 type HealthSetter interface {
 	HealthSource
 	// SetHealth ends the running checks and runs hc's from now on (none
-	// when nil), as at a start: after hc's start period.
-	SetHealth(hc *launch.Health)
+	// when nil), as at a start: after hc's start period. It fails when
+	// the checks could not be changed (a runner that did not answer):
+	// the old ones may then run on.
+	SetHealth(ctx context.Context, hc *launch.Health) error
 }
 
 // Identity is what a plugin knows of itself (docs/semantics.md, "Identity

@@ -32,8 +32,8 @@ type Traits struct {
 	// (runtime.Reloader); elsewhere such a change replaces it.
 	Reload bool
 	// LiveHealth: a change of health applies to the running process,
-	// whose checks run in the host (runtime.HealthSetter); elsewhere it
-	// replaces the plugin.
+	// whose checks change where they run, in the host or on its runner
+	// (runtime.HealthSetter); elsewhere it replaces the plugin.
 	LiveHealth bool
 	// Why a plugin of the placement may not have these; "" where it may.
 	NoSignal string // stopSignal
@@ -59,7 +59,7 @@ var placements = []struct {
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
 		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host"}},
-	{OnRunner, Traits{Instance: true, Runner: true, Reload: true}},
+	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true}},
 	{Floating, Traits{Instance: true, Elect: true, Reload: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},

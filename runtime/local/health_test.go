@@ -69,7 +69,7 @@ func TestHealthUpdatedInPlace(t *testing.T) {
 
 	q := *p
 	q.Health = &spec.Health{Probe: launch.Probe{Exec: []string{"true"}}, Interval: spec.FromStd(30 * time.Millisecond), Timeout: spec.FromStd(5 * time.Second), Failures: 3}
-	s.Update(&q)
+	require.NoError(t, s.Update(context.Background(), &q))
 	st := waitState(t, s, 10*time.Second, func(st runtime.State) bool { return st.Health == health.Healthy })
 	assert.Equal(t, first.PID, st.PID, "the same process")
 	assert.Equal(t, first.Identity, st.Identity)
@@ -77,7 +77,7 @@ func TestHealthUpdatedInPlace(t *testing.T) {
 
 	r := q
 	r.Health = nil
-	s.Update(&r)
+	require.NoError(t, s.Update(context.Background(), &r))
 	st = s.State()
 	assert.Empty(t, st.Health, "no check, no verdict")
 	assert.Equal(t, runtime.Running, st.Status)

@@ -58,7 +58,7 @@ func TestReloadAndUpdateInPlace(t *testing.T) {
 	u := q
 	u.Retry = retrying(50*time.Millisecond, time.Second, 1)
 	u.StopSignal = "SIGINT"
-	s.Update(&u)
+	require.NoError(t, s.Update(context.Background(), &u))
 	assert.Equal(t, before.PID, s.State().PID, "an update restarts nothing")
 	require.NoError(t, syscall.Kill(before.PID, syscall.SIGKILL))
 	st := waitState(t, s, 20*time.Second, func(st runtime.State) bool { return st.Status == runtime.Running && st.PID != before.PID })

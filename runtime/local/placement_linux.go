@@ -110,7 +110,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		p.Stop(canceled)
 		return nil, ctx.Err()
 	}
-	p.SetHealth(req.Launch.Health)
+	p.SetHealth(ctx, req.Launch.Health)
 	return p, nil
 }
 

@@ -72,7 +72,7 @@ func (p *process) HealthResults() <-chan health.Result {
 // SetHealth ends the plugin's health checks, and runs hc's from now on
 // (none when nil), the process running on: a change of health in place.
 // HealthResults then gives theirs; the old channel closes.
-func (p *process) SetHealth(hc *launch.Health) {
+func (p *process) SetHealth(_ context.Context, hc *launch.Health) error {
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
 	if p.healthStop != nil {
@@ -80,6 +80,7 @@ func (p *process) SetHealth(hc *launch.Health) {
 	}
 	p.healthStop = make(chan struct{})
 	p.health = ready.HealthChecks(hc, p.probe, p.done, p.healthStop)
+	return nil
 }
 
 // Probe runs an exec check of the plugin (a health check's) in its

@@ -26,3 +26,19 @@ func (h *handle) Reload(ctx context.Context, l launch.Spec) error {
 	var res runnerapi.Reloaded
 	return s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/reload", body, &res)
 }
+
+var _ runtime.HealthSetter = (*handle)(nil)
+
+// SetHealth asks the runner to change the process's health checks
+// (runtime.HealthSetter): they run on the runner, beside the process,
+// and their results keep coming through the session's events.
+func (h *handle) SetHealth(ctx context.Context, hc *launch.Health) error {
+	s, err := h.r.session(ctx)
+	if err != nil {
+		return err
+	}
+	op := fmt.Sprintf("change the health checks of %s generation %d", h.instance, h.gen)
+	var res runnerapi.HealthSet
+	return s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/health",
+		runnerapi.SetHealth{Session: s.id, Generation: h.gen, Health: hc}, &res)
+}
