@@ -8,10 +8,25 @@ import (
 	"github.com/graftland/graft/launch"
 )
 
+// here reports whether p's process runs on the machine of the host that
+// loads s: a local or floating plugin's (Traits.Here), and a plugin's of
+// the runner embedded in the host, which runs as the host does.
+func (s *Spec) here(p *Plugin) bool {
+	t := p.Run.Traits()
+	if t.Here() {
+		return true
+	}
+	if !t.Runner {
+		return false
+	}
+	r := s.Runners[p.Runner]
+	return p.Runner == "" || (r != nil && r.Address == "")
+}
+
 // account resolves the user and group of a plugin whose process runs on
-// this machine (Traits.Here) in this machine's user database, so that an
-// unknown one is an error at its position. A runner plugin's are resolved
-// by its runner, in the runner's database, when it starts.
+// this machine (Spec.here) in this machine's user database, so that an
+// unknown one is an error at its position. A remote runner plugin's are
+// resolved by its runner, in the runner's database, when it starts.
 func (d *decoder) account(p *Plugin, path string) {
 	if d.written(path+".user") && !d.isBad(path+".user") {
 		if u, _, err := launch.LookupUser(p.User); err != nil {
@@ -35,7 +50,7 @@ func (d *decoder) account(p *Plugin, path string) {
 func (d *decoder) permitted(s *Spec) {
 	for _, name := range slices.Sorted(maps.Keys(s.Plugins)) {
 		p, path := s.Plugins[name], join("plugins", name)
-		if p == nil || !p.Run.Traits().Here() {
+		if p == nil || !s.here(p) {
 			continue
 		}
 		for _, pr := range launch.Ungrantable(launchLimits(p.Limits)) {

@@ -18,8 +18,8 @@ import (
 // TestNonRootHostRefusesAnotherUser: a host that is not root refuses, as
 // it parses the spec to plan it, a local or floating plugin's user or
 // group that is not its own, and a hard limit above its own, at their
-// positions; its own user it accepts, and a runner plugin's is the
-// runner's to judge.
+// positions, and so does a plugin of the runner embedded in it; its own
+// user it accepts, and a remote runner plugin's is that runner's to judge.
 func TestNonRootHostRefusesAnotherUser(t *testing.T) {
 	dir := asnobody.Dir(t)
 	prog := asnobody.Program(t, dir, "spec.test")
@@ -37,7 +37,13 @@ func TestNonRootHostRefusesAnotherUser(t *testing.T) {
 	assert.Equal(t, "plugins.yaml:5:11: plugins.db.user: the host runs as uid 65534, not root: it cannot start a process as uid 0, gid 0\n"+
 		"plugins.yaml:8:12: plugins.web.group: the host runs as uid 65534, not root: it cannot start a process as uid 65534, gid 0", got)
 	assert.Equal(t, "<nil>", parse("name: shop\nplugins:\n  db:\n    command: [postgres]\n    user: nobody\n    group: nogroup\n"), "its own user")
-	assert.Equal(t, "<nil>", parse("name: shop\nrunners:\n  r: {}\nplugins:\n  db:\n    run: runner\n    command: [postgres]\n    user: root\n"), "a runner plugin's")
+	assert.Equal(t, "<nil>", parse("name: shop\nrunners:\n  r: {address: \"unix:///run/r.sock\"}\nplugins:\n  db:\n    run: runner\n    runner: r\n    command: [postgres]\n    user: root\n"),
+		"a remote runner plugin's is its runner's to judge")
+	for _, runner := range []string{"", "\n    runner: r"} {
+		got = parse("name: shop\nrunners:\n  r: {}\nplugins:\n  db:\n    run: runner" + runner + "\n    command: [postgres]\n    user: root\n")
+		assert.Regexp(t, `^plugins.yaml:\d+:11: plugins.db.user: the host runs as uid 65534, not root: it cannot start a process as uid 0, gid 0$`, got,
+			"the embedded runner runs as the host does")
+	}
 
 	got = parse("name: shop\nplugins:\n  db:\n    command: [postgres]\n    limits: {core: 0, nofile: unlimited}\n")
 	assert.Regexp(t, `^plugins.yaml:5:31: plugins.db.limits.nofile: hard unlimited is above this process's own hard limit \d+, which it cannot raise: it is not root$`, got)

@@ -24,7 +24,7 @@ func (d *decoder) validateStructure(s *Spec) {
 			return
 		}
 		if slices.Contains(Placements, p.Run) {
-			d.placement(p, path, runners)
+			d.placement(p, path, runners, s.here(p))
 		}
 		for i, u := range p.Uses {
 			if _, ok := s.Plugins[u]; ok {
@@ -72,8 +72,9 @@ func (d *decoder) healthPlacement(p *Plugin, path string) {
 }
 
 // placement checks the fields that belong to p's placement, and only
-// those, as the placement's traits say (placement.go).
-func (d *decoder) placement(p *Plugin, path string, runners []string) {
+// those, as the placement's traits say (placement.go); here says whether
+// its process runs on this machine (Spec.here).
+func (d *decoder) placement(p *Plugin, path string, runners []string, here bool) {
 	run, t := string(p.Run), p.Run.Traits()
 	only := func(field string, has func(Traits) bool, why string) {
 		if d.written(path + "." + field) {
@@ -106,7 +107,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string) {
 			only(f, module, "")
 		}
 	}
-	if t.Here() {
+	if here {
 		d.account(p, path)
 	}
 	if t.Runner {
