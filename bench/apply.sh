@@ -17,7 +17,7 @@ fi
 work=$(mktemp -d)
 cleanup() {
   "$work/graft" down -f "$work/project/plugins.yaml" >/dev/null 2>&1 || true
-  [ -f "$work/supervisord.pid" ] && kill "$(cat "$work/supervisord.pid")" 2>/dev/null || true
+  if [ -f "$work/supervisord.pid" ]; then kill "$(cat "$work/supervisord.pid")" 2>/dev/null || true; fi
   sleep 0.5
   rm -rf "$work"
 }

@@ -29,7 +29,7 @@ printf 'name: filesbench\nplugins:\n  web:\n    command: [%s, "3600"]\n    files
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
-cache() { printf '%s entries, %s' "$(ls "$work/project/.graft/digests" | wc -l)" "$(du -sh "$work/project/.graft/digests" | cut -f1)"; }
+cache() { printf '%s entries, %s' "$(find "$work/project/.graft/digests" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l)" "$(du -sh "$work/project/.graft/digests" | cut -f1)"; }
 g() { "$graft" "$@" --file "$work/project/plugins.yaml" >/dev/null 2>&1; }
 
 t0=$(now); "$graft" apply "$work/project/plugins.yaml" >/dev/null 2>&1; t1=$(now)

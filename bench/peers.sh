@@ -59,8 +59,8 @@ pm2_kill() {
   [ -z "$left" ] || kill $left 2>/dev/null || true
 }
 cleanup() {
-  [ -f "$work/p/empty.yaml" ] && "$work/graft" --file "$work/p/empty.yaml" down >/dev/null 2>&1 || true
-  [ -f "$work/supervisord.pid" ] && kill "$(cat "$work/supervisord.pid")" 2>/dev/null || true
+  if [ -f "$work/p/empty.yaml" ]; then "$work/graft" --file "$work/p/empty.yaml" down >/dev/null 2>&1 || true; fi
+  if [ -f "$work/supervisord.pid" ]; then kill "$(cat "$work/supervisord.pid")" 2>/dev/null || true; fi
   [ -d "$pm2home" ] && pm2_kill
   sleep 0.5
   rm -rf "$work"

@@ -20,7 +20,7 @@ work=$(mktemp -d)
 runner_pid=
 cleanup() {
   "$work/graft" --file "$work/p/empty.yaml" down >/dev/null 2>&1 || true
-  [ -n "$runner_pid" ] && kill "$runner_pid" 2>/dev/null && wait "$runner_pid" 2>/dev/null || true
+  if [ -n "$runner_pid" ] && kill "$runner_pid" 2>/dev/null; then wait "$runner_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
