@@ -123,7 +123,17 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 //
 // Under GRAFT_TEST_REQUIRE_ALL=1 (CI) a missing program fails the script
 // instead.
+//
+// The condition [root] is whether the tests run as root, which a recipe
+// whose daemon runs as its own user needs; under GRAFT_TEST_REQUIRE_ALL=1
+// a script that needs it fails without it, as testprog.NeedRoot does.
 func installedCond(cond string) (bool, error) {
+	if cond == "root" {
+		if os.Geteuid() != 0 && testprog.RequireAll() {
+			return false, fmt.Errorf("the script acts as another user, which needs root (%s=1: no test may be skipped)", testprog.RequireAllEnv)
+		}
+		return os.Geteuid() == 0, nil
+	}
 	args := strings.Split(cond, ":")
 	if len(args) != 3 || args[0] != "installed" {
 		return false, fmt.Errorf("unknown condition %q", cond)

@@ -238,7 +238,7 @@ func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
 		return nil, &initEnded{err: in.err}
 	}
 	if r.pidfd < 0 {
-		return nil, &os.PathError{Op: "start", Path: c.Argv[0], Err: r.errno}
+		return nil, c.startError(r.errno)
 	}
 	return in.watch(c, r)
 }

@@ -153,7 +153,7 @@ func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
 	defer registry.Unlock()
 	pid, err := syscall.ForkExec(path, c.Argv, attr)
 	if err != nil {
-		return nil, &os.PathError{Op: "start", Path: c.Argv[0], Err: err}
+		return nil, c.startError(err)
 	}
 	p, err := newProcess(pid, pidfd, c.Marker)
 	if err != nil {
@@ -166,6 +166,17 @@ func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
 	}
 	registry.pids[pid] = true
 	return p, nil
+}
+
+// startError is the error of a start of c whose fork and exec failed
+// with err. A permission denied as another user is its directory or its
+// program, which that user cannot reach: it says so.
+func (c Cmd) startError(err error) error {
+	pe := &os.PathError{Op: "start", Path: c.Argv[0], Err: err}
+	if c.Cred == nil || !errors.Is(err, syscall.EACCES) {
+		return pe
+	}
+	return fmt.Errorf("%w, as uid %d: that user must be able to enter its directory %s and every directory above it, and to run its program", pe, c.Cred.Uid, c.Dir)
 }
 
 // lookPath finds the program to run as exec.LookPath does, but in the

@@ -86,6 +86,25 @@ func TestUnknownUserFailsTheStart(t *testing.T) {
 	assert.Contains(t, err.Error(), `start db: unknown user "no-such-user-graft"`)
 }
 
+// TestUserCannotEnterItsDir: a plugin whose user cannot enter its
+// directory fails its start saying so, in the placement's PID namespace
+// and outside it.
+func TestUserCannotEnterItsDir(t *testing.T) {
+	asnobody.Need(t)
+	dir := filepath.Join(t.TempDir(), "private")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	for _, noNS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noNamespace=%v", noNS), func(t *testing.T) {
+			l := New(Options{Timing: short, NoNamespace: noNS})
+			t.Cleanup(func() { assert.NoError(t, l.Close()) })
+			p := &spec.Plugin{Name: "db", Run: spec.Local, StopSignal: "SIGTERM", Command: []string{"/bin/true"}, User: "nobody", Group: "nogroup"}
+			_, err := l.Start(context.Background(), runtime.Request{Project: "test", Dir: dir, Output: runtimetest.NewRecorder()}.For(p))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "start db: start /bin/true: permission denied, as uid 65534: that user must be able to enter its directory "+dir)
+		})
+	}
+}
+
 // TestNonRootRefusesAnotherUser: a daemon that is not root (a runner's,
 // whose start the host could not check) refuses a start as another
 // user with a CredError, before it starts anything.
