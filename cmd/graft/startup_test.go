@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,7 +118,8 @@ func cmdWaitStatus(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // installedCond is the condition [installed:PROGRAM:PACKAGE]: whether
-// PROGRAM is on PATH. A script skips without it, saying so:
+// PROGRAM is on PATH, or, for an absolute PROGRAM, whether a file matches
+// it as a glob (/usr/lib/postgresql/*/bin/postgres). A script skips without it, saying so:
 //
 //	[!installed:redis-server:redis-server] skip 'redis-server is not installed: apt-get install redis-server'
 //
@@ -139,6 +141,12 @@ func installedCond(cond string) (bool, error) {
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}
 	why := testprog.Missing(args[1], args[2])
+	if strings.HasPrefix(args[1], "/") { // a program off PATH, by a glob of its path
+		why = ""
+		if m, _ := filepath.Glob(args[1]); len(m) == 0 {
+			why = fmt.Sprintf("%s is not installed: apt-get install %s", args[1], args[2])
+		}
+	}
 	if why != "" && testprog.RequireAll() {
 		return false, fmt.Errorf("%s (%s=1: no test may be skipped)", why, testprog.RequireAllEnv)
 	}
