@@ -184,7 +184,10 @@ func (l *Local) probe(ctx context.Context, argv []string, dir string, env []stri
 		return ctx.Err()
 	}
 	if st.Code != 0 || st.Signal != 0 {
-		return fmt.Errorf("%s: %s: %s", argv[0], describeStatus(st), trimOutput(b))
+		if out := trimOutput(b); out != "" {
+			return fmt.Errorf("%s: %s: %s", argv[0], describeStatus(st), out)
+		}
+		return fmt.Errorf("%s: %s, with no output", argv[0], describeStatus(st))
 	}
 	return nil
 }
