@@ -30,6 +30,10 @@ type Spec struct {
 	// Dir is the working directory, as the plugins file gives it: a
 	// relative one is resolved by the placement (runtime.Request.Path).
 	Dir string `json:"dir,omitempty"`
+	// TTY gives the process a pseudo-terminal for its stdout and stderr
+	// instead of a pipe, so that it line-buffers as on a terminal
+	// (docs/semantics.md, "A terminal for the output").
+	TTY bool `json:"tty,omitempty"`
 	// StopSignal begins the graceful stop; empty means DefaultStopSignal.
 	StopSignal string `json:"stopSignal,omitempty"`
 	// Ready gates the start until the plugin answers.

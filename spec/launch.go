@@ -4,12 +4,13 @@ import "github.com/graftland/graft/launch"
 
 // Launch is the process of p as every placement runs it, and the runner
 // is sent it (launch.Spec): its command, dir, env (its env files merged
-// in), inheritEnv, stopSignal, ready and health, with the defaults Load
-// applied, its user, group, umask and limits, and its reload (reloadSignal
-// being its short form). This is the one place the spec's process fields become a
+// in), inheritEnv, tty, stopSignal, ready and health, with the defaults
+// Load applied, its user, group, umask and limits, and its reload
+// (reloadSignal being its short form). This is the one place the spec's
+// process fields become a
 // launch.Spec.
 func (p *Plugin) Launch() launch.Spec {
-	l := launch.Spec{Command: p.Command, Env: p.Env, InheritEnv: p.InheritEnv, Dir: p.Dir, StopSignal: p.StopSignal,
+	l := launch.Spec{Command: p.Command, Env: p.Env, InheritEnv: p.InheritEnv, Dir: p.Dir, TTY: p.TTY, StopSignal: p.StopSignal,
 		User: p.User, Group: p.Group, Umask: string(p.Umask), Limits: launchLimits(p.Limits)}
 	if r := p.Ready; r != nil {
 		l.Ready = &launch.Ready{Log: r.Log, Probe: r.Probe, Timeout: launch.Duration(r.Timeout.Std())}

@@ -43,6 +43,7 @@ type Traits struct {
 	NoHealth string // health
 	NoOnce   string // once
 	NoProc   string // user, group, umask and limits
+	NoTTY    string // tty
 }
 
 // placements is the table: a row per placement, in the order the
@@ -58,7 +59,8 @@ var placements = []struct {
 		NoDir:    "a worker has no working directory: it sees only its mounts",
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
-		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host"}},
+		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host",
+		NoTTY:    "a worker has no process of its own to give a terminal: its output reaches its log without one"}},
 	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true}},
 	{Floating, Traits{Instance: true, Elect: true, Reload: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",

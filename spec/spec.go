@@ -112,6 +112,10 @@ type Plugin struct {
 	InheritEnv []string `yaml:"inheritEnv"`
 	// Dir is the working directory, relative to the spec's directory.
 	Dir string `yaml:"dir"`
+	// TTY runs the process's stdout and stderr through a pseudo-terminal
+	// rather than a pipe (local, runner, floating): docs/semantics.md, "A
+	// terminal for the output".
+	TTY bool `yaml:"tty"`
 	// User and Group are who the process and its exec checks run as, by
 	// name or number (local, runner, floating): the host's user database
 	// resolves them when the spec loads, a runner's when it starts the

@@ -63,7 +63,11 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	env := environ(l.base, l.opt.Env, req, id, cred.env)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
-	r, w, err := proc.OutputPipe()
+	output := proc.OutputPipe
+	if req.Launch.TTY {
+		output = proc.OutputTTY // docs/semantics.md, "A terminal for the output"
+	}
+	r, w, err := output()
 	if err != nil {
 		return nil, err
 	}
