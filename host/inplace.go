@@ -2,10 +2,12 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/graftland/graft/apply"
 	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
 )
 
 // Reload gives the running plugin its desired spec and reloads it, as its
@@ -34,9 +36,16 @@ func (x executor) inPlace(ctx context.Context, name string, reload bool) (apply.
 	} else {
 		err = e.supervisor.Update(ctx, p)
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		x.h.mu.Lock()
 		e.record = plan.Applied(x.desired, name)
+		x.h.mu.Unlock()
+	case errors.As(err, new(*runtime.ReloadUnconfirmed)):
+		// Neither the old config nor the new one is known to be in
+		// effect: whatever the file holds next, the plan reloads again.
+		x.h.mu.Lock()
+		e.record = plan.UnconfirmedReload(e.record, plan.Applied(x.desired, name))
 		x.h.mu.Unlock()
 	}
 	st := e.supervisor.State()

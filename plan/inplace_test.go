@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/spec"
 )
 
 // inPlace plans after against the state before left, in one directory
@@ -164,4 +166,26 @@ func TestFilesTrackingInPlace(t *testing.T) {
 	p, err = Diff(contentSpec(t, dir, spec("nginx.conf, mime.types")), applied(before))
 	require.NoError(t, err)
 	assert.Contains(t, render(t, p), "forces replacement: file nginx.conf\n")
+}
+
+// TestUnconfirmedReload: a reload that was signalled and did not prove
+// it took leaves a record that neither the old spec nor the new one
+// matches: the next plan reloads whichever the file then holds.
+func TestUnconfirmedReload(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v1")
+	const src = "plugins:\n  web: {command: [./web], reloadSignal: SIGHUP, files: [{path: nginx.conf, onChange: reload}]}\n"
+	v1 := contentSpec(t, dir, src)
+	writeFile(t, filepath.Join(dir, "nginx.conf"), "v2")
+	v2 := contentSpec(t, dir, src)
+	r := UnconfirmedReload(Applied(v1, "web"), Applied(v2, "web"))
+	assert.Equal(t, UnconfirmedDigest, r.Fields[spec.FileField("nginx.conf")])
+	assert.Equal(t, Applied(v1, "web").Fields["command"], r.Fields["command"], "what did not change stays")
+	state := &State{Plugins: []Record{r}}
+	state.Plugins[0].Status = Running
+	for name, s := range map[string]*spec.Spec{"the old file": v1, "the new file": v2} {
+		p, err := Diff(s, state)
+		require.NoError(t, err)
+		assert.Equal(t, 1, p.Summary.Reload, name)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -86,6 +87,27 @@ func Applied(s *spec.Spec, name string) Record {
 		KeyID:  s.KeyID(),
 		Runner: p.Runner,
 	}
+}
+
+// UnconfirmedDigest stands for a field whose value in effect is not
+// known: no desired value equals it.
+const UnconfirmedDigest = "unconfirmed"
+
+// UnconfirmedReload is the record of a plugin that was running as was and was
+// asked to become want, and may be either: a reload that was signalled
+// and did not prove it took. Its hash, and each field in which was and
+// want differ, are UnconfirmedDigest, so that the next plan changes it
+// again whichever of the two the spec then holds.
+func UnconfirmedReload(was, want Record) Record {
+	r := was
+	r.Hash = UnconfirmedDigest
+	r.Fields = maps.Clone(was.Fields)
+	for k := range joinKeys(was.Fields, want.Fields) {
+		if was.Fields[k] != want.Fields[k] {
+			r.Fields[k] = UnconfirmedDigest
+		}
+	}
+	return r
 }
 
 // ReadState reads a State from a JSON file, such as one saved from

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
@@ -21,7 +22,11 @@ func (r *Runner) reload(ctx context.Context, name string, req *runnerapi.Reload)
 		return nil, kindErr(runnerapi.KindInternal, "reload %s: its process cannot be reloaded", name)
 	}
 	if err := rl.Reload(ctx, req.Spec.WithDefaults()); err != nil {
-		return nil, kindErr(runnerapi.KindReloadFailed, "%v", err)
+		kind := runnerapi.KindReloadFailed
+		if errors.As(err, new(*runtime.ReloadUnconfirmed)) {
+			kind = runnerapi.KindReloadUnconfirmed
+		}
+		return nil, kindErr(kind, "%v", err)
 	}
 	r.log.Info("reloaded", "instance", name, "generation", p.gen, "pid", p.pid)
 	return &runnerapi.Reloaded{Instance: name, Generation: p.gen, PID: p.pid}, nil

@@ -42,6 +42,7 @@ func TestReload(t *testing.T) {
 
 	_, status, e = reload(launch.Reload{Command: []string{"sh", "-c", "exit 4"}}, st.Generation, sess)
 	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Equal(t, runnerapi.KindReloadUnconfirmed, e.Kind, "the command ran: its effect is not known")
 	assert.Contains(t, e.Error, "exit status 4")
 
 	_, status, e = reload(launch.Reload{Signal: "SIGHUP"}, st.Generation+1, sess)

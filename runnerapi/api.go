@@ -35,11 +35,14 @@ const (
 	KindBusy        = "busy"         // 409
 	KindExhausted   = "exhausted"    // 409
 	KindStartFailed = "start-failed" // 422
-	// KindReloadFailed: a reload's check, signal or command failed, or
-	// the process did not pass its checks after it; it runs on.
-	KindReloadFailed = "reload-failed"  // 422
-	KindState        = "state"          // 500
-	KindInternal     = errkind.Internal // 500
+	// KindReloadFailed: a reload's check failed, or its signal could not
+	// be sent: nothing changed; it runs on.
+	KindReloadFailed = "reload-failed" // 422
+	// KindReloadUnconfirmed: a reload was signalled or its command ran,
+	// and the process then failed its checks: its config is not known.
+	KindReloadUnconfirmed = "reload-unconfirmed" // 422
+	KindState             = "state"              // 500
+	KindInternal          = errkind.Internal     // 500
 )
 
 var (
@@ -50,6 +53,7 @@ var (
 	_ = errkind.Define(KindExhausted, http.StatusConflict)
 	_ = errkind.Define(KindStartFailed, http.StatusUnprocessableEntity)
 	_ = errkind.Define(KindReloadFailed, http.StatusUnprocessableEntity)
+	_ = errkind.Define(KindReloadUnconfirmed, http.StatusUnprocessableEntity)
 	_ = errkind.Define(KindState, http.StatusInternalServerError)
 )
 

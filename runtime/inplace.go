@@ -24,6 +24,15 @@ type Reloader interface {
 	Reload(ctx context.Context, l launch.Spec) error
 }
 
+// ReloadUnconfirmed is a reload that was carried out, its signal sent or
+// its command run, but not shown to have taken: the process then failed
+// its checks, or died. Which config is in effect, the old or the new, is
+// not known (docs/semantics.md, "Reloads").
+type ReloadUnconfirmed struct{ Err error }
+
+func (e *ReloadUnconfirmed) Error() string { return e.Err.Error() }
+func (e *ReloadUnconfirmed) Unwrap() error { return e.Err }
+
 // StopSignalSetter is a Handle whose graceful stop's signal can change
 // while it runs. Where a handle is not one, a new stopSignal applies from
 // its next start.

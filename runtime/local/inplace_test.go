@@ -4,6 +4,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,6 +137,7 @@ func TestReloadChecked(t *testing.T) {
 	assert.Contains(t, err.Error(), "its check [sh -c")
 	assert.Contains(t, err.Error(), "conf: line 1: bad directive", "the check's output")
 	assert.Contains(t, err.Error(), "nothing was signalled")
+	assert.False(t, errors.As(err, new(*runtime.ReloadUnconfirmed)), "the old config is known to be in effect")
 	time.Sleep(200 * time.Millisecond)
 	hangups := 0
 	for _, l := range out.Tail() {
@@ -160,7 +162,8 @@ func TestReloadChecked(t *testing.T) {
 	q.Reload = &launch.Reload{Signal: "SIGUSR1"}
 	err = s.Reload(context.Background(), &q)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "after the reload its exec check did not pass")
+	assert.Contains(t, err.Error(), "after the reload its exec check did not pass: not ready after 3 seconds: test: exit status 1", "what its last attempt found")
+	assert.True(t, errors.As(err, new(*runtime.ReloadUnconfirmed)), "signalled: which config is in effect is not known")
 	assert.Equal(t, pid, s.State().PID, "every reload left the process running")
 	assert.Equal(t, runtime.Running, s.State().Status)
 }

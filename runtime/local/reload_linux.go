@@ -24,7 +24,8 @@ const settle = 500 * time.Millisecond
 // "Reloads"): its check, run as the plugin runs, then its signal to the
 // main process or its command, then the proof that the process took it:
 // alive, and passing its ready probe and its health probe, all within
-// the ready timeout.
+// the ready timeout. A failure once it was signalled, or its command ran,
+// is a *runtime.ReloadUnconfirmed.
 func (p *process) Reload(ctx context.Context, l launch.Spec) error {
 	r := l.Reload
 	if r == nil {
@@ -34,10 +35,11 @@ func (p *process) Reload(ctx context.Context, l launch.Spec) error {
 	if l.Ready != nil && l.Ready.Timeout > 0 {
 		timeout = l.Ready.Timeout.Std()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := time.Now().Add(timeout)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if len(r.Check) > 0 {
-		if err := p.probe(ctx, r.Check); err != nil {
+		if err := p.probe(cctx, r.Check); err != nil {
 			return fmt.Errorf("its check %s failed, so nothing was signalled and the old config stays: %w", argvText(r.Check), err)
 		}
 	}
@@ -45,16 +47,22 @@ func (p *process) Reload(ctx context.Context, l launch.Spec) error {
 		if err := p.signalMain(proc.SignalNamed(r.Signal)); err != nil {
 			return fmt.Errorf("send %s: %w", r.Signal, err)
 		}
-	} else if err := p.probe(ctx, r.Command); err != nil {
-		return fmt.Errorf("its command %s failed: %w", argvText(r.Command), err)
+	} else if err := p.probe(cctx, r.Command); err != nil {
+		return &runtime.ReloadUnconfirmed{Err: fmt.Errorf("its command %s failed: %w", argvText(r.Command), err)}
 	}
-	return p.tookReload(ctx, l, timeout)
+	if err := p.tookReload(ctx, l, deadline, timeout); err != nil {
+		return &runtime.ReloadUnconfirmed{Err: err}
+	}
+	return nil
 }
 
 // tookReload checks that the process lives on after a reload and passes
-// its ready probe and its health probe (a log pattern is not waited for
-// again: the line it matched may never come back).
-func (p *process) tookReload(ctx context.Context, l launch.Spec, timeout time.Duration) error {
+// its ready probe and its health probe by deadline, timeout after the
+// reload began (a log pattern is not
+// waited for again: the line it matched may never come back). ctx is the
+// caller's: the deadline is the probes' own, so that one that runs out
+// says what its last attempt found.
+func (p *process) tookReload(ctx context.Context, l launch.Spec, deadline time.Time, timeout time.Duration) error {
 	var probes []launch.Probe
 	if l.Ready != nil && l.Ready.Kind() != "" {
 		probes = append(probes, l.Ready.Probe)
@@ -65,14 +73,18 @@ func (p *process) tookReload(ctx context.Context, l launch.Spec, timeout time.Du
 	if len(probes) == 0 {
 		select {
 		case <-p.p.Exited():
-		case <-time.After(settle):
+		case <-time.After(min(settle, time.Until(deadline))):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	for _, pr := range probes {
-		left := time.Until(deadlineOf(ctx, timeout))
-		err := ready.Wait(ctx, &launch.Ready{Probe: pr, Timeout: launch.Duration(max(left, time.Millisecond))}, p.probe, p.p.Exited(), nil)
+		left := max(time.Until(deadline), time.Millisecond)
+		err := ready.Wait(ctx, &launch.Ready{Probe: pr, Timeout: launch.Duration(left)}, p.probe, p.p.Exited(), nil)
+		var late *ready.NotReadyError
+		if errors.As(err, &late) {
+			late.Timeout = timeout // the reload's, of which this probe had what was left
+		}
 		switch {
 		case errors.Is(err, ready.ErrGone):
 			return errors.New("it exited after the reload")
@@ -86,13 +98,6 @@ func (p *process) tookReload(ctx context.Context, l launch.Spec, timeout time.Du
 	default:
 		return nil
 	}
-}
-
-func deadlineOf(ctx context.Context, timeout time.Duration) time.Time {
-	if d, ok := ctx.Deadline(); ok {
-		return d
-	}
-	return time.Now().Add(timeout)
 }
 
 // argvText is a command as an error shows it: [nginx -t].

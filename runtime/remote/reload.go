@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 
@@ -24,7 +25,12 @@ func (h *handle) Reload(ctx context.Context, l launch.Spec) error {
 	body := runnerapi.Reload{Session: s.id, Generation: h.gen,
 		Spec: launch.Spec{Reload: l.Reload, Ready: l.Ready, Health: l.Health}}
 	var res runnerapi.Reloaded
-	return s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/reload", body, &res)
+	err = s.c.call(ctx, op, "POST", "/v1/instances/"+url.PathEscape(h.instance)+"/reload", body, &res)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Kind == runnerapi.KindReloadUnconfirmed {
+		return &runtime.ReloadUnconfirmed{Err: err}
+	}
+	return err
 }
 
 var _ runtime.HealthSetter = (*handle)(nil)
