@@ -36,6 +36,10 @@ type Spec struct {
 	TTY bool `json:"tty,omitempty"`
 	// StopSignal begins the graceful stop; empty means DefaultStopSignal.
 	StopSignal string `json:"stopSignal,omitempty"`
+	// StopMode says who gets StopSignal: the process group (StopGroup,
+	// the default when empty) or the main process alone (StopMain). The
+	// forced steps reach the whole group either way (docs/stopping.md).
+	StopMode string `json:"stopMode,omitempty"`
 	// Ready gates the start until the plugin answers.
 	Ready *Ready `json:"ready,omitempty"`
 	// Health is a liveness check run for as long as the process runs,
@@ -84,6 +88,10 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	if c.is("stopSignal", s.StopSignal != "") && !slices.Contains(Signals, s.StopSignal) {
 		c.signal("stopSignal", s.StopSignal)
 	}
+	if c.is("stopMode", s.StopMode != "") && !slices.Contains(StopModes, s.StopMode) {
+		p := c.add("stopMode", "unknown stopMode %q; want group or main", s.StopMode)
+		p.Value, p.Choices = s.StopMode, StopModes
+	}
 	c.account("user", s.User)
 	c.account("group", s.Group)
 	c.umask(s.Umask)
@@ -108,6 +116,15 @@ const (
 	DefaultHealthInterval = 10 * time.Second // between the starts of two health checks
 	DefaultHealthTimeout  = 5 * time.Second  // how long one health check may take
 )
+
+// The stop modes: who gets the stop signal.
+const (
+	StopGroup = "group" // the process group, and every member that left it
+	StopMain  = "main"  // the main process alone, as docker and systemd's KillMode=mixed
+)
+
+// StopModes are the values of StopMode.
+var StopModes = []string{StopGroup, StopMain}
 
 // Signals are the names a stop signal may have.
 var Signals = []string{"SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGKILL", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGWINCH"}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -30,9 +31,11 @@ type process struct {
 	inv        string
 	session    *session
 	stopSignal syscall.Signal
+	stopMain   bool // stopMode: main, the stop signal to the main process alone
 	out        *output.Lines
 	h          runtime.Handle
 	signal     func(syscall.Signal) error // to its family; see local's Signal
+	signalMain func(syscall.Signal) error // to its main process alone
 
 	// Set once it runs (Runner.spawned), before its start answers.
 	pid       int
@@ -54,6 +57,7 @@ type process struct {
 // runtime.Handle: a signal to the whole family.
 type signaller interface {
 	Signal(syscall.Signal) error
+	SignalMain(syscall.Signal) error
 }
 
 // startTimer is local's handle too: the start time of its process, read
@@ -158,6 +162,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 		inv:        inv,
 		session:    s,
 		stopSignal: proc.SignalNamed(req.StopSignal),
+		stopMain:   req.StopMode == launch.StopMain,
 		state:      procStarting,
 		hurry:      make(chan struct{}),
 		healthSet:  make(chan struct{}, 1),
@@ -212,8 +217,9 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	}
 	p.h = h
 	p.signal = func(syscall.Signal) error { return errors.New("cannot signal its family") }
+	p.signalMain = p.signal
 	if sg, ok := h.(signaller); ok {
-		p.signal = sg.Signal
+		p.signal, p.signalMain = sg.Signal, sg.SignalMain
 	}
 	if p.pid == 0 { // Started was not called: never with local, but be sure
 		p.pid, p.startedAt = h.PID(), time.Now()

@@ -152,6 +152,14 @@ func (r *Runner) stopInOrder(p *process, graceful bool, shutdown time.Duration) 
 	}
 	if graceful {
 		l.Signal = send(p.stopSignal)
+		if p.stopMain {
+			l.Signal = func() error {
+				if err := p.signalMain(p.stopSignal); err != nil {
+					log.Warn("signal", "signal", proc.SignalName(p.stopSignal), "err", err)
+				}
+				return nil
+			}
+		}
 	}
 	if outcome, _ := l.Run(); outcome != runtime.Unconfirmed {
 		return

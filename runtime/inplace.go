@@ -39,6 +39,9 @@ func (e *ReloadUnconfirmed) Unwrap() error { return e.Err }
 type StopSignalSetter interface {
 	Handle
 	SetStopSignal(sig string)
+	// SetStopMode makes mode (launch.StopModes; empty: group) who gets
+	// the signal.
+	SetStopMode(mode string)
 }
 
 // Update gives the supervisor p, its plugin's new spec, which differs
@@ -58,8 +61,11 @@ func (s *Supervisor) Update(ctx context.Context, p *spec.Plugin) error {
 	if d, ok := s.placement.(Retrier); ok && s.retry == nil {
 		s.retry = d.DefaultRetry()
 	}
-	if h, ok := s.handle.(StopSignalSetter); ok && p.StopSignal != "" {
-		h.SetStopSignal(p.StopSignal)
+	if h, ok := s.handle.(StopSignalSetter); ok {
+		if p.StopSignal != "" {
+			h.SetStopSignal(p.StopSignal)
+		}
+		h.SetStopMode(p.StopMode)
 	}
 	h, ok := s.handle.(HealthSetter)
 	if !ok || s.state.Status != Running || reflect.DeepEqual(was, s.req.Launch.Health) {

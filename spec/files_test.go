@@ -254,3 +254,19 @@ func TestReloadRules(t *testing.T) {
 	assert.Equal(t, &launch.Reload{Signal: "SIGUSR2"}, s.Plugins["short"].Launch().Reload, "reloadSignal is reload's short form")
 	assert.Equal(t, &launch.Reload{Command: []string{"x", "reload"}, Check: []string{"x", "-t"}}, s.Plugins["long"].Launch().Reload)
 }
+
+// TestStopModeRules: stopMode is group or main, at its position, with a
+// did-you-mean; a worker has none; it reaches the launch spec.
+func TestStopModeRules(t *testing.T) {
+	dir := t.TempDir()
+	_, err := parseAt(t, dir, `plugins:
+  a: {command: [x], stopMode: Main}
+  w: {run: worker, module: m.wasm, stopMode: main}
+`)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `plugins.yaml:2:31: plugins.a.stopMode: unknown stopMode "Main"; want group or main; did you mean "main"?`)
+	assert.Contains(t, err.Error(), `plugins.yaml:3:46: plugins.w.stopMode: a worker gets no signal`)
+	s, err := parseAt(t, dir, "plugins:\n  a: {command: [x], stopMode: main}\n")
+	require.NoError(t, err)
+	assert.Equal(t, launch.StopMain, s.Plugins["a"].Launch().StopMode)
+}

@@ -140,6 +140,9 @@ type Plugin struct {
 	Once Once `yaml:"once"`
 	// StopSignal starts the graceful stop (default SIGTERM).
 	StopSignal string `yaml:"stopSignal"`
+	// StopMode is who gets StopSignal: group (the default) or main
+	// (launch.StopModes).
+	StopMode string `yaml:"stopMode"`
 	// Ready gates the start until the plugin answers.
 	Ready *Ready `yaml:"ready"`
 	// Health is a liveness check, run for as long as the plugin runs: a

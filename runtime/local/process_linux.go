@@ -28,6 +28,7 @@ type process struct {
 	name   string
 	id     runtime.Identity
 	signal atomic.Int32 // the graceful stop's signal; SetStopSignal changes it
+	main   atomic.Bool  // the graceful stop's signal to the main process alone (stopMode: main)
 	p      *proc.Process
 	out    runtime.Output
 	timing runtime.Timing
@@ -102,6 +103,7 @@ func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe
 		done:   make(chan struct{}),
 	}
 	p.signal.Store(int32(proc.SignalNamed(req.Launch.StopSignal)))
+	p.SetStopMode(req.Launch.StopMode)
 	go p.copy(pipe)
 	go p.run(pipe, gone)
 	return p
@@ -222,7 +224,7 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 func (p *process) stopInOrder() (runtime.Outcome, error) {
 	outcome, causes := runtime.Ladder{
 		Timing:     p.timing,
-		Signal:     func() error { return p.signalFamily(syscall.Signal(p.signal.Load())) },
+		Signal:     p.gracefulSignal,
 		Terminate:  func() error { return p.signalFamily(syscall.SIGTERM) },
 		Kill:       func() error { return p.signalFamily(syscall.SIGKILL) },
 		Gone:       p.goneWithin,
@@ -236,6 +238,17 @@ func (p *process) stopInOrder() (runtime.Outcome, error) {
 		outcome = runtime.Killed // run waits for the exit all the same
 	}
 	return outcome, p.cleanupError(outcome, causes)
+}
+
+// gracefulSignal sends the stop signal, to the family or, with stopMode:
+// main, to the main process alone: the forced steps that may follow reach
+// the whole family.
+func (p *process) gracefulSignal() error {
+	sig := syscall.Signal(p.signal.Load())
+	if p.main.Load() {
+		return p.SignalMain(sig)
+	}
+	return p.signalFamily(sig)
 }
 
 func (p *process) cleanupError(o runtime.Outcome, causes *multierror.Error) error {
@@ -278,9 +291,10 @@ func (p *process) Signal(sig syscall.Signal) error {
 	return p.signalFamily(sig)
 }
 
-// signalMain sends sig to the main process alone: a program such as
-// nginx reloads in its master, which tells its workers.
-func (p *process) signalMain(sig syscall.Signal) error {
+// SignalMain sends sig to the main process alone: a program such as
+// nginx reloads in its master, which tells its workers, and a stop with
+// stopMode: main goes to it alone. Once the process is reaped it fails.
+func (p *process) SignalMain(sig syscall.Signal) error {
 	p.reapMu.Lock()
 	defer p.reapMu.Unlock()
 	if p.reaped {
@@ -292,6 +306,10 @@ func (p *process) signalMain(sig syscall.Signal) error {
 // SetStopSignal makes sig the signal of the graceful stop
 // (runtime.StopSignalSetter).
 func (p *process) SetStopSignal(sig string) { p.signal.Store(int32(proc.SignalNamed(sig))) }
+
+// SetStopMode makes mode who gets the graceful stop's signal
+// (runtime.StopSignalSetter).
+func (p *process) SetStopMode(mode string) { p.main.Store(mode == launch.StopMain) }
 
 // StartTime is the process's start time in clock ticks after boot (as
 // proc.StartTime reads it), read under the reaping lock: its pid cannot

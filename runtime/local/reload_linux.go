@@ -44,7 +44,7 @@ func (p *process) Reload(ctx context.Context, l launch.Spec) error {
 		}
 	}
 	if r.Signal != "" {
-		if err := p.signalMain(proc.SignalNamed(r.Signal)); err != nil {
+		if err := p.SignalMain(proc.SignalNamed(r.Signal)); err != nil {
 			return fmt.Errorf("send %s: %w", r.Signal, err)
 		}
 	} else if err := p.probe(cctx, r.Command); err != nil {
