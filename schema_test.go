@@ -16,7 +16,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,44 +202,6 @@ func TestSchemaAcceptsValid(t *testing.T) {
 			assert.NoError(t, sch.Validate(inst), "schema")
 			_, err = spec.Load(file)
 			assert.NoError(t, err, "loader")
-		})
-	}
-}
-
-// Each errors fixture says in its comment whether the schema can see its
-// problem: "schema: reject" when it can, "schema: cannot" when only the
-// loader can (references between entries, uses cycles, renew against ttl,
-// the range of a duration, a file that is not one YAML document).
-var (
-	schemaReject = regexp.MustCompile(`(?m)^schema: reject\s*$`)
-	schemaCannot = regexp.MustCompile(`(?m)^schema: cannot\s*$`)
-)
-
-func TestSchemaRejectsBad(t *testing.T) {
-	sch := compile(t)
-
-	files, err := filepath.Glob(filepath.Join("spec", "testdata", "errors", "*.txtar"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no spec/testdata/errors/*.txtar")
-
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			ar, err := txtar.ParseFile(file)
-			require.NoError(t, err)
-			reject, cannot := schemaReject.Match(ar.Comment), schemaCannot.Match(ar.Comment)
-			require.True(t, reject != cannot, `the comment must hold exactly one line "schema: reject" or "schema: cannot"`)
-			i := slices.IndexFunc(ar.Files, func(f txtar.File) bool { return f.Name == "plugins.yaml" })
-			require.True(t, i >= 0, "no plugins.yaml section")
-			data := ar.Files[i].Data
-
-			_, err = spec.Parse("plugins.yaml", data)
-			assert.Error(t, err, "the loader accepts it")
-
-			if reject {
-				inst, err := instance(data)
-				require.NoError(t, err, "not one YAML document, so the schema has nothing to check: mark it schema: cannot")
-				assert.Error(t, sch.Validate(inst), "the schema accepts it")
-			}
 		})
 	}
 }
