@@ -29,8 +29,11 @@ echo main up
 while :; do sleep 0.05; done`}
 	req.StopMode = launch.StopMain
 	st := h.start("stopmode.main", req)
-	ev.until(t, 10*time.Second, func(e runnerapi.Event) bool { return e.Line == "main up" })
-	ev.until(t, 10*time.Second, func(e runnerapi.Event) bool { return e.Line == "child up" })
+	up := map[string]bool{}
+	ev.until(t, 10*time.Second, func(e runnerapi.Event) bool {
+		up[e.Line] = true
+		return up["main up"] && up["child up"] // in either order
+	})
 	res, status, e := h.stop(sess, "stopmode.main", st.Generation, 5*time.Second)
 	require.Equal(t, http.StatusOK, status, "%+v", e)
 	assert.Equal(t, runnerapi.Exited, res.Outcome)
