@@ -66,5 +66,10 @@ func (s *Supervisor) expire() {
 		s.handle = nil
 	}
 	s.state.PID, s.state.NextRetry = 0, time.Time{}
-	s.set(Failed, fmt.Sprintf("did not complete within %s (once.timeout): stopped", s.req.Plugin.Once.Timeout))
+	s.set(Failed, s.expiredError())
+}
+
+// expiredError is the failure of a one-shot past its deadline.
+func (s *Supervisor) expiredError() string {
+	return fmt.Sprintf("did not complete within %s (once.timeout): stopped", s.req.Plugin.Once.Timeout)
 }

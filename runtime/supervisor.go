@@ -212,6 +212,12 @@ func (s *Supervisor) watch(h Handle) {
 			s.complete() // done: retry is for failures only
 			return
 		}
+		if s.expired {
+			// It ended on its own while its deadline stopped it: its
+			// failure is the deadline's.
+			s.set(Failed, s.expiredError())
+			return
+		}
 		s.set(Failed, describeExit(exit))
 		s.scheduleRetry()
 	}()
