@@ -13,9 +13,10 @@ import (
 // of the namespace's init, this program run again (see runInit), which is
 // pid 1 there. The namespace is made once, at the first such start, and
 // serves every later one: when the init dies, the kernel kills every
-// process of the namespace, and none can leave it. The init gets the
-// Spawner thread's parent-death signal, so a host killed outright takes
-// every plugin's whole family with it, daemons included. This process
+// process of the namespace, and none can leave it. The init ends when its
+// socket to this process does, so a host killed outright takes every
+// plugin's whole family with it, daemons included; unless the host told
+// it to hold them for the next host (nshold_linux.go). This process
 // still sees each plugin by its real pid, signals it and its family
 // directly, and watches it through a pidfd the init passes on; only its
 // exit status comes through the init, which holds it unreaped until Reap.
@@ -55,11 +56,17 @@ func (s *Spawner) namespace() (*nsInit, error) {
 	}
 	res := make(chan result, 1)
 	select {
-	case s.work <- func() { in, err := s.forkInit(user); res <- result{in, err} }:
+	case s.work <- func() { in, err := s.forkInit(user, s.handover); res <- result{in, err} }:
 	case <-s.quit:
 		return nil, errors.New("spawner closed")
 	}
 	r := <-res
+	if r.err == nil && s.window > 0 {
+		if err := r.in.hold(s.window, s.all); err != nil {
+			r.in.close()
+			r.err = err
+		}
+	}
 	if r.err != nil {
 		return nil, &NamespaceError{User: user, Err: r.err}
 	}
@@ -69,8 +76,12 @@ func (s *Spawner) namespace() (*nsInit, error) {
 
 // forkInit starts an init in new namespaces, from the Spawner's thread,
 // registers it, and returns once it runs. Its environment is what its
-// runtime needs, and its output /dev/null.
-func (s *Spawner) forkInit(user bool) (*nsInit, error) {
+// runtime needs, and its output /dev/null; with a handover, it gets its
+// attach socket and record file too. It has no parent-death signal: it
+// ends when its socket does (this process closed it, or is gone), unless
+// told to hold its plugins for the next host, and a thread's end (which
+// an exec of this process is, for all but one) must not kill it.
+func (s *Spawner) forkInit(user bool, handover Handover) (*nsInit, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -84,7 +95,6 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 	pidfd := -1
 	sys := &syscall.SysProcAttr{
 		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
 		Cloneflags: syscall.CLONE_NEWPID,
 		PidFD:      &pidfd,
 	}
@@ -97,6 +107,17 @@ func (s *Spawner) forkInit(user bool) (*nsInit, error) {
 		Env:   []string{initEnv + "=" + initVersion, "GORACE=atexit_sleep_ms=0"},
 		Files: []uintptr{s.devnull.Fd(), s.devnull.Fd(), s.devnull.Fd(), theirs.Fd()},
 		Sys:   sys,
+	}
+	if handover.Socket != "" {
+		sock, record, err := listener(handover)
+		if err != nil {
+			ours.close()
+			return nil, err
+		}
+		defer sock.Close() // the init's alone
+		defer record.Close()
+		attr.Env = append(attr.Env, initHandoverEnv+"=1")
+		attr.Files = append(attr.Files, sock.Fd(), record.Fd())
 	}
 	registry.Lock()
 	pid, err := syscall.ForkExec("/proc/self/exe", []string{initArg0}, attr)

@@ -65,8 +65,7 @@ func startInit(pid, pidfd int, w *wire, waiting *sync.WaitGroup) (*nsInit, error
 		forget(pid)
 		return nil, err
 	}
-	in := &nsInit{pid: pid, proc: proc, w: w, turn: make(chan struct{}, 1),
-		starts: map[int]chan started{}, reaps: map[int]chan syscall.WaitStatus{}, done: make(chan struct{})}
+	in := newNsInit(pid, proc, w)
 	msg, fd, err := w.receive()
 	if fd >= 0 {
 		unix.Close(fd)
@@ -77,22 +76,38 @@ func startInit(pid, pidfd int, w *wire, waiting *sync.WaitGroup) (*nsInit, error
 	if err != nil {
 		proc.Signal(syscall.SIGKILL)
 	}
+	in.watchInit(waiting)
+	if err != nil {
+		return nil, fmt.Errorf("its init (%s run again) did not start: %v", os.Args[0], err)
+	}
+	return in, nil
+}
+
+// newNsInit is the init of pid, watched through proc, on w.
+func newNsInit(pid int, proc *Process, w *wire) *nsInit {
+	return &nsInit{pid: pid, proc: proc, w: w, turn: make(chan struct{}, 1),
+		starts: map[int]chan started{}, reaps: map[int]chan syscall.WaitStatus{}, done: make(chan struct{})}
+}
+
+// watchInit hands on, once the init has exited, the answers it sent,
+// and reaps it if it is this process's child (waiting, for
+// Spawner.Close): an init adopted after a crash is not.
+func (in *nsInit) watchInit(waiting *sync.WaitGroup) {
 	waiting.Add(1)
 	go func() {
 		defer waiting.Done()
-		<-proc.Exited()
+		<-in.proc.Exited()
 		in.rmu.Lock()
 		for !in.ended() {
 			in.readOne()
 		}
 		in.rmu.Unlock()
 		in.passTurn()
-		proc.Reap()
+		if _, err := in.proc.Reap(); err != nil {
+			in.proc.pidfd.Close()
+			forget(in.pid)
+		}
 	}()
-	if err != nil {
-		return nil, fmt.Errorf("its init (%s run again) did not start: %v", os.Args[0], err)
-	}
-	return in, nil
 }
 
 // await returns what ch receives: the answer to a request of the caller's,
@@ -225,14 +240,15 @@ func (in *nsInit) close() { in.w.shutdown() }
 // start has the init start c, whose program is path, with out as its
 // output, and returns the process once its program runs.
 func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
-	b := initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env, Cred: c.Cred}.encode()
+	b := initSpec{Path: path, Argv: c.Argv, Dir: c.Dir, Env: c.Env, Cred: c.Cred,
+		held: held{Marker: c.Marker, Tag: c.Tag, Hold: c.Hold, StopSignal: c.StopSignal, StopTimeout: c.StopTimeout}}.encode()
 	ch := make(chan started, 1)
 	in.mu.Lock()
 	in.nextID++
 	id := in.nextID
 	in.starts[id] = ch
 	in.mu.Unlock()
-	in.send(func() error { return in.request(id, b, out) })
+	in.send(func() error { return in.request(id, b, out, c.Reader) })
 	r, ok := await(in, ch)
 	if !ok {
 		return nil, &initEnded{err: in.err}
@@ -260,11 +276,16 @@ func (in *nsInit) send(request func() error) {
 // request sends a start: its header, a newline and as much of the spec
 // as a message holds (most often all of it), with out; then the rest of
 // the spec in chunks.
-func (in *nsInit) request(id int, spec []byte, out *os.File) error {
+func (in *nsInit) request(id int, spec []byte, out, reader *os.File) error {
 	n := min(len(spec), chunk)
 	msg := append(fmt.Appendf(make([]byte, 0, 32+n), "start %d %d\n", id, len(spec)), spec[:n]...)
-	err := in.w.send(msg, int(out.Fd()))
+	keep := -1
+	if reader != nil {
+		keep = int(reader.Fd())
+	}
+	err := in.w.send(msg, int(out.Fd()), keep)
 	runtime.KeepAlive(out)
+	runtime.KeepAlive(reader)
 	for spec = spec[n:]; len(spec) > 0 && err == nil; spec = spec[n:] {
 		n = min(len(spec), chunk)
 		err = in.w.send(spec[:n], -1)

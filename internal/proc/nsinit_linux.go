@@ -22,29 +22,48 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "5"
+	initVersion = "6"
 	// The init's end of the socket pair (see nswire_linux.go).
 	initCtlFD = 3
+	// With initHandoverEnv=1 in its environment, the init also has the
+	// attach socket it listens on once its host is gone, and the file it
+	// records there the stops it makes on its own (nshold_linux.go).
+	initHandoverEnv = "GRAFT_PROC_INIT_HANDOVER"
+	initListenFD    = 4
+	initRecordFD    = 5
 )
 
 // initSpec is what the init starts: the plugin's program, resolved by
 // the spawning process, with its arguments, directory and environment,
-// and who it runs as (nil: as the init).
+// and who it runs as (nil: as the init); and what the init keeps of it
+// for a host to come, once its own is gone (nshold_linux.go): its tag,
+// whether it is kept for the next host, and its stop signal and timeout.
 type initSpec struct {
 	Path string
 	Argv []string
 	Dir  string
 	Env  []string
 	Cred *Cred
+	held
+}
+
+// held is what the init keeps of a plugin for the next host.
+type held struct {
+	Marker      string // Cmd.Marker
+	Tag         string
+	Hold        bool
+	StopSignal  syscall.Signal
+	StopTimeout time.Duration
 }
 
 // encode writes the spec as its strings, each ended by a NUL (which no
 // path, argument or variable can hold): the path, the directory, the
-// credential (encodeCred), the number of arguments, the arguments, then
-// the environment.
+// credential (encodeCred), the marker, the tag, "HOLD SIGNAL TIMEOUT-MS", the number
+// of arguments, the arguments, then the environment.
 func (s initSpec) encode() []byte {
 	cred := encodeCred(s.Cred)
-	n := len(s.Path) + len(s.Dir) + len(cred) + 8
+	keep := fmt.Sprintf("%d %d %d", boolNum(s.Hold), s.StopSignal, s.StopTimeout.Milliseconds())
+	n := len(s.Path) + len(s.Dir) + len(cred) + len(s.Marker) + len(s.Tag) + len(keep) + 8
 	for _, v := range s.Argv {
 		n += len(v) + 1
 	}
@@ -55,6 +74,9 @@ func (s initSpec) encode() []byte {
 	b = append(append(b, s.Path...), 0)
 	b = append(append(b, s.Dir...), 0)
 	b = append(append(b, cred...), 0)
+	b = append(append(b, s.Marker...), 0)
+	b = append(append(b, s.Tag...), 0)
+	b = append(append(b, keep...), 0)
 	b = append(strconv.AppendInt(b, int64(len(s.Argv)), 10), 0)
 	for _, v := range s.Argv {
 		b = append(append(b, v...), 0)
@@ -68,7 +90,7 @@ func (s initSpec) encode() []byte {
 // decodeSpec reads what encode wrote.
 func decodeSpec(b []byte) (initSpec, error) {
 	f := strings.Split(string(b), "\x00")
-	if len(f) < 5 || f[len(f)-1] != "" {
+	if len(f) < 8 || f[len(f)-1] != "" {
 		return initSpec{}, errors.New("a spec cut short")
 	}
 	f = f[:len(f)-1]
@@ -76,11 +98,25 @@ func decodeSpec(b []byte) (initSpec, error) {
 	if err != nil {
 		return initSpec{}, err
 	}
-	argc, err := strconv.Atoi(f[3])
-	if err != nil || argc < 1 || 4+argc > len(f) {
+	h := held{Marker: f[3], Tag: f[4]}
+	var hold, sig, ms int
+	if _, err := fmt.Sscanf(f[5], "%d %d %d", &hold, &sig, &ms); err != nil {
+		return initSpec{}, errors.New("a spec with a bad stop")
+	}
+	h.Hold, h.StopSignal, h.StopTimeout = hold == 1, syscall.Signal(sig), time.Duration(ms)*time.Millisecond
+	argc, err := strconv.Atoi(f[6])
+	if err != nil || argc < 1 || 7+argc > len(f) {
 		return initSpec{}, errors.New("a spec without its arguments")
 	}
-	return initSpec{Path: f[0], Dir: f[1], Cred: cred, Argv: f[4 : 4+argc], Env: f[4+argc:]}, nil
+	return initSpec{Path: f[0], Dir: f[1], Cred: cred, held: h, Argv: f[7 : 7+argc], Env: f[7+argc:]}, nil
+}
+
+// boolNum is 1 for true, 0 for false.
+func boolNum(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // encodeCred writes a credential as "UID GID GROUP,GROUP...", and none
@@ -139,6 +175,7 @@ type request struct {
 	nums []int
 	spec []byte // start: the spec
 	out  int    // start: the plugin's output
+	keep int    // start: its pipe's read end, or -1
 }
 
 // runInit is the init of a Spawner's PID namespace, pid 1 there. It starts
@@ -147,9 +184,10 @@ type request struct {
 // processes leave, and keeps each plugin, once it has exited, a zombie
 // until the spawning process says "reap", so that its pid and process
 // group id name nothing else while its family is stopped. When it exits,
-// the kernel kills whatever is left in the namespace; it exits when its
-// socket ends: the spawning process closed it, or died. It also has that
-// process's parent-death signal, SIGKILL.
+// the kernel kills whatever is left in the namespace. It exits when its
+// host says "quit", or its socket ends (the host closed it, or died) and
+// it was not asked to hold its plugins; asked to, it keeps them for the
+// next host (awaitHost, nshold_linux.go).
 func runInit() int {
 	syscall.CloseOnExec(initCtlFD)
 	w := newWire(initCtlFD)
@@ -165,7 +203,12 @@ func runInit() int {
 	if err != nil {
 		return 1
 	}
-	in := &initState{w: w, held: map[int]int{}}
+	in := &initState{w: w, held: map[int]*heldPlugin{}, listen: -1, record: -1}
+	if os.Getenv(initHandoverEnv) == "1" {
+		syscall.CloseOnExec(initListenFD)
+		syscall.CloseOnExec(initRecordFD)
+		in.listen, in.record = initListenFD, initRecordFD
+	}
 	in.self, _ = strconv.Atoi(self)
 	go func() {
 		for {
@@ -187,13 +230,29 @@ func runInit() int {
 	if w.sendf(-1, "ready") != nil {
 		return 0
 	}
-	// The requests are read and served here, one after another: this
-	// goroutine waits in recvmsg, which wakes it sooner than a channel
-	// from another would.
 	for {
-		r, err := readRequest(w)
+		if in.serveHost() {
+			return 0 // quit
+		}
+		in.w.close()
+		if in.w = in.awaitHost(); in.w == nil {
+			return 0
+		}
+	}
+}
+
+// serveHost serves the host's requests until its socket ends (false) or it
+// says quit (true). The requests are read and served here, one after
+// another: this goroutine waits in recvmsg, which wakes it sooner than a
+// channel from another would.
+func (in *initState) serveHost() bool {
+	for {
+		r, err := readRequest(in.w)
 		if err != nil {
-			return 0 // the spawning process is gone, or said nonsense
+			return false // the host is gone, or said nonsense
+		}
+		if r.word == "quit" {
+			return true
 		}
 		in.mu.Lock()
 		in.serve(r)
@@ -202,30 +261,52 @@ func runInit() int {
 }
 
 // initState is what the init keeps: its socket, its pid on the machine,
-// and its plugins not yet reaped, by their pid in the namespace.
+// its plugins not yet reaped, by their pid in the namespace, and what it
+// does once its host is gone.
 type initState struct {
 	w    *wire
 	self int
 
-	mu   sync.Mutex  // serving a request, or reaping orphans
-	held map[int]int // pid here → pid on the machine (0 until known)
+	mu   sync.Mutex // serving a request, or reaping orphans
+	held map[int]*heldPlugin
+
+	// window is how long the plugins are kept for the next host once the
+	// host is gone (0: not at all); all keeps those without Hold too.
+	window time.Duration
+	all    bool
+	// listen is the attach socket, record the file of the stops made
+	// with no host; -1 without.
+	listen, record int
+}
+
+// heldPlugin is a plugin of the init's, until it is reaped.
+type heldPlugin struct {
+	held
+	host int // its pid on the machine; 0 until known
+	keep int // the read end of its output pipe, or -1
 }
 
 // readRequest reads a request: "start ID LEN", a newline and the first
-// bytes of its spec, with the plugin's output, then the rest of the LEN
-// bytes of the spec in the messages after it; or "reap NSPID".
+// bytes of its spec, with the plugin's output (and its pipe's read end),
+// then the rest of the LEN bytes of the spec in the messages after it;
+// "reap NSPID"; "hold MS ALL"; or "quit".
 func readRequest(w *wire) (request, error) {
-	msg, fd, err := w.receive()
+	msg, fds, err := w.receiveFDs()
 	if err != nil {
 		return request{}, err
 	}
 	head, first, _ := bytes.Cut(msg, []byte("\n"))
 	word, nums, err := words(head)
 	switch {
-	case err == nil && word == "reap" && len(nums) == 1 && fd < 0:
-		return request{word: word, nums: nums, out: -1}, nil
-	case err == nil && word == "start" && len(nums) == 2 && fd >= 0 && len(first) <= nums[1]:
-		r := request{word: word, nums: nums[:1], out: fd, spec: append(make([]byte, 0, nums[1]), first...)}
+	case err == nil && word == "reap" && len(nums) == 1 && len(fds) == 0,
+		err == nil && word == "hold" && len(nums) == 2 && len(fds) == 0,
+		err == nil && word == "quit" && len(nums) == 0 && len(fds) == 0:
+		return request{word: word, nums: nums, out: -1, keep: -1}, nil
+	case err == nil && word == "start" && len(nums) == 2 && len(fds) >= 1 && len(first) <= nums[1]:
+		r := request{word: word, nums: nums[:1], out: fds[0], keep: -1, spec: append(make([]byte, 0, nums[1]), first...)}
+		if len(fds) > 1 {
+			r.keep = fds[1]
+		}
 		for len(r.spec) < nums[1] {
 			part, extra, err := w.receive()
 			if extra >= 0 {
@@ -235,16 +316,14 @@ func readRequest(w *wire) (request, error) {
 				err = fmt.Errorf("a spec longer than its %d bytes", nums[1])
 			}
 			if err != nil {
-				unix.Close(fd)
+				closeAll(fds)
 				return request{}, err
 			}
 			r.spec = append(r.spec, part...)
 		}
 		return r, nil
 	}
-	if fd >= 0 {
-		unix.Close(fd)
-	}
+	closeAll(fds)
 	return request{}, fmt.Errorf("a request %q", head)
 }
 
@@ -252,27 +331,41 @@ func readRequest(w *wire) (request, error) {
 func (in *initState) serve(r request) {
 	switch r.word {
 	case "start":
-		in.start(r.nums[0], r.spec, r.out)
+		in.start(r.nums[0], r.spec, r.out, r.keep)
 	case "reap":
 		nspid := r.nums[0]
-		if _, ok := in.held[nspid]; !ok {
+		h, ok := in.held[nspid]
+		if !ok {
 			in.w.sendf(-1, "status %d %d", nspid, uint32(syscall.SIGKILL))
 			return
 		}
 		ws := reap(nspid)
-		delete(in.held, nspid)
+		in.forget(nspid, h)
 		in.w.sendf(-1, "status %d %d", nspid, uint32(ws))
+	case "hold":
+		in.window, in.all = time.Duration(max(r.nums[0], 0))*time.Millisecond, r.nums[1] == 1
 	}
 }
 
+// forget drops a reaped plugin.
+func (in *initState) forget(nspid int, h *heldPlugin) {
+	if h.keep >= 0 {
+		unix.Close(h.keep)
+	}
+	delete(in.held, nspid)
+}
+
 // start starts the plugin of spec in a process group of its own, with
-// stdin the init's own (/dev/null) and out as stdout and stderr, and
-// reports "pid ID NSPID PID" (its pid here, and on the machine) with a pidfd of it once its program runs, or
-// "err ID ERRNO".
-func (in *initState) start(id int, b []byte, out int) {
+// stdin the init's own (/dev/null) and out as stdout and stderr, keeps
+// keep (its pipe's read end, if any) while it lives, and reports "pid ID
+// NSPID" with a pidfd of it once its program runs, or "err ID ERRNO".
+func (in *initState) start(id int, b []byte, out, keep int) {
 	defer unix.Close(out) // the plugin's now, not the init's
 	spec, err := decodeSpec(b)
 	if err != nil {
+		if keep >= 0 {
+			unix.Close(keep)
+		}
 		in.w.sendf(-1, "err %d %d", id, syscall.EINVAL)
 		return
 	}
@@ -284,6 +377,9 @@ func (in *initState) start(id int, b []byte, out int) {
 		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd, Credential: spec.Cred.sys()},
 	})
 	if err != nil {
+		if keep >= 0 {
+			unix.Close(keep)
+		}
 		var errno syscall.Errno
 		if !errors.As(err, &errno) {
 			errno = syscall.EINVAL
@@ -296,10 +392,11 @@ func (in *initState) start(id int, b []byte, out int) {
 	// machine from the pidfd itself. The init's own reading of it, for
 	// reapOrphans, is out of the start's way; while unknown (0), the
 	// plugin is told from an orphan by its pid here.
-	in.held[pid] = 0
+	h := &heldPlugin{held: spec.held, keep: keep}
+	in.held[pid] = h
 	in.w.sendf(pidfd, "pid %d %d", id, pid)
 	if host, err := pidfdPid(pidfd); err == nil {
-		in.held[pid] = host
+		h.host = host
 	}
 }
 
@@ -329,8 +426,8 @@ const orphanPause = 10 * time.Millisecond
 // their pids here.
 func (in *initState) reapOrphans() {
 	plugins := make(map[int]bool, len(in.held))
-	for _, pid := range in.held {
-		plugins[pid] = true
+	for _, h := range in.held {
+		plugins[h.host] = true
 	}
 	for _, c := range childrenOf(in.self) {
 		if plugins[c] {

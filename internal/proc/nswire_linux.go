@@ -14,15 +14,21 @@ import (
 )
 
 // The host (any process with a Spawner) and the init of its PID namespace
-// talk over a SOCK_SEQPACKET socket pair: one message is one line of
-// words, and a message may carry one file descriptor.
+// talk over a SOCK_SEQPACKET socket pair, or, once the init has outlived
+// the host that made it, over a connection to its attach socket
+// (nshold_linux.go): one message is one line of words, and a message may
+// carry up to two file descriptors.
 //
-//	host → init   start ID LEN\n… + the plugin's output; after the newline the first of the LEN bytes of its initSpec (initSpec.encode), the rest in the next messages
+//	host → init   start ID LEN\n… + the plugin's output, and the pipe's read end when it has one; after the newline the first of the LEN bytes of its initSpec (initSpec.encode), the rest in the next messages
 //	              reap NSPID      the plugin has terminated: reap it
+//	              hold MS ALL     when this host goes, keep the plugins MS milliseconds for the next (ALL 1: those started without Hold too)
+//	              quit            end now: the host stopped its plugins
 //	init → host   ready           once, when the init runs
 //	              pid ID NSPID    + a pidfd of the plugin, once its program runs (its pid here: pidOfPidfd)
 //	              err ID ERRNO    the plugin could not be started
 //	              status NSPID WS the plugin's wait status, once reaped
+//	              held N          + a pidfd of the init, to a host that attached: the N plugins kept for it follow
+//	              plugin NSPID LEN\n… + a pidfd of it, and its pipe's read end when it has one; after the newline its tag, LEN bytes
 const (
 	// chunk is the most bytes of a spec one message carries: well below
 	// the socket's limit on a message (its send buffer, about 200 KiB).
@@ -49,7 +55,7 @@ type wire struct {
 // newWire wraps fd, one end of a socket pair in blocking mode, which it
 // takes over.
 func newWire(fd int) *wire {
-	return &wire{fd: fd, buf: make([]byte, maxMsg), oob: make([]byte, unix.CmsgSpace(4))}
+	return &wire{fd: fd, buf: make([]byte, maxMsg), oob: make([]byte, unix.CmsgSpace(4*maxFDs))}
 }
 
 // newPolledWire wraps fd, one end of a socket pair, which it takes over,
@@ -96,11 +102,21 @@ func (w *wire) io(write bool, op func(fd int) error) error {
 	return err
 }
 
-// send sends one message, with fd (if not negative) attached.
-func (w *wire) send(msg []byte, fd int) error {
+// maxFDs is the most descriptors one message carries.
+const maxFDs = 2
+
+// send sends one message, with the descriptors of fds that are not
+// negative attached.
+func (w *wire) send(msg []byte, fds ...int) error {
 	var oob []byte
-	if fd >= 0 {
-		oob = unix.UnixRights(fd)
+	var attach []int
+	for _, fd := range fds {
+		if fd >= 0 {
+			attach = append(attach, fd)
+		}
+	}
+	if len(attach) > 0 {
+		oob = unix.UnixRights(attach...)
 	}
 	return w.io(true, func(s int) error { return unix.Sendmsg(s, msg, oob, nil, unix.MSG_NOSIGNAL) })
 }
@@ -111,32 +127,51 @@ func (w *wire) sendf(fd int, format string, args ...any) error {
 }
 
 // receive reads the next message: its bytes (valid until the next call)
-// and the descriptor it carried (close-on-exec), or -1.
+// and the first descriptor it carried (close-on-exec), or -1; any other
+// is closed.
 func (w *wire) receive() ([]byte, int, error) {
+	msg, fds, err := w.receiveFDs()
+	fd := -1
+	for i, f := range fds {
+		if i == 0 {
+			fd = f
+		} else {
+			unix.Close(f)
+		}
+	}
+	return msg, fd, err
+}
+
+// receiveFDs reads the next message: its bytes (valid until the next
+// call) and the descriptors it carried (close-on-exec), in order.
+func (w *wire) receiveFDs() ([]byte, []int, error) {
 	var n, oobn, flags int
 	err := w.io(false, func(s int) (err error) {
 		n, oobn, flags, _, err = unix.Recvmsg(s, w.buf, w.oob, unix.MSG_CMSG_CLOEXEC)
 		return err
 	})
 	if err != nil {
-		return nil, -1, err
+		return nil, nil, err
 	}
 	if n == 0 && oobn == 0 {
-		return nil, -1, errors.New("the other end closed")
+		return nil, nil, errors.New("the other end closed")
 	}
-	fd := -1
+	var fds []int
 	if oobn > 0 {
-		if fd, err = rights(w.oob[:oobn]); err != nil {
-			return nil, -1, err
-		}
+		fds = rights(w.oob[:oobn])
 	}
-	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		return nil, -1, errors.New("a message was cut short")
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(fds) > maxFDs {
+		closeAll(fds)
+		return nil, nil, errors.New("a message was cut short")
 	}
-	return w.buf[:n], fd, nil
+	return w.buf[:n], fds, nil
+}
+
+// closeAll closes every descriptor of fds.
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
 
 // shutdown ends the socket both ways: a receive under way returns, and
@@ -160,27 +195,20 @@ func (w *wire) close() {
 	})
 }
 
-// rights is the one descriptor that oob carries.
-func rights(oob []byte) (int, error) {
+// rights are the descriptors that oob carries.
+func rights(oob []byte) []int {
 	msgs, err := unix.ParseSocketControlMessage(oob)
 	if err != nil {
-		return -1, err
+		return nil
 	}
-	fd := -1
+	var out []int
 	for _, m := range msgs {
 		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, f := range fds {
-			if fd < 0 {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
+		if err == nil {
+			out = append(out, fds...)
 		}
 	}
-	return fd, nil
+	return out
 }
 
 // words splits a message into its word and its numbers.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"time"
 )
 
 // Cmd is a process to start.
@@ -41,6 +42,19 @@ type Cmd struct {
 	// Cred, then executes the program.
 	Umask  *uint32
 	Limits []Limit
+
+	// What the init of the Spawner's namespace keeps of an isolated
+	// process for the next host, once this one is gone (see
+	// Spawner.SetHandover): Reader, the read end of Output's pipe, which
+	// it holds so that the output waits in the pipe; Tag, which it gives
+	// the next host with the process; Hold, whether it keeps the process
+	// at all (else it stops it as soon as this process is gone); and the
+	// signal and timeout of the stop it makes when no host comes.
+	Reader      *os.File
+	Tag         string
+	Hold        bool
+	StopSignal  syscall.Signal
+	StopTimeout time.Duration
 }
 
 // Limit is a resource limit: an RLIMIT_ number, with its soft and hard

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Spawner starts processes from one OS thread that it keeps for as long as
@@ -29,6 +30,11 @@ type Spawner struct {
 	nsMu    sync.Mutex
 	ns      *nsInit        // the init of its namespace, once made
 	inits   sync.WaitGroup // its inits' readers, which reap them when they end
+	// handover is where its init waits for the next host, and window and
+	// all what it keeps meanwhile (nshold_linux.go); under nsMu.
+	handover Handover
+	window   time.Duration
+	all      bool
 }
 
 // NewSpawner starts a Spawner's thread.
@@ -70,6 +76,7 @@ func (s *Spawner) Close() {
 		}
 		s.nsMu.Lock()
 		if s.ns != nil {
+			s.ns.quit() // nothing is kept: its plugins were stopped
 			s.ns.close()
 		}
 		s.nsMu.Unlock()

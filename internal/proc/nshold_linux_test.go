@@ -1,0 +1,201 @@
+package proc
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/internal/testsupport"
+)
+
+// counting is a plugin that writes a numbered line every 10 ms, and
+// records a signal it gets (other than the KILL that ends it).
+const counting = `trap 'echo got-term; exit 0' TERM; trap 'echo got-hup' HUP; i=0; while :; do i=$((i+1)); echo "n $i"; sleep 0.01; done`
+
+// handoverIn is a handover in a temporary directory.
+func handoverIn(t *testing.T) Handover {
+	dir := t.TempDir()
+	return Handover{Socket: filepath.Join(dir, "init.sock"), Record: filepath.Join(dir, "init.log")}
+}
+
+// startHeld starts script in s's namespace with its output on a pipe whose
+// read end the init keeps too, and returns the process and the read end.
+func startHeld(t *testing.T, s *Spawner, script, tag string, hold bool) (*Process, *os.File) {
+	t.Helper()
+	r, w, err := OutputPipe()
+	require.NoError(t, err)
+	marker := "GRAFT_INSTANCE_ID=" + tag
+	p, err := s.Start(Cmd{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), Env: append(os.Environ(), marker),
+		Output: w, Reader: r, Marker: marker, Isolate: true, Tag: tag, Hold: hold,
+		StopSignal: syscall.SIGTERM, StopTimeout: time.Second})
+	w.Close()
+	require.NoError(t, err)
+	return p, r
+}
+
+// numbers reads the "n N" lines of r until it has seen n of them after the
+// first, and checks that none is missing or repeated.
+func numbers(t *testing.T, r *bufio.Reader, want int, last *int) {
+	t.Helper()
+	for seen := 0; seen < want; {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "n ")
+		require.True(t, ok, "a line %q: no signal may reach it", line)
+		n, err := strconv.Atoi(rest)
+		require.NoError(t, err)
+		if *last != 0 {
+			require.Equal(t, *last+1, n, "no line missing or repeated")
+		}
+		*last = n
+		seen++
+	}
+}
+
+// TestHandover: an init told to hold its plugins keeps them when its host
+// goes, its output waiting in the pipe; the next Spawner that attaches
+// gets each with its pid, its tag and the read end of its pipe, and reads
+// on where the first stopped, no line lost; a plugin started without Hold
+// is stopped as soon as its host goes, and the stop recorded.
+func TestHandover(t *testing.T) {
+	h := handoverIn(t)
+	first := NewSpawner()
+	defer first.Close()
+	first.SetHandover(h, 5*time.Second)
+	testsupport.NeedNamespace(t, first.Isolation().Err)
+	kept, keptOut := startHeld(t, first, counting, "kept", true)
+	dropped, droppedOut := startHeld(t, first, counting, "dropped", false)
+	droppedOut.Close()
+
+	out := bufio.NewReader(keptOut)
+	var last int
+	numbers(t, out, 5, &last)
+	// The host goes: its socket ends, without a quit. What it read of the
+	// pipe it has; the rest waits there.
+	first.ns.close()
+	keptOut.Close()
+	select {
+	case <-dropped.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a plugin without Hold outlived its host")
+	}
+	time.Sleep(100 * time.Millisecond) // lines pile up in the pipe meanwhile
+
+	second := NewSpawner()
+	defer second.Close()
+	second.SetHandover(h, 5*time.Second)
+	held, err := second.Attach()
+	require.NoError(t, err)
+	require.Len(t, held, 1, "the plugin without Hold is not kept")
+	assert.Equal(t, "kept", held[0].Tag)
+	assert.Equal(t, kept.Pid, held[0].Process.Pid, "the same process")
+	assert.True(t, held[0].Process.Isolated())
+	require.NotNil(t, held[0].Output)
+	defer held[0].Output.Close()
+	numbers(t, bufio.NewReader(held[0].Output), 20, &last)
+
+	// The second host stops it as any: its group signalled, reaped
+	// through the init.
+	p := held[0].Process
+	require.NoError(t, p.SignalGroup(syscall.SIGKILL))
+	st, err := p.Reap()
+	require.NoError(t, err)
+	assert.Equal(t, syscall.SIGKILL, st.Signal)
+
+	b, err := os.ReadFile(h.Record)
+	require.NoError(t, err)
+	stops := ParseHeldStops(b)
+	require.Len(t, stops, 1, "%s", b)
+	assert.Equal(t, "dropped", stops[0].Tag)
+	assert.Equal(t, "exited", stops[0].Outcome, "it exited on its stop signal")
+	assert.Equal(t, "exit status 0", stops[0].Status)
+	kept.pidfd.Close()
+	dropped.pidfd.Close()
+}
+
+// TestHandoverWindowPasses: with no host within the window, the init stops
+// every plugin itself (the one that ignores its stop signal killed after
+// its stop timeout), records each stop and ends.
+func TestHandoverWindowPasses(t *testing.T) {
+	h := handoverIn(t)
+	s := NewSpawner()
+	defer s.Close()
+	s.SetHandover(h, 300*time.Millisecond)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
+	polite, r1 := startHeld(t, s, counting, "polite", true)
+	deaf, r2 := startHeld(t, s, `trap '' TERM; echo up; while :; do sleep 0.01; done`, "deaf", true)
+	r1.Close()
+	r2.Close()
+	init := s.ns
+	init.close()
+	for _, p := range []*Process{polite, deaf} {
+		select {
+		case <-p.Exited():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a plugin outlived the window")
+		}
+	}
+	select {
+	case <-init.proc.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the init outlived the window")
+	}
+	b, err := os.ReadFile(h.Record)
+	require.NoError(t, err)
+	got := map[string]HeldStop{}
+	for _, s := range ParseHeldStops(b) {
+		got[s.Tag] = s
+	}
+	require.Len(t, got, 2, "%s", b)
+	assert.Equal(t, "exited", got["polite"].Outcome)
+	assert.Equal(t, "killed", got["deaf"].Outcome)
+	assert.Equal(t, "signal: SIGKILL", got["deaf"].Status)
+	assert.WithinDuration(t, got["polite"].HostGone, got["deaf"].HostGone, time.Millisecond, "one host gone")
+	assert.GreaterOrEqual(t, got["deaf"].At.Sub(got["deaf"].HostGone), 300*time.Millisecond+time.Second, "after the window and its stop timeout")
+	polite.pidfd.Close()
+	deaf.pidfd.Close()
+	n, err := second(h)
+	require.NoError(t, err)
+	assert.Zero(t, n, "no init waits any more")
+}
+
+// second is how many plugins a Spawner attaching at h gets.
+func second(h Handover) (int, error) {
+	s := NewSpawner()
+	defer s.Close()
+	s.SetHandover(h, 0)
+	held, err := s.Attach()
+	return len(held), err
+}
+
+// TestHandoverQuit: an init told to hold, whose host then quits (its
+// orderly end, its plugins stopped), keeps nothing and ends.
+func TestHandoverQuit(t *testing.T) {
+	h := handoverIn(t)
+	s := NewSpawner()
+	s.SetHandover(h, 5*time.Second)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
+	p, r := startHeld(t, s, counting, "x", true)
+	r.Close()
+	require.NoError(t, p.SignalGroup(syscall.SIGKILL))
+	_, err := p.Reap()
+	require.NoError(t, err)
+	init := s.ns
+	s.Close()
+	select {
+	case <-init.proc.Exited():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the init outlived its host's orderly end")
+	}
+	n, err := second(h)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
