@@ -321,6 +321,9 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	}
 	req := runtime.Request{Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}.For(p)
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
+	if pl == runtime.Placement(x.h.local) {
+		req.Tag = e.record.Hash // kept for the next host, which adopts it by it (adopt.go)
+	}
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
 	// finds the entry to restart (leaderChanged).
@@ -367,6 +370,9 @@ type entry struct {
 	supervisor *runtime.Supervisor
 	placement  runtime.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
 	env        map[string]string // what the host added to its environment
+	// adopted is set when its process is one an earlier host started
+	// (adopt.go).
+	adopted *hostapi.Adopted
 }
 
 // placements are the placements of the plugins the host runs or tracks.

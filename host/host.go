@@ -19,6 +19,7 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/planner"
+	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
@@ -48,6 +49,14 @@ type Options struct {
 	// NoNamespace runs local plugins outside a PID namespace, even where
 	// they can have one (see docs/stopping.md).
 	NoNamespace bool
+	// AdoptWindow is how long the init of the host's namespace keeps its
+	// local plugins for the next host after a crash (docs/upgrade.md); 0
+	// keeps none: they die with the host.
+	AdoptWindow time.Duration
+	// Exec, when set, executes the program at the path it is given in
+	// place of this one, with this one's arguments (graft upgrade,
+	// upgrade.go); it returns only if it could not.
+	Exec func(binary string) error
 }
 
 // Host owns the plugins of one state dir. Open it, Run it, and it stops
@@ -66,6 +75,7 @@ type Host struct {
 	followed chan struct{}
 	runners  *remotes.Registry // runner plugins' placements
 	hostID   string
+	initDir  *privsock.Dir        // the directory made for its init's attach socket, when elsewhere
 	planner  *planner.Host        // the host's plans, and the digest key they are made under
 	digests  *contentdigest.Cache // digests of the files specs name (digests/)
 
@@ -181,6 +191,7 @@ func (h *Host) open() error {
 	if err := h.openPlacements(); err != nil {
 		return err
 	}
+	h.adopt() // before anything starts: its init's namespace becomes the host's
 	if err := h.cleanCache(); err != nil {
 		return err
 	}
@@ -207,6 +218,7 @@ func (h *Host) close() {
 		l.Close()
 	}
 	h.mu.Unlock()
+	h.closeHandover()
 	h.reaper.Stop()
 	h.lock.Close()
 }

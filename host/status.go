@@ -47,6 +47,7 @@ func (h *Host) Status() *hostapi.Status {
 		r.Restarts = s.Restarts
 		r.LastError = s.LastError
 		r.LastStop = h.lastStops[name]
+		r.Adopted = e.adopted
 		st.Plugins = append(st.Plugins, r)
 	}
 	return st

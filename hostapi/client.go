@@ -330,3 +330,46 @@ func eachLine[T any](r io.Reader, what string, on func(*T) error) error {
 // ErrWatchEnded is a watch of the status that the host ended: it is
 // going away (graft down, or its shutdown).
 var ErrWatchEnded = errors.New("the host ended the watch: it is going away")
+
+// Upgrade asks the host to replace its program (POST /v1/upgrade), and
+// returns its report once the new program answers: a status whose host
+// started after the request, with the same pid. It fails if the old
+// program still answers alone after wait (its exec failed: its log says
+// why), or with the host's refusal (a *UpgradeRefusedError, a
+// *LockedError).
+func (c *Client) Upgrade(ctx context.Context, req UpgradeRequest, wait time.Duration) (*UpgradeReport, *Status, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	asked := time.Now()
+	resp, err := c.do(ctx, http.MethodPost, "/v1/upgrade", body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var report UpgradeReport
+	err = json.NewDecoder(limitAnswer(resp.Body)).Decode(&report)
+	resp.Body.Close()
+	c.http.CloseIdleConnections()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the upgrade's answer: %w", err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := c.Status(ctx)
+		if err == nil && st.Host != nil && st.Host.Since.After(asked) {
+			return &report, st, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("the host still runs its old program: the exec of the new one failed (the host's log says why)")
+			}
+			return &report, nil, fmt.Errorf("the new program did not answer within %s: %w", wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return &report, nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

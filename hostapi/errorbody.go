@@ -34,12 +34,16 @@ const (
 	KindLocked = "locked" // a *LockedError: another apply holds the apply lock
 	KindStale  = "stale"  // a *StaleError: a saved plan no longer matches what runs
 	KindNoSpec = "nospec" // a *NothingAppliedError (graft restart)
+	// KindUpgradeRefused is a *UpgradeRefusedError: the new program of
+	// graft upgrade cannot take over.
+	KindUpgradeRefused = "upgrade-refused"
 )
 
 var (
 	_ = errkind.Type(KindLocked, http.StatusConflict, (*LockedError)(nil), true)
 	_ = errkind.Type(KindStale, http.StatusConflict, (*StaleError)(nil), true)
 	_ = errkind.Type(KindNoSpec, http.StatusConflict, (*NothingAppliedError)(nil), false)
+	_ = errkind.Type(KindUpgradeRefused, http.StatusUnprocessableEntity, (*UpgradeRefusedError)(nil), true)
 )
 
 // Encode is err as it crosses the API: its message, the kind of the

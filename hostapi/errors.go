@@ -37,3 +37,19 @@ func (e *StaleError) Hint() string { return "make a new plan with graft plan --o
 type NothingAppliedError struct{}
 
 func (*NothingAppliedError) Error() string { return "nothing was applied on this host yet" }
+
+// UpgradeRefusedError is a new program that cannot take over the host's
+// state dir (graft upgrade): the host goes on unchanged.
+type UpgradeRefusedError struct {
+	Binary string `json:"binary"`
+	Why    string `json:"why"`
+}
+
+func (e *UpgradeRefusedError) Error() string {
+	return fmt.Sprintf("the new program %s cannot take over: %s; the host goes on unchanged", e.Binary, e.Why)
+}
+
+// Hint tells the operator what to do about it.
+func (e *UpgradeRefusedError) Hint() string {
+	return "check the new program with: " + e.Binary + " version"
+}

@@ -77,6 +77,19 @@ type PluginStatus struct {
 	// LastStop is how the plugin's last stop ended, when it has been
 	// stopped (a restart, a replacement).
 	LastStop *LastStop `json:"lastStop,omitempty"`
+	// Adopted is set when its process is one an earlier host started,
+	// which this one adopted (docs/upgrade.md).
+	Adopted *Adopted `json:"adopted,omitempty"`
+}
+
+// Adopted is when a host adopted a process an earlier host started, and
+// since when no host had watched it: the earlier host's end (an upgrade's
+// exec, or a crash).
+type Adopted struct {
+	At       time.Time `json:"at"`
+	HostGone time.Time `json:"hostGone"`
+	// GapMillis is the time between the two, in milliseconds.
+	GapMillis int64 `json:"gapMillis"`
 }
 
 // LastStop is how a stop ended: its outcome (Exited, Killed or

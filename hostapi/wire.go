@@ -201,3 +201,31 @@ type Cleanup struct {
 	Outcome string      `json:"outcome"`
 	Causes  []StopCause `json:"causes"`
 }
+
+// UpgradeRequest is the body of POST /v1/upgrade: replace the host's
+// program (docs/upgrade.md).
+type UpgradeRequest struct {
+	// Binary is the new program's path on the host's machine; empty: the
+	// path the host's program was started from.
+	Binary string `json:"binary,omitempty"`
+	// LockWait is how long to wait for an apply under way, in
+	// milliseconds; 0 waits until it ends.
+	LockWait int64  `json:"lockWait,omitempty"`
+	Holder   string `json:"holder,omitempty"`
+}
+
+// UpgradeReport is the answer of POST /v1/upgrade, sent before the host
+// executes the new program.
+type UpgradeReport struct {
+	PID    int    `json:"pid"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Binary string `json:"binary"`
+	// Kept are the plugins whose processes run on, adopted by the new
+	// program; Restarted those stopped now and started by it (workers,
+	// runner and floating plugins), with Why when local ones are among
+	// them.
+	Kept      []string `json:"kept"`
+	Restarted []string `json:"restarted"`
+	Why       string   `json:"why,omitempty"`
+}

@@ -77,6 +77,11 @@ type Request struct {
 	// placement's own (a fresh UUID and generation 1): a floating plugin
 	// gets its instance name and the election's epoch.
 	Identity *Identity
+	// Tag, when set, is kept with a local process by the init of the
+	// host's PID namespace, which then keeps the process for the next
+	// host once this one is gone, and gives it the tag to adopt it by
+	// (docs/upgrade.md). A process without one dies with its host.
+	Tag string
 }
 
 // For is r made the request to start plugin p: with p's name, its

@@ -138,6 +138,17 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	return s.settle(ctx, h, err, lost)
 }
 
+// Adopt makes h, a run that an earlier host started and this one adopted
+// (docs/upgrade.md), the plugin's current run, instead of a Start: it is
+// running, watched, health-checked and retried as after a start of its
+// own. A one-shot's once.timeout counts again from now.
+func (s *Supervisor) Adopt(h Handle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armDeadline()
+	s.settle(context.Background(), h, nil, nil)
+}
+
 // settle records how a start ended: h running, or err, with lost the
 // handle whose end was unconfirmed when it began. It returns the start's
 // error, nil for a one-shot that completed before it was ready. Called

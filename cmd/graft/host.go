@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/host/server"
@@ -27,6 +29,8 @@ type HostCmd struct {
 	ReadyFD      int    `hidden:"" default:"-1" help:"Write ready to this file descriptor once listening."`
 	HostLog      bool   `hidden:"" name:"host-log" help:"Write the log, stdout and stderr to host.log in the state dir, rotated (a host started in the background)."`
 	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run local plugins in a PID namespace of the host's own where the system allows it, so that nothing it starts outlives the host; off: never."`
+	AdoptWindow  string `name:"adopt-window" default:"30 seconds" env:"GRAFT_ADOPT_WINDOW" placeholder:"DURATION" help:"After a crash of the host, keep its local plugins running this long for the next host on the state dir to adopt; 0: they die with it (docs/upgrade.md)."`
+	Preflight    bool   `hidden:"" help:"Check that this program can take over the state dir, print its version as JSON and exit (graft upgrade runs it)."`
 }
 
 // Run runs the host of the state dir until SIGTERM, SIGINT or graft down,
@@ -47,7 +51,18 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off"}
+	if c.Preflight {
+		if err := host.Preflight(dir); err != nil {
+			return err
+		}
+		return writeJSON(g.stdout, host.PreflightAnswer{Version: graftVersion()})
+	}
+	window, err := adoptWindow(c.AdoptWindow)
+	if err != nil {
+		return err
+	}
+	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off",
+		AdoptWindow: window, Exec: execSelf}
 	sopt := server.Options{MetricsListen: c.Metrics}
 	if sopt.TCP, err = c.tcp(g); err != nil {
 		return err
@@ -65,6 +80,32 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	defer stop()
 	serve := func(ctx context.Context, ready func()) error { return server.Serve(ctx, h, sopt, ready) }
 	return h.Run(ctx, serve, c.ready)
+}
+
+// adoptWindow reads --adopt-window: a duration, or 0.
+func adoptWindow(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	return positiveDuration("--adopt-window", s)
+}
+
+// execSelf executes binary in place of this host, with its arguments but
+// --ready-fd, whose descriptor was the first program's (graft upgrade).
+func execSelf(binary string) error {
+	var args []string
+	for i := 0; i < len(os.Args); i++ {
+		a := os.Args[i]
+		if a == "--ready-fd" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "--ready-fd=") {
+			continue
+		}
+		args = append(args, a)
+	}
+	return syscall.Exec(binary, args, os.Environ())
 }
 
 // tcp is the TCP listener the flags ask for, checked (server.TCP.Validate);

@@ -30,6 +30,7 @@ type CLI struct {
 	Run      RunCmd      `cmd:"" help:"Run a one-shot plugin (once: true) again, planned like a restart."`
 	Leader   LeaderCmd   `cmd:"" help:"Show which host leads a floating plugin: holder, address, epoch and how fresh its lease is."`
 	Down     DownCmd     `cmd:"" help:"Stop every plugin, consumers first, and the host."`
+	Upgrade  UpgradeCmd  `cmd:"" help:"Replace the running host's program with a new graft, its local plugins running on untouched."`
 	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
 	Host     HostCmd     `cmd:"" help:"Run the host daemon in the foreground (graft apply starts one in the background)."`
 	Runner   RunnerCmd   `cmd:"" help:"Run a runner: the daemon that runs remote plugins for hosts, under leases."`

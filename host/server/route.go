@@ -46,6 +46,8 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 		method(http.MethodPost, s.streaming(validateDown, s.h.Down))
 	case len(rest) == 1 && rest[0] == "plan":
 		method(http.MethodPost, s.servePlan)
+	case len(rest) == 1 && rest[0] == "upgrade":
+		method(http.MethodPost, s.serveUpgrade)
 	case len(rest) == 2 && rest[0] == "logs":
 		method(http.MethodGet, plugin(s.serveLogs))
 	case len(rest) == 2 && rest[0] == "leader":

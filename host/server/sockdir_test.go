@@ -21,6 +21,7 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 )
 
@@ -93,7 +94,10 @@ func runDeep(t *testing.T, squatted string) (dirs []string, log string) {
 	require.NoError(t, err)
 	sock := strings.TrimSpace(string(link))
 	runnerSock := otherSocket(t, sock)
-	for _, p := range []string{sock, runnerSock} {
+	initLink, err := os.ReadFile(filepath.Join(deep, statedir.InitSocketLink))
+	require.NoError(t, err, "the init of the host's namespace has its attach socket elsewhere too")
+	initSock := strings.TrimSpace(string(initLink))
+	for _, p := range []string{sock, runnerSock, initSock} {
 		assert.LessOrEqual(t, len(p), 103, "sun_path holds 108 bytes on Linux, 104 on the BSDs")
 		assert.False(t, strings.HasPrefix(p, deep), p)
 		dir := filepath.Dir(p)
@@ -109,7 +113,7 @@ func runDeep(t *testing.T, squatted string) (dirs []string, log string) {
 	cancel()
 	require.NoError(t, <-served)
 	require.NoError(t, h.Shutdown(context.Background()))
-	for _, p := range []string{sock, runnerSock, filepath.Join(deep, hostapi.SocketLink)} {
+	for _, p := range []string{sock, runnerSock, filepath.Join(deep, hostapi.SocketLink), initSock, filepath.Join(deep, statedir.InitSocketLink)} {
 		_, err = os.Lstat(p)
 		assert.True(t, errors.Is(err, os.ErrNotExist), "%s is removed", p)
 	}
@@ -120,7 +124,8 @@ func runDeep(t *testing.T, squatted string) (dirs []string, log string) {
 	return dirs, out.String()
 }
 
-// otherSocket is the path of the one unix socket other than sock that
+// otherSocket is the path of the one unix socket other than sock (and the
+// attach socket of the host's init, recorded in the state dir) that
 // listens under $TMPDIR or $XDG_RUNTIME_DIR, read from /proc/net/unix:
 // the embedded runner's socket is recorded nowhere but in the host's
 // memory.
@@ -131,7 +136,7 @@ func otherSocket(t *testing.T, sock string) string {
 	var found []string
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 8 || f[7] == sock {
+		if len(f) != 8 || f[7] == sock || strings.HasSuffix(f[7], statedir.InitSocket) {
 			continue
 		}
 		for _, base := range []string{os.TempDir(), os.Getenv("XDG_RUNTIME_DIR")} {
@@ -237,7 +242,7 @@ func TestRuntimeDir(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	t.Setenv("TMPDIR", tmp)
 	dirs, log := runDeep(t, "")
-	assert.Equal(t, []string{filepath.Join(rt, "graft"), filepath.Join(rt, "graft")}, dirs)
+	assert.Equal(t, []string{filepath.Join(rt, "graft"), filepath.Join(rt, "graft"), filepath.Join(rt, "graft")}, dirs, "the host's, its runner's and its init's")
 	assertEmpty(t, filepath.Join(rt, "graft"))
 	assertEmpty(t, tmp)
 	assert.NotContains(t, log, "level=WARN")

@@ -179,6 +179,16 @@ func (l *Log) writeFile(p []byte) error {
 	return l.put(p)
 }
 
+// Continue says that the file's writer goes on where it left off: a
+// process an earlier host started and this one adopted (docs/upgrade.md),
+// whose last line that host may have written in part. That line is not
+// ended first, as a line an earlier writer left is.
+func (l *Log) Continue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.earlier = false
+}
+
 // put writes b at the end of the file, and keeps count.
 func (l *Log) put(b []byte) error {
 	n, err := l.f.Write(b)

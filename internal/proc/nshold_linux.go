@@ -26,35 +26,6 @@ import (
 // plugin itself (its stop signal to its group, SIGKILL after its stop
 // timeout), records each stop, and ends: nothing outlives it.
 
-// Handover is where the init of a Spawner's namespace waits for the next
-// host, once its own is gone.
-type Handover struct {
-	// Socket is the path of its attach socket.
-	Socket string
-	// Record is the file where it records, a JSON line each, the stops it
-	// makes with no host (HeldStop).
-	Record string
-}
-
-// HeldStop is a stop an init made with no host: the line it records.
-type HeldStop struct {
-	Tag      string    `json:"tag"`
-	HostGone time.Time `json:"hostGone"`
-	At       time.Time `json:"at"`
-	// Outcome is "exited" (gone within its stop timeout) or "killed".
-	Outcome string `json:"outcome"`
-	// Status is its wait status, as "exit status N" or "signal: NAME".
-	Status string `json:"status"`
-}
-
-// Held is a plugin that an init kept for this host: its process, the read
-// end of its output pipe (nil without one), and its tag (Cmd.Tag).
-type Held struct {
-	Process *Process
-	Output  *os.File
-	Tag     string
-}
-
 // SetHandover makes the Spawner's namespace init, once made, wait at h for
 // the next host; window is how long it keeps the plugins started with Hold
 // once this process is gone (0: not at all, the kernel kills them at
@@ -188,7 +159,7 @@ func (s *Spawner) adopt(w *wire) (*nsInit, []Held, error) {
 		return nil, nil, err
 	}
 	word, nums, err := words(msg)
-	if err != nil || word != "held" || len(nums) != 1 || pidfd < 0 {
+	if err != nil || word != "held" || len(nums) != 2 || pidfd < 0 {
 		if pidfd >= 0 {
 			unix.Close(pidfd)
 		}
@@ -231,6 +202,7 @@ func (s *Spawner) adopt(w *wire) (*nsInit, []Held, error) {
 			closeAll(fds)
 			return fail(err)
 		}
+		h.HostGone = time.UnixMilli(int64(nums[1]))
 		held = append(held, h)
 	}
 	w.f.SetReadDeadline(time.Time{})
@@ -277,6 +249,7 @@ func (in *nsInit) heldOf(msg []byte, fds []int) (Held, error) {
 func (in *initState) awaitHost() *wire {
 	gone := time.Now()
 	in.mu.Lock()
+	in.gone = gone
 	window, all := in.window, in.all
 	var drop []int
 	for nspid, h := range in.held {
@@ -330,7 +303,7 @@ func (in *initState) attach(fd int) *wire {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	err = w.sendf(self, "held %d", len(in.held))
+	err = w.sendf(self, "held %d %d", len(in.held), in.gone.UnixMilli())
 	unix.Close(self)
 	for nspid, h := range in.held {
 		if err != nil {
@@ -427,17 +400,4 @@ func (in *initState) recordStop(tag string, gone time.Time, outcome string, ws s
 	}
 	b, _ := json.Marshal(HeldStop{Tag: tag, HostGone: gone, At: time.Now(), Outcome: outcome, Status: status})
 	unix.Write(in.record, append(b, '\n'))
-}
-
-// ParseHeldStops reads a record of the stops an init made with no host.
-// A line that cannot be read is skipped.
-func ParseHeldStops(b []byte) []HeldStop {
-	var out []HeldStop
-	for _, line := range strings.Split(string(b), "\n") {
-		var s HeldStop
-		if json.Unmarshal([]byte(line), &s) == nil {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -96,6 +96,7 @@ func TestHandover(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, held, 1, "the plugin without Hold is not kept")
 	assert.Equal(t, "kept", held[0].Tag)
+	assert.WithinDuration(t, time.Now(), held[0].HostGone, 5*time.Second, "when its host was gone")
 	assert.Equal(t, kept.Pid, held[0].Process.Pid, "the same process")
 	assert.True(t, held[0].Process.Isolated())
 	require.NotNil(t, held[0].Output)

@@ -277,6 +277,7 @@ type initState struct {
 	// listen is the attach socket, record the file of the stops made
 	// with no host; -1 without.
 	listen, record int
+	gone           time.Time // when the last host was gone
 }
 
 // heldPlugin is a plugin of the init's, until it is reaped.

@@ -27,7 +27,7 @@ import (
 //	              pid ID NSPID    + a pidfd of the plugin, once its program runs (its pid here: pidOfPidfd)
 //	              err ID ERRNO    the plugin could not be started
 //	              status NSPID WS the plugin's wait status, once reaped
-//	              held N          + a pidfd of the init, to a host that attached: the N plugins kept for it follow
+//	              held N GONE     + a pidfd of the init, to a host that attached: the N plugins kept for it follow; GONE: when its host was gone, in Unix milliseconds
 //	              plugin NSPID LEN\n… + a pidfd of it, and its pipe's read end when it has one; after the newline its tag, LEN bytes
 const (
 	// chunk is the most bytes of a spec one message carries: well below

@@ -2,7 +2,10 @@
 
 package proc
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // Spawner is unsupported off Linux: graft's guarantees about process
 // families rest on pidfds, /proc and the child subreaper.
@@ -58,3 +61,12 @@ func BootID() (string, error) { return "", ErrUnsupported }
 
 // Lookup finds nothing off Linux.
 func Lookup(pid int, start uint64) (Member, bool) { return Member{}, false }
+
+// SetHandover does nothing off Linux.
+func (s *Spawner) SetHandover(h Handover, window time.Duration) {}
+
+// Hold fails off Linux.
+func (s *Spawner) Hold(window time.Duration, all bool) error { return ErrUnsupported }
+
+// Attach finds nothing off Linux.
+func (s *Spawner) Attach() ([]Held, error) { return nil, nil }

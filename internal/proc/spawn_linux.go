@@ -81,6 +81,9 @@ func (s *Spawner) Close() {
 		}
 		s.nsMu.Unlock()
 		s.inits.Wait()
+		if s.ns != nil && s.handover.Socket != "" {
+			os.Remove(s.handover.Socket) // its init, which listened there, has ended
+		}
 	})
 	<-s.done
 }

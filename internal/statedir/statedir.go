@@ -23,6 +23,12 @@ const (
 	Socket     = "host.sock"      // the control socket, when its path is short enough
 	SocketLink = "host.sock.path" // else: the path of the socket, elsewhere
 	HostLog    = "host.log"       // the output of a host started in the background
+	// InitSocket is where the init of the host's PID namespace waits for
+	// the next host once its own is gone, and InitLog where it records
+	// the stops it made when none came (docs/upgrade.md).
+	InitSocket     = "init.sock"
+	InitSocketLink = "init.sock.path" // else: the path of the socket, elsewhere
+	InitLog        = "init.log"
 	// EmbeddedRunner and EmbeddedSocket are the state and the socket of
 	// the runner embedded in the host.
 	EmbeddedRunner = "runner"

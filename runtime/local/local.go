@@ -5,16 +5,19 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/instance"
+	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runtime"
 )
 
@@ -39,6 +42,12 @@ type Options struct {
 	// namespace even where one can be made: what a plugin
 	// forks then outlives a host killed outright (see docs/stopping.md).
 	NoNamespace bool
+	// Handover, when its socket is set, is where the init of the PID
+	// namespace waits for the next host once this one is gone, keeping
+	// the processes started with a Request.Tag AdoptWindow long
+	// (docs/upgrade.md); 0 keeps none past a crash.
+	Handover    proc.Handover
+	AdoptWindow time.Duration
 }
 
 // ErrNoNamespace is why plugins run without PID namespaces when
@@ -136,3 +145,31 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity, us
 
 // workDir is where the plugin runs: its dir, relative to the spec's.
 func workDir(req runtime.Request) string { return req.Path(req.Launch.Dir) }
+
+// KeptName is the plugin of a tag the init of a host's namespace kept
+// with a process (Kept), or "" when it is not one.
+func KeptName(tag string) string {
+	var k kept
+	if json.Unmarshal([]byte(tag), &k) != nil {
+		return ""
+	}
+	return k.Name
+}
+
+// kept is the init's tag of a process: what Kept is read from.
+type kept struct {
+	Name       string `json:"name"`
+	Instance   string `json:"instance"`
+	Generation int64  `json:"generation"`
+	Tag        string `json:"tag"`
+}
+
+// Kept is a process an earlier host left with the init of its namespace:
+// the plugin it runs, its identity and the tag its host started it with
+// (Request.Tag), from what the init kept with it.
+type Kept struct {
+	proc.Held
+	Name     string
+	Identity runtime.Identity
+	Tag      string
+}

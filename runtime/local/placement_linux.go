@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -28,6 +30,10 @@ type Local struct {
 	mu     sync.Mutex
 	live   map[*process]bool
 	closed bool
+	// gate is held, shared, by each read and write of an output pipe and
+	// each reaping; Freeze holds it alone (handover_linux.go).
+	gate   sync.RWMutex
+	frozen bool // under mu
 }
 
 var _ runtime.Placement = (*Local)(nil)
@@ -35,7 +41,11 @@ var _ runtime.Placement = (*Local)(nil)
 // New returns a Local placement.
 func New(opt Options) *Local {
 	opt = opt.withDefaults()
-	return &Local{opt: opt, spawner: proc.NewSpawner(), base: runtime.BaseEnv(opt.Env), live: map[*process]bool{}}
+	s := proc.NewSpawner()
+	if opt.Handover.Socket != "" {
+		s.SetHandover(opt.Handover, opt.AdoptWindow)
+	}
+	return &Local{opt: opt, spawner: s, base: runtime.BaseEnv(opt.Env), live: map[*process]bool{}}
 }
 
 // Isolation says whether plugins run in a PID namespace of the host's
@@ -85,6 +95,13 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		Output:  w,
 		Marker:  instance.EnvID + "=" + id.ID,
 		Isolate: !l.opt.NoNamespace,
+		// What the namespace's init keeps for the next host
+		// (handover_linux.go).
+		Reader:      r,
+		Tag:         keptTag(req, id),
+		Hold:        req.Tag != "",
+		StopSignal:  proc.SignalNamed(req.Launch.StopSignal),
+		StopTimeout: l.opt.Timing.ShutdownTimeout + l.opt.Timing.ExitWindow,
 	}))
 	w.Close() // the child holds its copy
 	if err != nil {
@@ -92,11 +109,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		r.Close()
 		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}
-	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget)
-	p.probe = func(ctx context.Context, argv []string) error {
-		return l.probe(ctx, argv, workDir(req), env, cred)
-	}
-	l.live[p] = true
+	p := l.track(req, id, pp, r, env, cred)
 	l.mu.Unlock()
 	if l.opt.Started != nil {
 		l.opt.Started(p)
@@ -116,6 +129,20 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 	}
 	p.SetHealth(ctx, req.Launch.Health)
 	return p, nil
+}
+
+// track makes the handle of pp, with its output pipe's read end r, and
+// counts it live. Called with l.mu held.
+func (l *Local) track(req runtime.Request, id runtime.Identity, pp *proc.Process, r *os.File, env []string, cred *cred) *process {
+	if l.frozen {
+		r.SetReadDeadline(time.Now()) // its copy waits at the gate
+	}
+	p := newProcess(req, id, pp, r, l.opt.Timing, l.forget, &l.gate)
+	p.probe = func(ctx context.Context, argv []string) error {
+		return l.probe(ctx, argv, workDir(req), env, cred)
+	}
+	l.live[p] = true
+	return p
 }
 
 // awaitReady waits for the ready check of p, the process pp, to pass.

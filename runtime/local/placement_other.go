@@ -5,6 +5,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/runtime"
@@ -30,3 +32,23 @@ func (l *Local) Isolation() proc.Isolation { return proc.Isolation{Err: proc.Err
 
 // Close does nothing.
 func (l *Local) Close() error { return nil }
+
+// Attach finds nothing off Linux.
+func (l *Local) Attach(*slog.Logger) ([]Kept, error) { return nil, nil }
+
+// Adopt fails off Linux.
+func (l *Local) Adopt(context.Context, runtime.Request, Kept) (runtime.Handle, error) {
+	return nil, proc.ErrUnsupported
+}
+
+// StopHeld does nothing off Linux.
+func StopHeld(proc.Held) {}
+
+// Hold fails off Linux.
+func (l *Local) Hold(time.Duration) error { return proc.ErrUnsupported }
+
+// Freeze does nothing off Linux.
+func (l *Local) Freeze() {}
+
+// Thaw does nothing off Linux.
+func (l *Local) Thaw() {}

@@ -46,6 +46,8 @@ type process struct {
 	hurry     chan struct{} // closed by a Stop whose ctx ends
 	hurryOnce sync.Once
 	copied    chan struct{} // closed when the output pipe is drained
+	pipe      *os.File      // its read end
+	gate      *sync.RWMutex // the Local's: see Local.Freeze
 
 	reapMu sync.Mutex // held while reaping, so Signal never outlives the pid
 	reaped bool
@@ -90,8 +92,10 @@ func (p *process) Probe(ctx context.Context, argv []string) error { return p.pro
 
 // newProcess watches pp; gone is called once it is reaped, before Done
 // closes.
-func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing, gone func(*process)) *process {
+func newProcess(req runtime.Request, id runtime.Identity, pp *proc.Process, pipe *os.File, timing runtime.Timing, gone func(*process), gate *sync.RWMutex) *process {
 	p := &process{
+		pipe:   pipe,
+		gate:   gate,
 		name:   req.Name,
 		id:     id,
 		p:      pp,
@@ -130,7 +134,9 @@ func (p *process) Stop(ctx context.Context) (runtime.Outcome, error) {
 // copy moves the process's output to p.out until every writer of the pipe
 // is gone or the pipe is closed. It drains the pipe even when p.out fails
 // (a full disk): a plugin must never block on a full pipe because its log
-// cannot be written.
+// cannot be written. Each read and its write are made under the gate,
+// shared: a Freeze, which sets the pipe's read deadline, waits for the
+// write of what was read, and the next read waits for the thaw.
 func (p *process) copy(pipe *os.File) {
 	defer close(p.copied)
 	rc, err := pipe.SyscallConn()
@@ -138,32 +144,44 @@ func (p *process) copy(pipe *os.File) {
 		return
 	}
 	for {
-		// The buffer is taken only once the pipe has something: a
-		// plugin that writes nothing holds none while it waits.
-		var buf *[]byte
-		var n int
-		var rerr error
-		err := rc.Read(func(fd uintptr) bool {
-			buf = readBufs.Get().(*[]byte)
-			for n, rerr = syscall.Read(int(fd), *buf); rerr == syscall.EINTR; n, rerr = syscall.Read(int(fd), *buf) {
-			}
-			if rerr == syscall.EAGAIN {
-				readBufs.Put(buf)
-				buf = nil
-				return false
-			}
-			return true
-		})
-		if n > 0 {
-			p.out.Write((*buf)[:n])
+		p.gate.RLock()
+		if !p.copyOnce(rc) {
+			p.gate.RUnlock()
+			return
 		}
-		if buf != nil {
-			readBufs.Put(buf)
-		}
-		if err != nil || rerr != nil || n <= 0 {
-			return // closed, failed, or at its end
-		}
+		p.gate.RUnlock()
 	}
+}
+
+// copyOnce reads what the pipe has, once it has something, and writes it
+// to p.out. It reports false at the pipe's end, or when it is closed.
+func (p *process) copyOnce(rc syscall.RawConn) bool {
+	// The buffer is taken only once the pipe has something: a
+	// plugin that writes nothing holds none while it waits.
+	var buf *[]byte
+	var n int
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		buf = readBufs.Get().(*[]byte)
+		for n, rerr = syscall.Read(int(fd), *buf); rerr == syscall.EINTR; n, rerr = syscall.Read(int(fd), *buf) {
+		}
+		if rerr == syscall.EAGAIN {
+			readBufs.Put(buf)
+			buf = nil
+			return false
+		}
+		return true
+	})
+	if n > 0 {
+		p.out.Write((*buf)[:n])
+	}
+	if buf != nil {
+		readBufs.Put(buf)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true // frozen: the next read waits at the gate
+	}
+	return err == nil && rerr == nil && n > 0 // else closed, failed, or at its end
 }
 
 // readBufs are the buffers of the output pipes' reads, shared.
@@ -188,10 +206,12 @@ func (p *process) run(pipe *os.File, gone func(*process)) {
 		p.outcome, p.err = p.stopInOrder()
 	}
 	<-p.p.Exited() // not under reapMu: a process stuck in the kernel may never exit
+	p.gate.RLock() // a frozen Local reaps nothing: the next host will
 	p.reapMu.Lock()
 	st, err := p.p.Reap()
 	p.reaped = true
 	p.reapMu.Unlock()
+	p.gate.RUnlock()
 	if err != nil {
 		p.err = errors.Join(p.err, err)
 	}

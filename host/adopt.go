@@ -1,0 +1,184 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/atomicfile"
+	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/statedir"
+	"github.com/graftland/graft/plan"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/spec"
+)
+
+// A host's local plugins outlive it (docs/upgrade.md): the init of its PID
+// namespace keeps each one, tagged with the hash of the spec it was
+// started from, once the host is gone, for AdoptWindow after a crash and
+// for the whole of an upgrade; the next host on the state dir adopts every
+// one its last applied spec still has, and its start-up's apply then finds
+// them running. One it does not have, or that runs another spec than it
+// says, is stopped, or replaced by that apply.
+
+// maxSocketPath is what a unix socket's path holds (less its NUL).
+const maxSocketPath = 103
+
+// handover is where the init of the host's namespace waits for the next
+// host: init.sock in the state dir, and init.log for the stops it makes
+// with no host. A state dir too deep for the socket has it elsewhere, as
+// host.sock does (docs/state-dir.md, "Sockets elsewhere"), its path in
+// init.sock.path; when no socket will do, there is none, and the plugins
+// die with their host, as where no namespace can be made.
+func (h *Host) handover() proc.Handover {
+	rec := filepath.Join(h.dir, statedir.InitLog)
+	sock := filepath.Join(h.dir, statedir.InitSocket)
+	if len(sock) <= maxSocketPath {
+		return proc.Handover{Socket: sock, Record: rec}
+	}
+	link := filepath.Join(h.dir, statedir.InitSocketLink)
+	if b, err := safefs.ReadFile(link, 4096); err == nil {
+		p := strings.TrimSpace(string(b))
+		if privsock.CheckDir(filepath.Dir(p)) == nil && len(p) <= maxSocketPath {
+			return proc.Handover{Socket: p, Record: rec} // an earlier host's init may wait there
+		}
+	}
+	none := func(err error) proc.Handover {
+		h.log.Warn("no attach socket for the init of the host's namespace: plugins are not kept for the next host, and an upgrade restarts them", "err", err)
+		return proc.Handover{}
+	}
+	d, err := privsock.SocketDir()
+	if err != nil {
+		return none(err)
+	}
+	p := filepath.Join(d.Path, statedir.InitSocket)
+	if !d.Fresh {
+		sum := sha256.Sum256([]byte(sock))
+		p = filepath.Join(d.Path, hex.EncodeToString(sum[:8])+"-"+statedir.InitSocket)
+	}
+	if len(p) > maxSocketPath {
+		d.Remove()
+		return none(fmt.Errorf("%s is too long for a socket", p))
+	}
+	if err := atomicfile.Write(link, []byte(p+"\n"), 0o600); err != nil {
+		d.Remove()
+		return none(err)
+	}
+	h.initDir = &d
+	return proc.Handover{Socket: p, Record: rec}
+}
+
+// closeHandover removes, once the host's init has ended, the socket
+// directory made for its attach socket and the link to it.
+func (h *Host) closeHandover() {
+	if h.initDir == nil {
+		return
+	}
+	h.initDir.Remove()
+	os.Remove(filepath.Join(h.dir, statedir.InitSocketLink))
+}
+
+// adopt takes over the local processes an earlier host left with the init
+// of its namespace, and records the stops that init made with no host.
+// Called from open, before anything starts.
+func (h *Host) adopt() {
+	h.recordHeldStops()
+	kept, err := h.local.Attach(h.log)
+	if err != nil {
+		h.log.Error("attach to the init an earlier host left: what it keeps is stopped when its window passes", "err", err)
+	}
+	var applied *spec.Spec
+	if h.spec != nil {
+		applied = h.spec.parsed
+	}
+	now := time.Now()
+	for _, k := range kept {
+		var p *spec.Plugin
+		if applied != nil {
+			p = applied.Plugins[k.Name]
+		}
+		if p == nil || p.Run != spec.Local || h.plugins[k.Name] != nil {
+			h.log.Warn("a process an earlier host left is not a local plugin of the last applied spec: stopped", "plugin", k.Name, "pid", k.Process.Pid)
+			local.StopHeld(k.Held)
+			continue
+		}
+		if err := h.adoptOne(applied, p, k, now); err != nil {
+			h.log.Error("adopt a process an earlier host left: stopped", "plugin", k.Name, "pid", k.Process.Pid, "err", err)
+			local.StopHeld(k.Held)
+		}
+	}
+}
+
+// adoptOne adopts k, a process of plugin p of the last applied spec.
+func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, now time.Time) error {
+	out, err := h.logOf(p.Name)
+	if err != nil {
+		return err
+	}
+	out.Continue() // its writer goes on: no line of its is ended here
+	e := &entry{record: plan.Applied(applied, p.Name), placement: h.local}
+	if k.Tag != e.record.Hash {
+		// Started from another spec than the last applied (a host that
+		// died in an apply): the start-up's apply replaces it.
+		e.record.Hash = k.Tag
+	}
+	req := runtime.Request{Project: applied.Name, Dir: applied.Dir, Output: out, Log: h.log, Tag: k.Tag}.For(p)
+	h.mu.Lock()
+	req.Env = h.providerEnv(applied, p)
+	h.mu.Unlock()
+	handle, err := h.local.Adopt(context.Background(), req, k)
+	if err != nil {
+		return err
+	}
+	e.env = req.Env
+	e.supervisor = runtime.NewSupervisor(h.local, req)
+	e.supervisor.OnChange(h.changed.notify)
+	e.supervisor.Adopt(handle)
+	e.adopted = &hostapi.Adopted{At: now, HostGone: k.HostGone, GapMillis: now.Sub(k.HostGone).Milliseconds()}
+	h.mu.Lock()
+	h.plugins[p.Name] = e
+	h.mu.Unlock()
+	h.log.Info("adopted a process an earlier host left", "plugin", p.Name, "pid", k.Process.Pid,
+		"instance", k.Identity.ID, "generation", k.Identity.Generation, "unwatched", now.Sub(k.HostGone))
+	return nil
+}
+
+// recordHeldStops reads what the init of an earlier host's namespace
+// stopped with no host (init.log): each is its plugin's last stop, in its
+// status and the host's log. The record is then emptied.
+func (h *Host) recordHeldStops() {
+	path := filepath.Join(h.dir, statedir.InitLog)
+	b, err := safefs.ReadFile(path, 16<<20)
+	if err != nil || len(b) == 0 {
+		return
+	}
+	for _, s := range proc.ParseHeldStops(b) {
+		name := local.KeptName(s.Tag)
+		if name == "" {
+			continue
+		}
+		outcome := runtime.Exited
+		if s.Outcome == "killed" {
+			outcome = runtime.Killed
+		}
+		h.lastStops[name] = &hostapi.LastStop{Outcome: string(outcome), At: s.At, TookMillis: s.At.Sub(s.HostGone).Milliseconds(),
+			Causes: []hostapi.StopCause{{Message: "stopped by the init of the host's namespace, no host having come within the adoption window: " + s.Status}}}
+		h.log.Warn("a plugin was stopped with no host to adopt it", "plugin", name, "outcome", outcome, "hostGone", s.HostGone, "status", s.Status)
+	}
+	f, err := safefs.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		h.log.Error("empty the record of the stops made with no host", "err", err)
+	}
+}
