@@ -332,8 +332,9 @@ func eachLine[T any](r io.Reader, what string, on func(*T) error) error {
 var ErrWatchEnded = errors.New("the host ended the watch: it is going away")
 
 // Upgrade asks the host to replace its program (POST /v1/upgrade), and
-// returns its report once the new program answers: a status whose host
-// started after the request, with the same pid. It fails if the old
+// returns its report once the new program answers, its start-up's apply
+// done (what the upgrade restarted is started again): a status whose host
+// started after the request, applying nothing. It fails if the old
 // program still answers alone after wait (its exec failed: its log says
 // why), or with the host's refusal (a *UpgradeRefusedError, a
 // *LockedError).
@@ -357,7 +358,7 @@ func (c *Client) Upgrade(ctx context.Context, req UpgradeRequest, wait time.Dura
 	deadline := time.Now().Add(wait)
 	for {
 		st, err := c.Status(ctx)
-		if err == nil && st.Host != nil && st.Host.Since.After(asked) {
+		if err == nil && st.Host != nil && st.Host.Since.After(asked) && st.Host.Applying == "" {
 			return &report, st, nil
 		}
 		if time.Now().After(deadline) {

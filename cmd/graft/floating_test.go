@@ -115,9 +115,11 @@ func (h *fhost) tryStart() error {
 	return nil
 }
 
-// spawn runs `graft host` and waits until it answers.
+// spawn runs `graft host` and waits until it answers. A host the fleet
+// kills takes its local plugins with it (--adopt-window 0): no host comes
+// after it on its state dir.
 func (h *fhost) spawn() error {
-	cmd := exec.Command("graft", "--file", h.file(), "host", "--host-id", h.id)
+	cmd := exec.Command("graft", "--file", h.file(), "host", "--host-id", h.id, "--adopt-window", "0")
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0", "GRAFT_TEST_RUN="+h.f.run, "NO_COLOR=1")
 	logf, err := os.OpenFile(filepath.Join(h.dir, "host.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

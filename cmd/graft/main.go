@@ -14,6 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/spec"
 )
@@ -157,6 +158,7 @@ func interruptible() (context.Context, func()) {
 				if sig, ok := s.(syscall.Signal); ok {
 					code = 128 + int(sig)
 				}
+				proc.EndNamespaces() // what it runs ends with it: it is not a crash
 				os.Exit(code)
 			case <-done:
 				return

@@ -116,6 +116,8 @@ func scriptParams(dir string) testscript.Params {
 			"sigplug":     cmdSigPlug,
 			"readylag":    cmdReadyLag,
 			"recipe":      cmdRecipe,
+			"buildgraft":  cmdBuildGraft,
+			"seqlog":      cmdSeqLog,
 		},
 	}
 }

@@ -73,6 +73,22 @@ func plugMain() {
 		}
 		fmt.Printf("%s bye\n", args[1])
 		exit0()
+	case "count": // NAME: "n N" every 10 ms, from 1; each signal it gets said, SIGTERM ends it
+		sigs := make(chan os.Signal, 8)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+		tick := time.NewTicker(10 * time.Millisecond)
+		for i := 1; ; {
+			select {
+			case sig := <-sigs:
+				fmt.Printf("signal %s\n", sig)
+				if sig == syscall.SIGTERM {
+					exit0()
+				}
+			case <-tick.C:
+				fmt.Printf("n %d\n", i)
+				i++
+			}
+		}
 	case "stubborn":
 		signal.Ignore(syscall.SIGTERM)
 		serve(args[1], make(chan os.Signal))

@@ -53,8 +53,23 @@ func (c *UpgradeCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "✓ the host (pid %d) runs %s, after %s\n", st.Host.PID, termtext.Text(st.Host.Version), time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(g.stdout, "✓ the host (pid %d) runs %s, after %s", st.Host.PID, termtext.Text(st.Host.Version), time.Since(began).Round(time.Millisecond))
+	if gap := unwatched(st); gap > 0 {
+		fmt.Fprintf(g.stdout, "; its local plugins went unwatched for %s", gap)
+	}
+	fmt.Fprintln(g.stdout)
 	return nil
+}
+
+// unwatched is the longest time a plugin adopted went without a host.
+func unwatched(st *hostapi.Status) time.Duration {
+	var gap time.Duration
+	for _, p := range st.Plugins {
+		if p.Adopted != nil {
+			gap = max(gap, time.Duration(p.Adopted.GapMillis)*time.Millisecond)
+		}
+	}
+	return gap
 }
 
 // restarted names the plugins an upgrade restarts.

@@ -71,6 +71,7 @@ func (s *Spawner) namespace() (*nsInit, error) {
 		return nil, &NamespaceError{User: user, Err: r.err}
 	}
 	s.ns = r.in
+	r.in.track()
 	return r.in, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -207,6 +208,7 @@ func (s *Spawner) adopt(w *wire) (*nsInit, []Held, error) {
 	}
 	w.f.SetReadDeadline(time.Time{})
 	in.watchInit(&s.inits)
+	in.track()
 	return in, held, nil
 }
 
@@ -261,7 +263,7 @@ func (in *initState) awaitHost() *wire {
 	if window <= 0 || in.listen < 0 {
 		return nil
 	}
-	in.stopPlugins(drop, gone)
+	in.killPlugins(drop, gone)
 	unix.SetNonblock(in.listen, true)
 	for deadline := gone.Add(window); time.Now().Before(deadline); {
 		fds := []unix.PollFd{{Fd: int32(in.listen), Events: unix.POLLIN}}
@@ -381,6 +383,38 @@ func (in *initState) stopPlugins(nspids []int, gone time.Time) {
 	}
 }
 
+// killPlugins kills the plugins of nspids at once, with every member of
+// each one's family (by its marker), as the kernel would have killed the
+// namespace: a plugin not held for the next host dies with its host, as a
+// floating plugin must, another host being free to take its lease. They
+// are reaped, and each kill recorded.
+func (in *initState) killPlugins(nspids []int, gone time.Time) {
+	for _, nspid := range nspids {
+		in.mu.Lock()
+		h := in.held[nspid]
+		in.mu.Unlock()
+		if h == nil {
+			continue
+		}
+		syscall.Kill(-nspid, syscall.SIGKILL)
+		if h.Marker != "" {
+			members, _ := Marked([]string{h.Marker})
+			for _, m := range members {
+				// Found by the machine's pids (the init's /proc is the
+				// machine's); signalled by their pids here.
+				if p := innermostPid(m.Pid); p > 1 {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+		}
+		in.mu.Lock()
+		ws := reap(nspid)
+		in.forget(nspid, h)
+		in.mu.Unlock()
+		in.recordStop(h.Tag, gone, "killed", ws)
+	}
+}
+
 // exited reports whether the child nspid has terminated, without reaping it.
 func exited(nspid int) bool {
 	var info unix.Siginfo
@@ -400,4 +434,35 @@ func (in *initState) recordStop(tag string, gone time.Time, outcome string, ws s
 	}
 	b, _ := json.Marshal(HeldStop{Tag: tag, HostGone: gone, At: time.Now(), Outcome: outcome, Status: status})
 	unix.Write(in.record, append(b, '\n'))
+}
+
+// live are the inits of this process's Spawners, for EndNamespaces.
+var live = struct {
+	sync.Mutex
+	inits map[*nsInit]bool
+}{inits: map[*nsInit]bool{}}
+
+// track counts in live until it ends.
+func (in *nsInit) track() {
+	live.Lock()
+	live.inits[in] = true
+	live.Unlock()
+	go func() {
+		<-in.done
+		live.Lock()
+		delete(live.inits, in)
+		live.Unlock()
+	}()
+}
+
+// EndNamespaces tells the init of every Spawner of this process to end
+// now, keeping nothing for a next host: a process about to exit on
+// purpose without stopping its plugins (a second Ctrl-C) takes them
+// with it, as it did before inits could outlive their host.
+func EndNamespaces() {
+	live.Lock()
+	defer live.Unlock()
+	for in := range live.inits {
+		in.quit()
+	}
 }

@@ -64,7 +64,7 @@ func numbers(t *testing.T, r *bufio.Reader, want int, last *int) {
 // goes, its output waiting in the pipe; the next Spawner that attaches
 // gets each with its pid, its tag and the read end of its pipe, and reads
 // on where the first stopped, no line lost; a plugin started without Hold
-// is stopped as soon as its host goes, and the stop recorded.
+// is killed as soon as its host goes, and the kill recorded.
 func TestHandover(t *testing.T) {
 	h := handoverIn(t)
 	first := NewSpawner()
@@ -116,8 +116,8 @@ func TestHandover(t *testing.T) {
 	stops := ParseHeldStops(b)
 	require.Len(t, stops, 1, "%s", b)
 	assert.Equal(t, "dropped", stops[0].Tag)
-	assert.Equal(t, "exited", stops[0].Outcome, "it exited on its stop signal")
-	assert.Equal(t, "exit status 0", stops[0].Status)
+	assert.Equal(t, "killed", stops[0].Outcome, "killed at once, as the kernel kills a namespace")
+	assert.Equal(t, "signal: SIGKILL", stops[0].Status)
 	kept.pidfd.Close()
 	dropped.pidfd.Close()
 }

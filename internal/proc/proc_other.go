@@ -70,3 +70,6 @@ func (s *Spawner) Hold(window time.Duration, all bool) error { return ErrUnsuppo
 
 // Attach finds nothing off Linux.
 func (s *Spawner) Attach() ([]Held, error) { return nil, nil }
+
+// EndNamespaces does nothing off Linux.
+func EndNamespaces() {}
