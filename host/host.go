@@ -20,6 +20,7 @@ import (
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
@@ -29,7 +30,8 @@ import (
 
 // Options configures a Host.
 type Options struct {
-	// Version is reported in the status.
+	// Version is the host's graft version, reported in the status;
+	// default: skew.Version(), graft's.
 	Version string
 	// Timing is the local placement's stop windows; zero: the fixed ones of
 	// docs/semantics.md, "Windows and defaults".
@@ -133,6 +135,9 @@ func Open(dir string, opt Options) (*Host, error) {
 	log := opt.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if opt.Version == "" {
+		opt.Version = skew.Version()
 	}
 	h := &Host{
 		dir:       dir,

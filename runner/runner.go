@@ -20,6 +20,7 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -44,7 +45,8 @@ type Options struct {
 	Token string
 	// Logger receives the runner's log; nil: slog's default.
 	Logger *slog.Logger
-	// Version is the runner's version, in sessions and the status.
+	// Version is the runner's graft version, in sessions and the status;
+	// default: skew.Version(), graft's.
 	Version string
 	// Limits bound the time to read a request's body (and, for a server
 	// made with guard.Server, its connections); zero: the defaults.
@@ -203,7 +205,7 @@ func (opt Options) withDefaults() (Options, error) {
 		opt.Grace = DefaultGrace
 	}
 	if opt.Version == "" {
-		opt.Version = "graft"
+		opt.Version = skew.Version()
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()

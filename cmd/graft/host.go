@@ -47,7 +47,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	}
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
-	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off"}
+	opt := host.Options{Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off"}
 	sopt := server.Options{MetricsListen: c.Metrics}
 	if sopt.TCP, err = c.tcp(g); err != nil {
 		return err
