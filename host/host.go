@@ -30,8 +30,8 @@ import (
 
 // Options configures a Host.
 type Options struct {
-	// Version is the host's graft version, reported in the status;
-	// default: skew.Version(), graft's.
+	// Version is the host's graft version, reported in the status and in
+	// the headers of its answers; default: skew.Version(), graft's.
 	Version string
 	// Timing is the local placement's stop windows; zero: the fixed ones of
 	// docs/semantics.md, "Windows and defaults".
@@ -196,6 +196,9 @@ func (h *Host) open() error {
 
 // Dir is the host's state dir.
 func (h *Host) Dir() string { return h.dir }
+
+// Version is the host's graft version (Options.Version).
+func (h *Host) Version() string { return h.opt.Version }
 
 // Log is the host's log.
 func (h *Host) Log() *slog.Logger { return h.log }

@@ -45,8 +45,8 @@ type Options struct {
 	Token string
 	// Logger receives the runner's log; nil: slog's default.
 	Logger *slog.Logger
-	// Version is the runner's graft version, in sessions and the status;
-	// default: skew.Version(), graft's.
+	// Version is the runner's graft version, in sessions, the status and
+	// the headers of its answers; default: skew.Version(), graft's.
 	Version string
 	// Limits bound the time to read a request's body (and, for a server
 	// made with guard.Server, its connections); zero: the defaults.

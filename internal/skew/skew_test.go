@@ -2,6 +2,7 @@ package skew
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -93,4 +94,33 @@ func TestOf(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, p.Version, maxVersion, "a long version is cut")
 	assert.Equal(t, "graft of an unknown version (protocol 1)", Peer{Protocol: 1}.String())
+}
+
+// TestTransport: every request carries the client's peer, the request
+// the caller made is left as it was, and every answer's peer is heard.
+func TestTransport(t *testing.T) {
+	var got []Peer
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := Of(r.Header)
+		assert.NoError(t, err)
+		got = append(got, p)
+		if r.URL.Path == "/old" {
+			return // a server from before protocols
+		}
+		Peer{Version: "v1.2.0", Protocol: 1}.Set(w.Header())
+	}))
+	defer srv.Close()
+	var heard []Peer
+	hc := &http.Client{Transport: Transport(&http.Transport{}, Peer{Version: "v1.3.0", Protocol: 2}, func(p Peer) { heard = append(heard, p) })}
+	defer hc.CloseIdleConnections()
+	for _, path := range []string{"/new", "/old"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Empty(t, req.Header, "the caller's request is left as it was")
+	}
+	assert.Equal(t, []Peer{{Version: "v1.3.0", Protocol: 2}, {Version: "v1.3.0", Protocol: 2}}, got)
+	assert.Equal(t, []Peer{{Version: "v1.2.0", Protocol: 1}}, heard, "only an answer that names a peer is heard")
 }
