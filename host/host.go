@@ -21,6 +21,7 @@ import (
 	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
@@ -112,7 +113,8 @@ type holder struct {
 // Open takes the state dir dir for a new host: it makes the directory,
 // checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
 // names what cannot, and the fix), takes its lock (failing with a
-// *dirlock.HeldError if another host holds it), and makes this process a child
+// *dirlock.HeldError if another host holds it), refuses a dir a newer
+// graft wrote (a *statedir.NewerError), and makes this process a child
 // subreaper, so that nothing a plugin forks escapes. Open writes nothing
 // that is already there: a host starts on a full disk.
 func Open(dir string, opt Options) (*Host, error) {
@@ -161,10 +163,14 @@ func Open(dir string, opt Options) (*Host, error) {
 	return h, nil
 }
 
-// open reads what the state dir keeps (the digest key, the last applied
-// spec, the host id), makes the placements, and clears what a host that
-// died left behind. The lock is held.
+// open checks the state dir's stamp (a dir a newer graft wrote is
+// refused), reads what it keeps (the digest key, the last applied spec,
+// the host id), makes the placements, and clears what a host that died
+// left behind. The lock is held.
 func (h *Host) open() error {
+	if err := statedir.Stamp(h.dir, statedir.Format{Format: statedir.HostFormat, Version: h.opt.Version}, h.log); err != nil {
+		return err
+	}
 	var err error
 	if h.planner, err = planner.OpenHost(h.dir); err != nil {
 		return err

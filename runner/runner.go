@@ -21,6 +21,7 @@ import (
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -134,7 +135,9 @@ func (inst *instance) exitOf(gen int64) (runtime.Exit, bool) {
 const killWait = 10 * time.Second
 
 // Open opens the state dir dir for a new runner: it makes the directory,
-// checks that it and its subdirectories can be trusted, takes its lock (a *dirlock.HeldError if another runner holds it), reads the
+// checks that it and its subdirectories can be trusted, takes its lock (a
+// *dirlock.HeldError if another runner holds it), refuses a dir a newer
+// graft wrote (a *statedir.NewerError), reads the
 // records of processes a previous runner left, and starts stopping those
 // that still run. Their instances refuse starts until they are gone.
 func Open(dir string, opt Options) (*Runner, error) {
@@ -145,6 +148,10 @@ func Open(dir string, opt Options) (*Runner, error) {
 	log := opt.Logger
 	dir, lock, err := lockStateDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := statedir.Stamp(dir, statedir.Format{Format: statedir.RunnerFormat, Version: opt.Version}, log); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	st, err := openState(dir)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -54,4 +57,25 @@ func TestNewerProtocolRefused(t *testing.T) {
 		assert.Equal(t, "1", hd.Get(skew.ProtocolHeader))
 	}
 	assert.Len(t, h.r.status().Sessions, 2)
+}
+
+// TestStateDirStamped: a runner stamps its state dir, and refuses one a
+// newer graft stamped with a later format, naming the dir, both versions
+// and the fix, before it reads its journal.
+func TestStateDirStamped(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Open(dir, Options{Logger: quietLog, Version: "v1.2.0"})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	b, err := os.ReadFile(filepath.Join(dir, statedir.FormatFile))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"format": 1, "version": "v1.2.0"}`, string(b))
+
+	newer := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(newer, statedir.FormatFile), []byte(`{"format": 2, "version": "v1.3.0"}`), 0o600))
+	_, err = Open(newer, Options{Logger: quietLog, Version: "v1.2.0"})
+	var refused *statedir.NewerError
+	require.ErrorAs(t, err, &refused)
+	assert.EqualError(t, err, "the state dir "+newer+" is in format 2, written by graft v1.3.0; this graft v1.2.0 reads format 1 at most, and would misread it")
+	assert.NoFileExists(t, filepath.Join(newer, journalFile), "the journal is not touched")
 }
