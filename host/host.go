@@ -21,6 +21,8 @@ import (
 	"github.com/graftland/graft/internal/planner"
 	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
@@ -30,7 +32,8 @@ import (
 
 // Options configures a Host.
 type Options struct {
-	// Version is reported in the status.
+	// Version is the host's graft version, reported in the status and in
+	// the headers of its answers; default: skew.Version(), graft's.
 	Version string
 	// Timing is the local placement's stop windows; zero: the fixed ones of
 	// docs/semantics.md, "Windows and defaults".
@@ -120,7 +123,8 @@ type holder struct {
 // Open takes the state dir dir for a new host: it makes the directory,
 // checks that it and its subdirectories can be trusted (a *safefs.UnsafeError
 // names what cannot, and the fix), takes its lock (failing with a
-// *dirlock.HeldError if another host holds it), and makes this process a child
+// *dirlock.HeldError if another host holds it), refuses a dir a newer
+// graft wrote (a *statedir.NewerError), and makes this process a child
 // subreaper, so that nothing a plugin forks escapes. Open writes nothing
 // that is already there: a host starts on a full disk.
 func Open(dir string, opt Options) (*Host, error) {
@@ -144,6 +148,9 @@ func Open(dir string, opt Options) (*Host, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if opt.Version == "" {
+		opt.Version = skew.Version()
+	}
 	h := &Host{
 		dir:       dir,
 		opt:       opt,
@@ -166,10 +173,14 @@ func Open(dir string, opt Options) (*Host, error) {
 	return h, nil
 }
 
-// open reads what the state dir keeps (the digest key, the last applied
-// spec, the host id), makes the placements, and clears what a host that
-// died left behind. The lock is held.
+// open checks the state dir's stamp (a dir a newer graft wrote is
+// refused), reads what it keeps (the digest key, the last applied spec,
+// the host id), makes the placements, and clears what a host that died
+// left behind. The lock is held.
 func (h *Host) open() error {
+	if err := statedir.Stamp(h.dir, statedir.Format{Format: statedir.HostFormat, Version: h.opt.Version}, h.log); err != nil {
+		return err
+	}
 	var err error
 	if h.planner, err = planner.OpenHost(h.dir); err != nil {
 		return err
@@ -202,6 +213,9 @@ func (h *Host) open() error {
 
 // Dir is the host's state dir.
 func (h *Host) Dir() string { return h.dir }
+
+// Version is the host's graft version (Options.Version).
+func (h *Host) Version() string { return h.opt.Version }
 
 // Log is the host's log.
 func (h *Host) Log() *slog.Logger { return h.log }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/graftland/graft/internal/fsfault"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/internal/testsupport"
 	"github.com/graftland/graft/plan"
 )
@@ -70,6 +71,12 @@ func TestLinksInStateDir(t *testing.T) {
 	testsupport.UnsafePath(t, err, lock, "is a symbolic link, not a regular file", "rm "+lock)
 	require.NoError(t, os.Remove(lock))
 
+	stamp := filepath.Join(state, statedir.FormatFile)
+	require.NoError(t, os.Symlink(target, stamp))
+	_, err = Open(state, Options{Logger: quiet})
+	testsupport.UnsafePath(t, err, stamp, "is a symbolic link, not a regular file", "rm "+stamp)
+	require.NoError(t, os.Remove(stamp))
+
 	id := filepath.Join(state, hostIDFile)
 	require.NoError(t, os.Symlink(target, id))
 	_, err = Open(state, Options{Logger: quiet})
@@ -124,7 +131,7 @@ func TestStartUpWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))
 
-	files := []string{appliedFile, hostIDFile, "logs/db.log", "logs/api.log"}
+	files := []string{appliedFile, hostIDFile, statedir.FormatFile, "logs/db.log", "logs/api.log"}
 	before := map[string]os.FileInfo{}
 	for _, f := range files {
 		fi, err := os.Stat(filepath.Join(state, f))
@@ -166,4 +173,35 @@ func TestLinkedStateDir(t *testing.T) {
 	require.NoError(t, h.Shutdown(context.Background()))
 	assert.FileExists(t, filepath.Join(real, appliedFile))
 	assert.FileExists(t, filepath.Join(real, "logs", "db.log"))
+}
+
+// TestStateDirStamped: a host stamps its state dir with its format and
+// version, and refuses one a newer graft stamped with a later format,
+// naming the dir, both versions and the fix, before it reads or writes
+// anything else there.
+func TestStateDirStamped(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".graft")
+	h, err := Open(state, Options{Logger: quiet, Version: "v1.2.0"})
+	require.NoError(t, err)
+	require.NoError(t, h.Shutdown(context.Background()))
+	b, err := os.ReadFile(filepath.Join(state, statedir.FormatFile))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"format": 1, "version": "v1.2.0"}`, string(b))
+
+	newer := filepath.Join(t.TempDir(), ".graft")
+	require.NoError(t, os.MkdirAll(newer, 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(newer, statedir.FormatFile), []byte(`{"format": 2, "version": "v1.3.0"}`), 0o600))
+	_, err = Open(newer, Options{Logger: quiet, Version: "v1.2.0"})
+	var refused *statedir.NewerError
+	require.ErrorAs(t, err, &refused)
+	assert.EqualError(t, err, "the state dir "+newer+" is in format 2, written by graft v1.3.0; this graft v1.2.0 reads format 1 at most, and would misread it")
+	assert.NoFileExists(t, filepath.Join(newer, hostIDFile), "nothing is written")
+	assert.NoFileExists(t, filepath.Join(newer, statedir.DigestKey), "nothing is written")
+
+	// The refusal released the lock: with a stamp of a format this graft
+	// reads, whoever wrote it, the dir opens.
+	require.NoError(t, os.WriteFile(filepath.Join(newer, statedir.FormatFile), []byte(`{"format": 1, "version": "v1.3.0"}`), 0o600))
+	h, err = Open(newer, Options{Logger: quiet, Version: "v1.2.0"})
+	require.NoError(t, err)
+	require.NoError(t, h.Shutdown(context.Background()))
 }

@@ -14,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/skew"
 )
 
 // ErrNoHost is returned when no host answers on the state dir's socket.
@@ -33,6 +35,7 @@ type Client struct {
 	// plain, for a client over plain TCP, holds whether the far end has
 	// shown it speaks plain HTTP; until it has, the token is not sent.
 	plain *cleartext.Probe
+	host  atomic.Pointer[skew.Peer] // the host's, as its last answer said (Host)
 }
 
 // NewClient returns a client of the host of state dir dir. It connects on
@@ -45,7 +48,7 @@ func NewClient(dir string) (*Client, error) {
 		dir = "." // "" is a TCP client's
 	}
 	c := &Client{dir: dir, base: "http://graft"}
-	c.http = &http.Client{Transport: &http.Transport{
+	c.http = &http.Client{Transport: skew.Transport(&http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			path, err := SocketPath(dir)
 			if err != nil {
@@ -54,7 +57,7 @@ func NewClient(dir string) (*Client, error) {
 			return privsock.Dial(ctx, path)
 		},
 		DisableKeepAlives: true,
-	}}
+	}, self(), c.heard)}
 	return c, nil
 }
 

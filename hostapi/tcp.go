@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/graftland/graft/internal/cleartext"
+	"github.com/graftland/graft/internal/skew"
 )
 
 // TCP is how a client reaches a host over TCP (one started with graft
@@ -39,7 +40,8 @@ func NewTCPClient(t TCP) (*Client, error) {
 		return nil, fmt.Errorf("host %q: %w", t.Addr, err)
 	}
 	tr := &http.Transport{DisableKeepAlives: true}
-	c := &Client{base: "http://" + hostport, token: t.Token, http: &http.Client{Transport: tr}}
+	c := &Client{base: "http://" + hostport, token: t.Token}
+	c.http = &http.Client{Transport: skew.Transport(tr, self(), c.heard)}
 	if t.TLS != nil {
 		c.base = "https://" + hostport
 		tr.TLSClientConfig = t.TLS

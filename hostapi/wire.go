@@ -3,9 +3,10 @@
 // with their types (docs/stopping.md), and the Go client.
 //
 // The control API is HTTP and JSON over the host's unix socket (and its
-// optional TCP listener); it is versioned by path (/v1/...). Applies
-// answer with a stream of Messages, one JSON object a line, so the CLI
-// shows progress as it happens.
+// optional TCP listener); it is versioned by path (/v1/...), and each
+// request and answer names its sender's graft and protocol (Protocol).
+// Applies answer with a stream of Messages, one JSON object a line, so
+// the CLI shows progress as it happens.
 //
 // Its types are its own: the host converts its plans, events and errors
 // to them at its edge (host/server), and a client links nothing of the

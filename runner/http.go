@@ -13,13 +13,15 @@ import (
 	"github.com/graftland/graft/internal/errkind"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/httpapi"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/runnerapi"
 )
 
 // Handler serves the runner's API, /v1 (docs/runner-api.md), behind the
 // guard (internal/guard): every route behind the token when the runner
-// has one, no request from a web browser, JSON bodies of at most
-// runnerapi.MaxBody, read within the body timeout, and a panic answered 500.
+// has one, no request from a web browser, none of a later protocol than
+// runnerapi.Protocol, JSON bodies of at most runnerapi.MaxBody, read
+// within the body timeout, and a panic answered 500.
 func (r *Runner) Handler() http.Handler {
 	return guard.Handler(http.HandlerFunc(r.route), guard.Config{
 		Daemon:    "runner",
@@ -29,6 +31,8 @@ func (r *Runner) Handler() http.Handler {
 		Limits:    r.opt.Limits,
 		Streams:   "sessions' event streams",
 		Log:       r.log,
+		Self:      skew.Peer{Version: r.opt.Version, Protocol: runnerapi.Protocol},
+		Upgrade:   "start the runner with a later graft",
 	})
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
+	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -44,7 +46,8 @@ type Options struct {
 	Token string
 	// Logger receives the runner's log; nil: slog's default.
 	Logger *slog.Logger
-	// Version is the runner's version, in sessions and the status.
+	// Version is the runner's graft version, in sessions, the status and
+	// the headers of its answers; default: skew.Version(), graft's.
 	Version string
 	// Limits bound the time to read a request's body (and, for a server
 	// made with guard.Server, its connections); zero: the defaults.
@@ -132,7 +135,9 @@ func (inst *instance) exitOf(gen int64) (runtime.Exit, bool) {
 const killWait = 10 * time.Second
 
 // Open opens the state dir dir for a new runner: it makes the directory,
-// checks that it and its subdirectories can be trusted, takes its lock (a *dirlock.HeldError if another runner holds it), reads the
+// checks that it and its subdirectories can be trusted, takes its lock (a
+// *dirlock.HeldError if another runner holds it), refuses a dir a newer
+// graft wrote (a *statedir.NewerError), reads the
 // records of processes a previous runner left, and starts stopping those
 // that still run. Their instances refuse starts until they are gone.
 func Open(dir string, opt Options) (*Runner, error) {
@@ -143,6 +148,10 @@ func Open(dir string, opt Options) (*Runner, error) {
 	log := opt.Logger
 	dir, lock, err := lockStateDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := statedir.Stamp(dir, statedir.Format{Format: statedir.RunnerFormat, Version: opt.Version}, log); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	st, err := openState(dir)
@@ -203,7 +212,7 @@ func (opt Options) withDefaults() (Options, error) {
 		opt.Grace = DefaultGrace
 	}
 	if opt.Version == "" {
-		opt.Version = "graft"
+		opt.Version = skew.Version()
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()

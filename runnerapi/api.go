@@ -22,6 +22,15 @@ const DefaultLease = 15 * time.Second
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
+// Protocol is the number of the runner API's protocol that this graft
+// speaks, from 1: every request of a host carries it, with graft's
+// version, and so does every answer of a runner (docs/runner-api.md,
+// "Versions"). It grows by one with each change to what a host may send
+// that a runner of the previous protocol would not understand (a field,
+// a route, a new meaning), so that such a runner refuses the request,
+// naming both versions, rather than misread it.
+const Protocol = 1
+
 // The kinds of error answers (docs/runner-api.md, "Errors"), each with
 // the HTTP status of its answer (internal/errkind).
 const (

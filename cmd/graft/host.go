@@ -14,6 +14,7 @@ import (
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/host/server"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/internal/tlsconf"
 )
 
@@ -55,13 +56,13 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 		if err := host.Preflight(dir); err != nil {
 			return err
 		}
-		return writeJSON(g.stdout, host.PreflightAnswer{Version: graftVersion()})
+		return writeJSON(g.stdout, host.PreflightAnswer{Version: skew.Version()})
 	}
 	window, err := adoptWindow(c.AdoptWindow)
 	if err != nil {
 		return err
 	}
-	opt := host.Options{Version: graftVersion(), Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off",
+	opt := host.Options{Logger: log, HostID: c.HostID, NoNamespace: c.PIDNamespace == "off",
 		AdoptWindow: window, Exec: execSelf}
 	sopt := server.Options{MetricsListen: c.Metrics}
 	if sopt.TCP, err = c.tcp(g); err != nil {

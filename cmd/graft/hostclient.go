@@ -13,6 +13,8 @@ import (
 
 	"github.com/graftland/graft/host"
 	"github.com/graftland/graft/hostapi"
+	"github.com/graftland/graft/internal/skew"
+	"github.com/graftland/graft/internal/termtext"
 	"github.com/graftland/graft/internal/tlsconf"
 	"github.com/graftland/graft/plan"
 )
@@ -42,12 +44,28 @@ func (g *Globals) client(ctx context.Context, dir string) (*hostapi.Client, bool
 	}
 	switch err := c.Ping(ctx, 5*time.Second); {
 	case err == nil:
+		g.noteOlderHost(c)
 		return c, true, nil
 	case errors.Is(err, hostapi.ErrNoHost):
 		return c, false, nil
 	default:
 		return nil, false, err
 	}
+}
+
+// noteOlderHost says, once a command, on stderr, that the host c talks to
+// runs an older graft than this one, when it does: it serves this graft
+// (its protocol is this one's, or it would have refused), but it may lack
+// what this graft's documentation promises. Versions that are not
+// releases ("devel") are compared with nothing (skew.Older).
+func (g *Globals) noteOlderHost(c *hostapi.Client) {
+	h, ok := c.Host()
+	if g.noted || !ok || !skew.Older(h.Version, skew.Version()) {
+		return
+	}
+	g.noted = true
+	fmt.Fprintf(g.stderr, "graft: note: the host runs graft %s, older than this graft %s; run graft upgrade to bring it up to date\n",
+		termtext.Line(h.Version), termtext.Line(skew.Version()))
 }
 
 func (g *Globals) newClient(dir string) (*hostapi.Client, error) {
@@ -120,7 +138,7 @@ func hostPlan(raw json.RawMessage) (*plan.Plan, error) {
 		return nil, fmt.Errorf("read the host's plan: %w", err)
 	}
 	if p.Format != plan.Format {
-		return nil, fmt.Errorf("the host's plan has format %q, want %q: is the host another version of graft? (graft status shows its version)", p.Format, plan.Format)
+		return nil, fmt.Errorf("the host's plan has format %q, want %q: is the host another version of graft? (graft version shows both)", p.Format, plan.Format)
 	}
 	return &p, nil
 }

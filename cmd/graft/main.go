@@ -55,6 +55,7 @@ type Globals struct {
 	Color     string `enum:"auto,always,never" default:"auto" help:"Colour output: auto (on a terminal, unless NO_COLOR is set), always or never."`
 
 	stdout, stderr io.Writer
+	noted          bool // the note of an older host was printed (noteOlderHost)
 }
 
 // exitCode is an error that only sets the exit status, such as 2 from

@@ -73,7 +73,7 @@ func (c *RunnerCmd) Run(g *Globals) error {
 		return fmt.Errorf("graft runner: %w", err)
 	}
 	defer reaper.Stop()
-	r, err := runner.Open(g.StateDir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: log, Version: graftVersion(),
+	r, err := runner.Open(g.StateDir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: log,
 		NoNamespace: c.PIDNamespace == "off"})
 	if err != nil {
 		return err

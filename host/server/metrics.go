@@ -40,7 +40,9 @@ func listenMetrics(addr string) (net.Listener, error) {
 
 // metricsAPI is the handler of the metrics listener: GET /metrics alone,
 // without a token (what it tells is names and numbers, no secret), behind
-// the guard's other checks.
+// the guard's other checks. Its answers name no version (guard.Config.Self):
+// a listener without a token tells no one which release to aim at, and no
+// graft client talks to it.
 func (s *server) metricsAPI() http.Handler {
 	serve := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {

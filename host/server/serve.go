@@ -20,6 +20,7 @@ import (
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
 	"github.com/graftland/graft/internal/guard"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/internal/statedir"
 )
 
@@ -167,5 +168,13 @@ func (s *server) api(token string) http.Handler {
 		Limits:    s.opt.Limits,
 		Streams:   "status watches, log follows, applies, restarts and downs",
 		Log:       s.log,
+		Self:      s.self(),
+		Upgrade:   "run graft upgrade",
 	})
+}
+
+// self is the host's graft version and the protocol of its API, which
+// every answer carries (docs/architecture.md, "Version skew").
+func (s *server) self() skew.Peer {
+	return skew.Peer{Version: s.h.Version(), Protocol: hostapi.Protocol}
 }

@@ -39,6 +39,7 @@ const (
 	Internal     = "internal"               // 500: the daemon's own failure
 	TooMany      = "too-many"               // 429: a listener serves as many streams as it may
 	Unavailable  = "unavailable"            // 503: a listener serves as many connections as it may
+	Newer        = "newer-protocol"         // 400: a request of a later protocol than the daemon's API
 )
 
 var (
@@ -54,6 +55,7 @@ func init() {
 		Timeout: http.StatusRequestTimeout, TooLarge: http.StatusRequestEntityTooLarge,
 		MediaType: http.StatusUnsupportedMediaType, Internal: http.StatusInternalServerError,
 		TooMany: http.StatusTooManyRequests, Unavailable: http.StatusServiceUnavailable,
+		Newer: http.StatusBadRequest,
 	} {
 		Define(name, status)
 	}

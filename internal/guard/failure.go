@@ -19,6 +19,7 @@ const (
 	KindInternal     = errkind.Internal     // 500: the handler panicked
 	KindTooMany      = errkind.TooMany      // 429: the listener serves as many streams as it may
 	KindUnavailable  = errkind.Unavailable  // 503: no slot for an authenticated connection came in time
+	KindNewer        = errkind.Newer        // 400: a request of a later protocol than the daemon's (skew.NewerError)
 )
 
 // failure is an error answer of the guard; its status is its kind's

@@ -1,6 +1,8 @@
 // Package guard stands between a listener of graft's daemons (the host and
 // the runner) and their handlers: it refuses requests from web browsers,
-// requests without the listener's token and bodies that are not JSON,
+// requests without the listener's token, requests of a later protocol than
+// the daemon's (naming both versions, which its answers carry) and bodies
+// that are not JSON,
 // reads each body within a size and a time limit, and turns a handler's
 // panic into a 500 answer, so that no request takes the daemon down.
 // Listener and Server bound connections: how many at once per listener,
@@ -18,6 +20,8 @@ import (
 	"mime"
 	"net/http"
 	"time"
+
+	"github.com/graftland/graft/internal/skew"
 )
 
 // Config is the guard of one listener.
@@ -40,6 +44,14 @@ type Config struct {
 	Streams string
 	// Log receives refusals, at a bounded rate, and panics.
 	Log *slog.Logger
+	// Self, when its Protocol is set, is the daemon's graft version and
+	// the protocol of its API: sent in the headers of every answer to a
+	// request that passed the token check, and the protocol past which a
+	// request is refused (docs/runner-api.md, "Versions").
+	Self skew.Peer
+	// Upgrade tells a client refused for its later protocol how to bring
+	// the daemon up to date: "run graft upgrade".
+	Upgrade string
 }
 
 // Handler returns next behind the guard c describes.
@@ -80,7 +92,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetReadDeadline(time.Now().Add(g.c.Limits.BodyTimeout))
 	}
 	// Every refusal closes its connection (failure.write).
-	if f := g.check(r); f != nil {
+	if f := g.check(rec, r); f != nil {
 		f.write(rec)
 		return
 	}
@@ -106,9 +118,10 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(rec, r)
 }
 
-// check refuses a request from a web browser, one without the token, and
-// one with a body that is not JSON.
-func (g *guard) check(r *http.Request) *failure {
+// check refuses a request from a web browser, one without the token, one
+// of a later protocol than the daemon's (version) and one with a body
+// that is not JSON.
+func (g *guard) check(w http.ResponseWriter, r *http.Request) *failure {
 	// Browsers send Origin on cross-site and scripted requests, and
 	// Sec-Fetch-Site on all; scripts cannot remove either. No client of
 	// graft sends them.
@@ -122,6 +135,9 @@ func (g *guard) check(r *http.Request) *failure {
 		g.refusals.note(g.c.Log, "refused a request with a bad or missing token", r)
 		return &failure{kind: KindUnauthorized, auth: true,
 			msg: "the " + g.c.Daemon + " refused the request: bad or missing token", hint: g.c.TokenHint}
+	}
+	if f := g.version(w, r); f != nil {
+		return f
 	}
 	if r.Method == http.MethodPost || r.ContentLength != 0 {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {

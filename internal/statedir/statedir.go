@@ -1,5 +1,6 @@
 // Package statedir names the files and directories of graft's state dirs,
-// the host's and the runner's, each once (docs/state-dir.md,
+// the host's and the runner's, each once, and keeps their stamp: the
+// format of each and the graft that wrote it (docs/state-dir.md,
 // docs/runner-api.md "The state dir").
 package statedir
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/runnerapi"
 )
 
@@ -115,7 +116,8 @@ func newClient(cfg Config) (*client, error) {
 		IdleConnTimeout:   time.Minute,
 		ForceAttemptHTTP2: false,
 	}
-	c := &client{name: cfg.Name, addr: addr, token: cfg.Token, http: &http.Client{Transport: tr}}
+	self := skew.Peer{Version: skew.Version(), Protocol: runnerapi.Protocol}
+	c := &client{name: cfg.Name, addr: addr, token: cfg.Token, http: &http.Client{Transport: skew.Transport(tr, self, nil)}}
 	switch {
 	case strings.HasPrefix(addr, "unix://"):
 		path := strings.TrimPrefix(addr, "unix://")

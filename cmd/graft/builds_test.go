@@ -11,26 +11,35 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// buildgraft VERSION OUT builds graft with -ldflags "-X main.version=VERSION"
-// at OUT: another release, for graft upgrade. It is built as this test
-// binary was (with -race or without), so the build cache serves its
-// packages.
+// buildgraft VERSION OUT builds graft with its release version VERSION at
+// OUT: another release, for graft upgrade.
 func cmdBuildGraft(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: buildgraft VERSION OUT")
 	}
+	ts.Check(buildGraft(args[0], ts.MkAbs(args[1])))
+}
+
+// buildGraft builds graft as a release of version is built (-ldflags -X,
+// README "Install") at out. It is built as this test binary was (with
+// -race or without), so the build cache serves its packages and only
+// the link is new.
+func buildGraft(version, out string) error {
 	repo, err := filepath.Abs("../..")
-	ts.Check(err)
-	build := []string{"build", "-o", ts.MkAbs(args[1]), "-ldflags", "-X main.version=" + args[0]}
+	if err != nil {
+		return err
+	}
+	build := []string{"build", "-o", out, "-ldflags", "-X github.com/graftland/graft/internal/skew.release=" + version}
 	if raceBuild {
 		build = append(build, "-race")
 	}
 	cmd := exec.Command("go", append(build, "./cmd/graft")...)
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		ts.Fatalf("go build: %v\n%s", err, out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build graft %s: %w\n%s", version, err, b)
 	}
+	return nil
 }
 
 // seqlog STATEDIR PLUGIN [AFTER] checks the log of PLUGIN, a plug count:
