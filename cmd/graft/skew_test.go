@@ -43,4 +43,3 @@ func TestSkew(t *testing.T) {
 	}
 	testscript.Run(t, p)
 }
-
