@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/contentdigest"
+	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
 )
 
@@ -48,10 +49,13 @@ type UpgradeRequest struct {
 }
 
 // Preflight is what a new program checks of a state dir before a host
-// executes it (`graft host --preflight`): that it can be trusted and its
-// last applied spec read.
-func Preflight(dir string) error {
+// executes it (`graft host --preflight`): that it can be trusted, is of a
+// format it keeps, and its last applied spec read.
+func Preflight(dir, version string) error {
 	if err := validateStateDir(dir); err != nil {
+		return err
+	}
+	if err := statedir.CheckStamp(dir, statedir.Format{Format: statedir.HostFormat, Version: version}); err != nil {
 		return err
 	}
 	_, err := loadApplied(dir, contentdigest.New(filepath.Join(dir, digestsDir)))

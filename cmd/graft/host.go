@@ -53,7 +53,7 @@ func (c *HostCmd) Run(g *Globals) (err error) {
 	log := slog.New(handler)
 	dir := g.stateDir(g.File)
 	if c.Preflight {
-		if err := host.Preflight(dir); err != nil {
+		if err := host.Preflight(dir, skew.Version()); err != nil {
 			return err
 		}
 		return writeJSON(g.stdout, host.PreflightAnswer{Version: skew.Version()})

@@ -83,6 +83,24 @@ func Stamp(dir string, want Format, log *slog.Logger) error {
 	return nil
 }
 
+// CheckStamp is Stamp's refusal alone, writing nothing: a *NewerError for
+// a stamp of a later format than want's. What a new program checks of a
+// dir before a host executes it (graft upgrade).
+func CheckStamp(dir string, want Format) error {
+	b, err := safefs.ReadFile(filepath.Join(dir, FormatFile), maxStamp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var f Format
+	if json.Unmarshal(b, &f) == nil && f.Format > want.Format {
+		return &NewerError{Dir: dir, Found: f, Want: want}
+	}
+	return nil
+}
+
 // NewerError is a state dir of a later format than this graft keeps: a
 // newer graft wrote it, and this one would misread it.
 type NewerError struct {
