@@ -142,7 +142,7 @@ func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, now ti
 	e.env = req.Env
 	e.supervisor = runtime.NewSupervisor(h.local, req)
 	e.supervisor.OnChange(h.changed.notify)
-	e.supervisor.Adopt(handle)
+	e.supervisor.Adopt(handle, k.Since)
 	e.adopted = &hostapi.Adopted{At: now, HostGone: k.HostGone, GapMillis: now.Sub(k.HostGone).Milliseconds()}
 	h.mu.Lock()
 	h.plugins[p.Name] = e

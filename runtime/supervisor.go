@@ -141,12 +141,16 @@ func (s *Supervisor) Start(ctx context.Context) error {
 // Adopt makes h, a run that an earlier host started and this one adopted
 // (docs/upgrade.md), the plugin's current run, instead of a Start: it is
 // running, watched, health-checked and retried as after a start of its
-// own. A one-shot's once.timeout counts again from now.
-func (s *Supervisor) Adopt(h Handle) {
+// own, since when it started. A one-shot's once.timeout counts again from
+// now.
+func (s *Supervisor) Adopt(h Handle, since time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.armDeadline()
 	s.settle(context.Background(), h, nil, nil)
+	if !since.IsZero() {
+		s.state.Since = since
+	}
 }
 
 // settle records how a start ended: h running, or err, with lost the

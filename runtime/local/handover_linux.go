@@ -28,7 +28,7 @@ func keptTag(req runtime.Request, id runtime.Identity) string {
 	if req.Tag == "" {
 		return ""
 	}
-	b, _ := json.Marshal(kept{Name: req.Name, Instance: id.ID, Generation: id.Generation, Tag: req.Tag})
+	b, _ := json.Marshal(kept{Name: req.Name, Instance: id.ID, Generation: id.Generation, Tag: req.Tag, Since: time.Now().UnixMilli()})
 	return string(b)
 }
 
@@ -50,7 +50,8 @@ func (l *Local) Attach(log *slog.Logger) ([]Kept, error) {
 			StopHeld(h)
 			continue
 		}
-		out = append(out, Kept{Held: h, Name: k.Name, Identity: runtime.Identity{ID: k.Instance, Generation: k.Generation}, Tag: k.Tag})
+		out = append(out, Kept{Held: h, Name: k.Name, Identity: runtime.Identity{ID: k.Instance, Generation: k.Generation}, Tag: k.Tag,
+			Since: time.UnixMilli(k.Since)})
 	}
 	return out, err
 }

@@ -162,6 +162,8 @@ type kept struct {
 	Instance   string `json:"instance"`
 	Generation int64  `json:"generation"`
 	Tag        string `json:"tag"`
+	// Since is when its process started, in Unix milliseconds.
+	Since int64 `json:"since"`
 }
 
 // Kept is a process an earlier host left with the init of its namespace:
@@ -172,4 +174,5 @@ type Kept struct {
 	Name     string
 	Identity runtime.Identity
 	Tag      string
+	Since    time.Time // when its process started
 }
