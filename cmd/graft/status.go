@@ -99,7 +99,32 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", cell(r.Name), cell(run), cell(string(r.Status)), cell(shortID(r.Instance)),
 			r.Generation, pid, uptime, r.Restarts, cell(health), cell(lastStop(r.LastStop)), cell(firstLine(lastErr)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeAdopted(w, st)
+	return nil
+}
+
+// writeAdopted says which plugins run processes an earlier host started,
+// adopted after an upgrade or a crash (docs/upgrade.md), when, and how
+// long they went without a host.
+func writeAdopted(w io.Writer, st *hostapi.Status) {
+	var names []string
+	var last *hostapi.Adopted
+	for _, r := range st.Plugins {
+		if a := r.Adopted; a != nil && plan.Status(r.Status) == plan.Running {
+			names = append(names, cell(r.Name))
+			if last == nil || a.At.After(last.At) || a.GapMillis > last.GapMillis {
+				last = a
+			}
+		}
+	}
+	if last == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nAdopted from an earlier host %s ago, unwatched for %s: %s\n", since(last.At),
+		time.Duration(last.GapMillis)*time.Millisecond, strings.Join(names, ", "))
 }
 
 // maxCell and maxHolder bound a cell of the status table, and who holds
