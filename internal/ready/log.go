@@ -45,9 +45,12 @@ type logWatch struct {
 	matched bool
 }
 
+// Write passes p on, then matches it: the line that makes the plugin
+// ready is in its output before its check passes.
 func (w *logWatch) Write(p []byte) (int, error) {
+	n, err := w.Output.Write(p)
 	w.match(p)
-	return w.Output.Write(p)
+	return n, err
 }
 
 // match looks for a matching line in p, the next part of the output.
