@@ -82,6 +82,10 @@ type Request struct {
 	// host once this one is gone, and gives it the tag to adopt it by
 	// (docs/upgrade.md). A process without one dies with its host.
 	Tag string
+	// UpgradeOnly keeps a tagged process only across an upgrade of the
+	// host, never past a crash: a floating plugin's, whose lease another
+	// host may take once its host is gone.
+	UpgradeOnly bool
 }
 
 // For is r made the request to start plugin p: with p's name, its

@@ -43,6 +43,8 @@ type handle struct {
 	stopping bool
 	leading  bool
 	sup      *runtime.Supervisor // the plugin, while leading
+	term     elect.Leadership    // the term, while leading
+	resume   *resumed            // a term to take back before any campaign (Adopt)
 	leader   elect.Lease         // who leads, as last seen
 	known    chan struct{}       // closed once a leader is known
 	led      chan struct{}       // closed once this host has led
@@ -115,7 +117,14 @@ func (h *handle) campaign() {
 	defer h.wg.Done()
 	name := h.req.Plugin.Name
 	for {
-		term, err := h.el.Campaign(h.ctx)
+		r := h.takeResume()
+		var term elect.Leadership
+		var err error
+		if r != nil {
+			term = r.term
+		} else {
+			term, err = h.el.Campaign(h.ctx)
+		}
 		if err != nil {
 			if h.ctx.Err() == nil { // not stopped: it cannot go on
 				h.p.log.Error("the election cannot go on", "plugin", name, "err", err)
@@ -128,7 +137,7 @@ func (h *handle) campaign() {
 			return
 		}
 		w := newWatch(h)
-		h.lead(term, w)
+		h.lead(term, w, r)
 		select {
 		case <-term.Lost():
 			h.p.log.Warn("lost the lead: stopping the plugin first", "plugin", name, "epoch", term.Epoch(), "err", term.Err())
@@ -163,24 +172,23 @@ func (h *handle) clock() elect.Clock {
 	return elect.Skewed(0)
 }
 
-// lead starts the plugin with the epoch as its generation, watched by w.
+// lead starts the plugin with the epoch as its generation, watched by w,
+// or, for a term taken back (r), adopts the process that runs it already.
 // It is started again whenever it dies: on the plugin's retry, or
 // DefaultRetry's.
-func (h *handle) lead(term elect.Leadership, w *watch) {
-	req := h.req
-	p := *req.Plugin
-	if p.Retry == nil {
-		p.Retry = h.p.DefaultRetry()
-	}
-	req.Plugin = &p
-	req.Identity = &runtime.Identity{ID: p.Instance, Generation: term.Epoch()}
+func (h *handle) lead(term elect.Leadership, w *watch, r *resumed) {
+	req := h.inner(term.Epoch())
+	p := req.Plugin
 	sup := runtime.NewSupervisor(w.placement(), req)
 	h.mu.Lock()
 	if h.stopping {
 		h.mu.Unlock()
+		if r != nil {
+			r.inner.Stop(context.Background())
+		}
 		return
 	}
-	h.leading, h.sup, h.since = true, sup, time.Now()
+	h.leading, h.sup, h.term, h.since = true, sup, term, time.Now()
 	select {
 	case <-h.led:
 	default:
@@ -203,7 +211,9 @@ func (h *handle) lead(term elect.Leadership, w *watch) {
 		case <-ctx.Done():
 		}
 	}()
-	if err := sup.Start(ctx); err != nil {
+	if r != nil {
+		sup.Adopt(r.inner, r.since)
+	} else if err := sup.Start(ctx); err != nil {
 		h.p.log.Error("start the plugin as leader", "plugin", p.Name, "err", err)
 	}
 	h.saw(elect.Lease{Holder: h.p.opt.HostID, Address: h.addr, Epoch: term.Epoch()})
@@ -217,7 +227,7 @@ func (h *handle) lead(term elect.Leadership, w *watch) {
 func (h *handle) follow(w *watch, deadline time.Time) {
 	h.mu.Lock()
 	sup := h.sup
-	h.leading, h.sup, h.since = false, nil, time.Now()
+	h.leading, h.sup, h.term, h.since = false, nil, nil, time.Now()
 	h.mu.Unlock()
 	if sup != nil {
 		ctx := context.Background()
@@ -367,4 +377,38 @@ func (h *handle) leaderInfo(ctx context.Context) (Leader, error) {
 		info.Dir = h.req.Path(p.Elect.Dir)
 	}
 	return info, nil
+}
+
+// inner is the request of the plugin's process on the inner placement
+// while this host leads with epoch: the instance name and the epoch as
+// its identity, a retry (DefaultRetry's when it has none), and kept for
+// the next program only across an upgrade, never past a crash of the
+// host: another host may take the lease then (docs/upgrade.md).
+func (h *handle) inner(epoch int64) runtime.Request {
+	req := h.req
+	p := *req.Plugin
+	if p.Retry == nil {
+		p.Retry = h.p.DefaultRetry()
+	}
+	req.Plugin = &p
+	req.Identity = &runtime.Identity{ID: p.Instance, Generation: epoch}
+	req.UpgradeOnly = true
+	return req
+}
+
+// resumed is a term taken back after an exec of a new program, and the
+// process adopted that runs its plugin.
+type resumed struct {
+	term  elect.Leadership
+	inner runtime.Handle
+	since time.Time
+}
+
+// takeResume is the term to take back, once.
+func (h *handle) takeResume() *resumed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.resume
+	h.resume = nil
+	return r
 }

@@ -99,7 +99,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		// (handover_linux.go).
 		Reader:      r,
 		Tag:         keptTag(req, id),
-		Hold:        req.Tag != "",
+		Hold:        req.Tag != "" && !req.UpgradeOnly,
 		StopSignal:  proc.SignalNamed(req.Launch.StopSignal),
 		StopTimeout: l.opt.Timing.ShutdownTimeout + l.opt.Timing.ExitWindow,
 	}))
