@@ -88,8 +88,9 @@ func (h *Host) closeHandover() {
 }
 
 // adopt takes over the local processes an earlier host left with the init
-// of its namespace, and records the stops that init made with no host.
-// Called from open, before anything starts.
+// of its namespace, records the stops that init made with no host, and
+// resumes the sessions it held with runners (resume.go). Called from
+// open, before anything starts.
 func (h *Host) adopt() {
 	h.recordHeldStops()
 	kept, err := h.local.Attach(h.log)
@@ -115,6 +116,9 @@ func (h *Host) adopt() {
 			h.log.Error("adopt a process an earlier host left: stopped", "plugin", k.Name, "pid", k.Process.Pid, "err", err)
 			local.StopHeld(k.Held)
 		}
+	}
+	if applied != nil {
+		h.resumeRunners(applied, now)
 	}
 }
 

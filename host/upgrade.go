@@ -22,13 +22,15 @@ import (
 // An upgrade replaces the host's program in place (docs/upgrade.md): the
 // host checks that the new program can take over its state dir (it runs
 // it as `graft host --preflight`), takes the apply lock, stops the plugins
-// that cannot outlive it (workers, which run inside it; runner and
-// floating plugins, whose sessions and leases are its own), tells the init
-// of its namespace to keep every local process for the next host, freezes
-// its copying of their output, and executes the new program with its own
-// arguments, in its own process: its pid, and systemd's hold on it,
-// stay. The new program adopts the local plugins as after a crash
-// (adopt.go) and starts again what was stopped.
+// that cannot outlive it (workers, which run inside it; the plugins of
+// the runner embedded in it; floating plugins, whose leases are its own),
+// tells the init of its namespace to keep every local process for the
+// next host, freezes its copying of their output, and executes the new
+// program with its own arguments, in its own process: its pid, and
+// systemd's hold on it, stay. Its sessions with runners of their own are
+// left open. The new program adopts the local plugins as after a crash
+// (adopt.go), resumes those sessions (resume.go), and starts again what
+// was stopped.
 
 // upgradeHold is how long the init keeps the plugins for the new program
 // at least: it attaches within milliseconds.
@@ -113,7 +115,10 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		if e.placement == nil || e.supervisor.State().Status == runtime.Completed {
 			continue
 		}
-		if keep && e.placement == runtime.Placement(h.local) {
+		// Local plugins are kept by the init of the namespace; those of
+		// a runner of its own, by the runner, under the session the new
+		// program resumes (resume.go).
+		if keep && e.placement == runtime.Placement(h.local) || h.runners.Separate(e.placement) {
 			report.Kept = append(report.Kept, name)
 			continue
 		}

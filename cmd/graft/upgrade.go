@@ -45,7 +45,7 @@ func (c *UpgradeCmd) Run(ctx context.Context, g *Globals) error {
 	report, st, err := cl.Upgrade(ctx, req, wait)
 	if report != nil {
 		fmt.Fprintf(g.stdout, "upgrading the host (pid %d) from %s to %s\n", report.PID, termtext.Text(report.From), termtext.Text(report.To))
-		fmt.Fprintf(g.stdout, "  %d local plugins run on; %d restart%s\n", len(report.Kept), len(report.Restarted), restarted(report))
+		fmt.Fprintf(g.stdout, "  %d plugins run on; %d restart%s\n", len(report.Kept), len(report.Restarted), restarted(report))
 		if report.Why != "" {
 			fmt.Fprintf(g.stdout, "  %s\n", termtext.Text(report.Why))
 		}

@@ -56,11 +56,13 @@ type Registry struct {
 	// read: every start of the apply takes its runner's from here.
 	desired *spec.Spec
 	named   map[string]resolved
+	// sessions is the record of the sessions held with separate runners.
+	sessions *sessions
 }
 
 // resolved is a runner's placement for an apply, or why there is none.
 type resolved struct {
-	p   runtime.Placement
+	p   *remote.Remote
 	err error
 }
 
@@ -72,11 +74,24 @@ type entry struct {
 	r        *remote.Remote
 	settings string
 	apply    uint64 // the last apply that named it
+	// separate: a runner of its own, with an address, not the one
+	// embedded in the host; its session is recorded (sessions.go).
+	separate bool
+	name     string // the runner's name and address, as recorded
+	address  string
 }
 
-// New returns an empty Registry.
+// New returns an empty Registry, with the record of the sessions an
+// earlier host held (sessions.go).
 func New(opt Options) *Registry {
-	return &Registry{opt: opt, byKey: map[string]*entry{}}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := loadSessions(opt.StateDir)
+	if err != nil {
+		opt.Logger.Warn("read the record of the sessions with runners: none is resumed", "file", s.path, "err", err)
+	}
+	return &Registry{opt: opt, byKey: map[string]*entry{}, sessions: s}
 }
 
 // Placement is the placement of runner plugin p of desired: the remote of
@@ -87,22 +102,33 @@ func (g *Registry) Placement(desired *spec.Spec, p *spec.Plugin) (runtime.Placem
 	r, ok := g.named[p.Runner]
 	ok = ok && g.desired == desired
 	g.mu.Unlock()
-	if ok {
-		return r.p, r.err
+	if !ok {
+		r.p, r.err = g.resolve(desired, p.Runner)
 	}
-	return g.resolve(desired, p.Runner)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.p, nil
 }
 
 // resolve is the placement of runner name of desired: its remote, made at
 // its first use and given the settings desired says now, its files read
 // now.
-func (g *Registry) resolve(desired *spec.Spec, name string) (runtime.Placement, error) {
+func (g *Registry) resolve(desired *spec.Spec, name string) (*remote.Remote, error) {
 	cfg, settings, err := g.config(desired, name)
 	if err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	separate, address := cfg.Address != "", cfg.Address
+	if separate {
+		cfg.OnSession = func(id string) {
+			if err := g.sessions.set(cfg.Name, address, id); err != nil {
+				g.opt.Logger.Error("record the session with a runner", "runner", cfg.Name, "err", err)
+			}
+		}
+	}
 	if cfg.Address == "" {
 		e, err := g.embeddedRunner()
 		if err != nil {
@@ -125,7 +151,7 @@ func (g *Registry) resolve(desired *spec.Spec, name string) (runtime.Placement, 
 	if err != nil {
 		return nil, fmt.Errorf("runner %s: %w", cfg.Name, err)
 	}
-	g.byKey[key] = &entry{r: r, settings: settings, apply: g.apply}
+	g.byKey[key] = &entry{r: r, settings: settings, apply: g.apply, separate: separate, name: cfg.Name, address: address}
 	return r, nil
 }
 
@@ -202,23 +228,34 @@ func (g *Registry) Refresh(desired *spec.Spec) {
 // stop is unconfirmed, which keeps its runner's to ask again.
 func (g *Registry) Prune(used map[runtime.Placement]bool) {
 	g.mu.Lock()
-	var unused []*remote.Remote
+	var unused []*entry
 	for key, e := range g.byKey {
 		if e.apply != g.apply && !used[e.r] {
-			unused = append(unused, e.r)
+			unused = append(unused, e)
 			delete(g.byKey, key)
 		}
 	}
 	g.mu.Unlock()
-	for _, r := range unused {
-		if err := r.Close(); err != nil {
+	for _, e := range unused {
+		if err := e.r.Close(); err != nil {
 			g.opt.Logger.Warn("end the session with a runner no longer named", "err", err)
 		}
+		g.forget(e)
+	}
+}
+
+// forget removes the record of e's session, which the host ended.
+func (g *Registry) forget(e *entry) {
+	if !e.separate {
+		return
+	}
+	if err := g.sessions.set(e.name, e.address, ""); err != nil {
+		g.opt.Logger.Error("record the sessions with runners", "err", err)
 	}
 }
 
 // Close ends the sessions with runners (what still runs on them is
-// stopped), then the embedded runner.
+// stopped), and removes their records, then the embedded runner.
 func (g *Registry) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -227,6 +264,7 @@ func (g *Registry) Close() error {
 		if err := e.r.Close(); err != nil {
 			errs = multierror.Append(errs, err)
 		}
+		g.forget(e)
 	}
 	g.byKey = map[string]*entry{}
 	if e := g.embedded; e != nil {

@@ -34,6 +34,9 @@ const (
 	// the runner embedded in the host.
 	EmbeddedRunner = "runner"
 	EmbeddedSocket = "runner.sock"
+	// RunnerSessions records the session the host holds with each runner
+	// of its own, to resume it after a restart (docs/upgrade.md).
+	RunnerSessions = "runner-sessions.json"
 )
 
 // A runner's state dir.

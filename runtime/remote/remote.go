@@ -65,6 +65,10 @@ type Config struct {
 	// host's file system. Otherwise a relative dir is sent as it is, and
 	// is relative to the runner's working directory.
 	SameMachine bool
+	// OnSession, when set, is told the id of each session the Remote
+	// opens or resumes, once it holds it: the host records it, to resume
+	// it after a restart (docs/upgrade.md). It must not call the Remote.
+	OnSession func(id string)
 }
 
 // Remote is the placement of the plugins of one runner.
@@ -137,10 +141,7 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	inst := req.Plugin.Instance
-	if inst == "" {
-		inst = req.Project + "." + req.Name
-	}
+	inst := Instance(req)
 	op := "start " + inst
 	s, err := r.session(ctx)
 	if err != nil {

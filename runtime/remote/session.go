@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/graftland/graft/internal/health"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 )
@@ -65,30 +64,49 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	if err := c.call(ctx, "open a session", http.MethodPost, "/v1/sessions", req, &opened); err != nil {
 		return nil, err
 	}
+	s, events, err := newSession(ctx, r, cfg, c, opened.Session, opened.LeaseMillis)
+	if err != nil {
+		return nil, err
+	}
+	s.start(events, sent)
+	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
+	return s, nil
+}
+
+// newSession makes session id, of a lease of leaseMillis, and opens its
+// event stream, which lives as long as the session; its answer must come
+// within ctx's bound. Nothing is started under it before its stream is
+// open, so no exit is missed.
+func newSession(ctx context.Context, r *Remote, cfg Config, c *client, id string, leaseMillis int64) (*session, *http.Response, error) {
 	sctx, scancel := context.WithCancelCause(context.Background())
 	s := &session{
-		r: r, c: c, cfg: cfg, id: opened.Session, lease: time.Duration(opened.LeaseMillis) * time.Millisecond,
+		r: r, c: c, cfg: cfg, id: id, lease: time.Duration(leaseMillis) * time.Millisecond,
 		ctx: sctx, cancel: scancel, handles: map[key]*handle{}, early: map[key]runtime.Exit{}, earlyOut: map[key][]string{}, failed: map[key]struct{}{}, seen: time.Now(),
 	}
 	if s.lease <= 0 {
 		scancel(errors.New("bad lease"))
-		return nil, &RemoteError{Runner: c.name, Op: "open a session", Err: fmt.Errorf("the runner gave a lease of %dms", opened.LeaseMillis)}
+		return nil, nil, &RemoteError{Runner: c.name, Op: "open a session", Err: fmt.Errorf("the runner gave a lease of %dms", leaseMillis)}
 	}
-	// The stream is open before anything starts, so no exit is missed. It
-	// lives as long as the session; its answer must come within the
-	// opening's bound.
 	slow := time.AfterFunc(time.Until(deadline(ctx)), func() { scancel(errors.New("no answer to the event stream's request")) })
 	resp, err := c.send(sctx, "follow the session's events", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.id)+"/events", nil)
 	slow.Stop()
 	if err != nil {
 		scancel(err)
-		return nil, err
+		return nil, nil, err
 	}
+	return s, resp, nil
+}
+
+// start follows the session's events and renews its lease, held since
+// held (when the request that opened or last renewed it was sent), and
+// tells the Remote's OnSession of it.
+func (s *session) start(events *http.Response, held time.Time) {
 	s.wg.Add(2)
-	go s.follow(resp)
-	go s.renew(sent)
-	r.log.Debug("session opened", "runner", cfg.Name, "session", s.id, "lease", s.lease)
-	return s, nil
+	go s.follow(events)
+	go s.renew(held)
+	if f := s.cfg.OnSession; f != nil {
+		f(s.id)
+	}
 }
 
 func deadline(ctx context.Context) time.Time {
@@ -98,8 +116,7 @@ func deadline(ctx context.Context) time.Time {
 
 // track makes the handle of a process the session started.
 func (s *session) track(req runtime.Request, inst string, st runnerapi.Started) *handle {
-	h := &handle{r: s.r, s: s, req: req, instance: inst, gen: st.Generation, pid: st.PID, tail: newTail(), done: make(chan struct{}),
-		health: make(chan health.Result, 16)}
+	h := s.newHandle(req, inst, st)
 	k := key{inst, st.Generation}
 	s.mu.Lock()
 	exit, early := s.early[k]
