@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/floating"
 	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/spec"
 )
@@ -77,6 +79,12 @@ func (h *Host) handover() proc.Handover {
 	return proc.Handover{Socket: p, Record: rec}
 }
 
+// setHandover is handover, kept for the host's upgrade.
+func (h *Host) setHandover() proc.Handover {
+	h.hand = h.handover()
+	return h.hand
+}
+
 // closeHandover removes, once the host's init has ended, the socket
 // directory made for its attach socket and the link to it.
 func (h *Host) closeHandover() {
@@ -102,19 +110,19 @@ func (h *Host) adopt() {
 		applied = h.spec.parsed
 	}
 	now := time.Now()
+	terms := h.takeTerms()
 	for _, k := range kept {
 		var p *spec.Plugin
 		if applied != nil {
 			p = applied.Plugins[k.Name]
 		}
-		if p == nil || p.Run != spec.Local || h.plugins[k.Name] != nil {
-			h.log.Warn("a process an earlier host left is not a local plugin of the last applied spec: stopped", "plugin", k.Name, "pid", k.Process.Pid)
+		if p == nil || (p.Run != spec.Local && p.Run != spec.Floating) || h.plugins[k.Name] != nil {
+			h.log.Warn("a process an earlier host left is not a local or floating plugin of the last applied spec: stopped", "plugin", k.Name, "pid", k.Process.Pid)
 			local.StopHeld(k.Held)
 			continue
 		}
-		if err := h.adoptOne(applied, p, k, now); err != nil {
+		if err := h.adoptOne(applied, p, k, terms[p.Name], now); err != nil {
 			h.log.Error("adopt a process an earlier host left: stopped", "plugin", k.Name, "pid", k.Process.Pid, "err", err)
-			local.StopHeld(k.Held)
 		}
 	}
 	if applied != nil {
@@ -122,29 +130,66 @@ func (h *Host) adopt() {
 	}
 }
 
-// adoptOne adopts k, a process of plugin p of the last applied spec.
-func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, now time.Time) error {
+// hostTag is what the host tags a local process with (runtime.Request.Tag)
+// for the next host: the hash of the spec it was started from, and what
+// the host added to its environment (the addresses and epochs of the
+// floating plugins it uses), which its consumers' restarts compare with.
+type hostTag struct {
+	Hash string            `json:"hash"`
+	Env  map[string]string `json:"env,omitempty"`
+}
+
+func (t hostTag) encode() string {
+	b, _ := json.Marshal(t)
+	return string(b)
+}
+
+// adoptOne adopts k, a process of plugin p of the last applied spec: a
+// local plugin's, or the process of a floating plugin this host led,
+// whose term t it takes back. A process it cannot adopt is stopped.
+func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, t *floating.Term, now time.Time) error {
+	var tag hostTag
+	if err := json.Unmarshal([]byte(k.Tag), &tag); err != nil {
+		local.StopHeld(k.Held)
+		return fmt.Errorf("its tag %q: %w", k.Tag, err)
+	}
 	out, err := h.logOf(p.Name)
 	if err != nil {
+		local.StopHeld(k.Held)
 		return err
 	}
 	out.Continue() // its writer goes on: no line of its is ended here
-	e := &entry{record: plan.Applied(applied, p.Name), placement: h.local}
-	if k.Tag != e.record.Hash {
+	e := &entry{record: plan.Applied(applied, p.Name), env: tag.Env}
+	if tag.Hash != e.record.Hash {
 		// Started from another spec than the last applied (a host that
 		// died in an apply): the start-up's apply replaces it.
-		e.record.Hash = k.Tag
+		e.record.Hash = tag.Hash
 	}
-	req := runtime.Request{Project: applied.Name, Dir: applied.Dir, Output: out, Log: h.log, Tag: k.Tag}.For(p)
-	h.mu.Lock()
-	req.Env = h.providerEnv(applied, p)
-	h.mu.Unlock()
-	handle, err := h.local.Adopt(context.Background(), req, k)
-	if err != nil {
-		return err
+	req := runtime.Request{Project: applied.Name, Dir: applied.Dir, Output: out, Log: h.log, Tag: k.Tag, Env: tag.Env}.For(p)
+	var handle runtime.Handle
+	switch {
+	case p.Run == spec.Local:
+		e.placement = h.local
+		if handle, err = h.local.Adopt(context.Background(), req, k); err != nil {
+			local.StopHeld(k.Held)
+			return err
+		}
+	case t == nil || t.Epoch != k.Identity.Generation:
+		local.StopHeld(k.Held)
+		return fmt.Errorf("no term of epoch %d recorded for it: it ran under a term that may have ended", k.Identity.Generation)
+	default:
+		e.placement = h.floating
+		inner, err := h.local.Adopt(context.Background(), h.floating.InnerRequest(req, t.Epoch), k)
+		if err != nil {
+			local.StopHeld(k.Held)
+			return err
+		}
+		if handle, err = h.floating.Adopt(context.Background(), req, *t, inner, k.Since); err != nil {
+			inner.Stop(canceled) // the term is not this host's: at once
+			return err
+		}
 	}
-	e.env = req.Env
-	e.supervisor = runtime.NewSupervisor(h.local, req)
+	e.supervisor = runtime.NewSupervisor(e.placement, req)
 	e.supervisor.OnChange(h.changed.notify)
 	e.supervisor.Adopt(handle, k.Since)
 	e.adopted = &hostapi.Adopted{At: now, HostGone: k.HostGone, GapMillis: now.Sub(k.HostGone).Milliseconds()}
@@ -154,6 +199,47 @@ func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, now ti
 	h.log.Info("adopted a process an earlier host left", "plugin", p.Name, "pid", k.Process.Pid,
 		"instance", k.Identity.ID, "generation", k.Identity.Generation, "unwatched", now.Sub(k.HostGone))
 	return nil
+}
+
+// canceled is a done context: a Stop with it forces at once.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// recordTerms writes the terms this host leads (terms.json) for the
+// program an upgrade executes, which takes them back (adoptOne).
+func (h *Host) recordTerms() error {
+	if h.floating == nil {
+		return nil
+	}
+	b, err := json.Marshal(h.floating.Terms())
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(h.dir, statedir.Terms), append(b, '\n'), 0o600)
+}
+
+// takeTerms reads and removes the terms an upgraded host left: a host
+// that crashed later must not take them for its own.
+func (h *Host) takeTerms() map[string]*floating.Term {
+	path := filepath.Join(h.dir, statedir.Terms)
+	b, err := safefs.ReadFile(path, 16<<20)
+	if err != nil {
+		return nil
+	}
+	os.Remove(path)
+	var terms []floating.Term
+	if err := json.Unmarshal(b, &terms); err != nil {
+		h.log.Error("read the terms an earlier program led", "path", path, "err", err)
+		return nil
+	}
+	out := map[string]*floating.Term{}
+	for i := range terms {
+		out[terms[i].Plugin] = &terms[i]
+	}
+	return out
 }
 
 // recordHeldStops reads what the init of an earlier host's namespace

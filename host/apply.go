@@ -321,14 +321,15 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	}
 	req := runtime.Request{Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}.For(p)
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
-	if pl == runtime.Placement(x.h.local) {
-		req.Tag = e.record.Hash // kept for the next host, which adopts it by it (adopt.go)
-	}
+
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
 	// finds the entry to restart (leaderChanged).
 	x.h.mu.Lock()
 	req.Env = x.h.providerEnv(x.desired, p)
+	if pl == runtime.Placement(x.h.local) || pl == runtime.Placement(x.h.floating) {
+		req.Tag = hostTag{Hash: e.record.Hash, Env: req.Env}.encode() // for the next host, which adopts it by it (adopt.go)
+	}
 	e.supervisor = runtime.NewSupervisor(pl, req)
 	e.supervisor.OnChange(x.h.changed.notify)
 	e.env = req.Env

@@ -79,6 +79,7 @@ type Host struct {
 	runners  *remotes.Registry // runner plugins' placements
 	hostID   string
 	initDir  *privsock.Dir        // the directory made for its init's attach socket, when elsewhere
+	hand     proc.Handover        // where that init waits for the next host (adopt.go)
 	planner  *planner.Host        // the host's plans, and the digest key they are made under
 	digests  *contentdigest.Cache // digests of the files specs name (digests/)
 

@@ -17,15 +17,17 @@ import (
 	"github.com/graftland/graft/internal/contentdigest"
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/floating"
 )
 
 // An upgrade replaces the host's program in place (docs/upgrade.md): the
 // host checks that the new program can take over its state dir (it runs
 // it as `graft host --preflight`), takes the apply lock, stops the plugins
 // that cannot outlive it (workers, which run inside it; the plugins of
-// the runner embedded in it; floating plugins, whose leases are its own),
-// tells the init of its namespace to keep every local process for the
-// next host, freezes its copying of their output, and executes the new
+// the runner embedded in it; floating plugins it follows), records the
+// terms it leads, tells the init of its namespace to keep every local
+// process for the next host, freezes its copying of their output, and
+// executes the new
 // program with its own arguments, in its own process: its pid, and
 // systemd's hold on it, stay. Its sessions with runners of their own are
 // left open. The new program adopts the local plugins as after a crash
@@ -96,7 +98,7 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		return nil, nil, err
 	}
 	report := &hostapi.UpgradeReport{PID: os.Getpid(), From: h.opt.Version, To: to, Binary: bin}
-	keep := h.local.Isolation().Namespace && h.handover().Socket != ""
+	keep := h.local.Isolation().Namespace && h.hand.Socket != ""
 	if keep {
 		if err := h.local.Hold(max(h.opt.AdoptWindow, upgradeHold)); err != nil {
 			h.log.Warn("the namespace's init cannot hold the plugins: they restart", "err", err)
@@ -118,7 +120,8 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		// Local plugins are kept by the init of the namespace; those of
 		// a runner of its own, by the runner, under the session the new
 		// program resumes (resume.go).
-		if keep && e.placement == runtime.Placement(h.local) || h.runners.Separate(e.placement) {
+		if keep && e.placement == runtime.Placement(h.local) || h.runners.Separate(e.placement) ||
+			keep && e.placement == runtime.Placement(h.floating) && e.supervisor.State().Role == string(floating.Leading) {
 			report.Kept = append(report.Kept, name)
 			continue
 		}
@@ -136,7 +139,13 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 	h.log.Info("upgrading: executing the new program", "binary", bin, "from", report.From, "to", to, "kept", len(report.Kept), "restarted", stop)
 	run := func() error {
 		h.local.Freeze()
-		err := h.opt.Exec(bin)
+		// The terms this host leads, as late as can be: the new program
+		// takes them back within the ttl of their last renewal.
+		err := h.recordTerms()
+		if err == nil {
+			err = h.opt.Exec(bin)
+		}
+		os.Remove(filepath.Join(h.dir, statedir.Terms))
 		// Still here: the exec failed. The host goes on.
 		h.local.Thaw()
 		h.local.Hold(h.opt.AdoptWindow)

@@ -30,6 +30,9 @@ const (
 	InitSocket     = "init.sock"
 	InitSocketLink = "init.sock.path" // else: the path of the socket, elsewhere
 	InitLog        = "init.log"
+	// Terms are the floating plugins' terms a host led when it executed
+	// a new program (graft upgrade), which takes them back.
+	Terms = "terms.json"
 	// EmbeddedRunner and EmbeddedSocket are the state and the socket of
 	// the runner embedded in the host.
 	EmbeddedRunner = "runner"
