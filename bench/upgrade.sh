@@ -3,8 +3,11 @@
 # plain restart of the host (SIGTERM, then a new host), in one run on one
 # machine. For each round it reports the time from the request to the new
 # host serving, and the longest a plugin went without supervision: for an
-# upgrade, the time its processes were unwatched (graft status); for a
-# restart, the time its plugins were down (stopped, then started again).
+# upgrade, the time its processes were unwatched (graft status), and the
+# time from the old program's record of a floating plugin's term to the
+# new one's taking it back (within one renew, 3 seconds, to be safe); for
+# a restart, the time its plugins were down
+# (stopped, then started again).
 #
 #   bench/upgrade.sh [N] [ROUNDS]        defaults 1000 3
 set -euo pipefail
@@ -27,13 +30,17 @@ done
   echo "name: upgradebench"
   echo "plugins:"
   for i in $(seq "$n"); do echo "  p$i: {command: [sleep, \"100000\"]}"; done
+  # A floating plugin this host leads: its term is taken back across the
+  # upgrade; the log says how long after its last renewal.
+  echo "  leader: {run: floating, command: [sleep, \"100000\"], elect: {dir: $work/shared, address: \"127.0.0.1:1\"}}"
 } >"$work/plugins.yaml"
+mkdir "$work/shared"
 g() { "$work/graft-a" --file "$work/plugins.yaml" "$@"; }
 ms() { date +%s%3N; }
 
 g apply >/dev/null 2>&1
 echo "graft upgrade and a plain restart of a host running $n local plugins, $rounds rounds"
-printf '%-8s %-22s %-22s\n' round "upgrade: serving/gap" "restart: serving/gap"
+printf '%-8s %-22s %-24s %-22s\n' round "upgrade: serving/gap" "term: handover" "restart: serving/gap"
 for r in $(seq "$rounds"); do
   # An upgrade from a to b (the restart below brings a back).
   t0=$(ms)
@@ -55,7 +62,8 @@ print(" ".join(str(p["pid"]) for p in json.load(sys.stdin)["plugins"]))')
   while kill -0 "$host" 2>/dev/null; do sleep 0.01; done
   g apply >/dev/null 2>&1
   t3=$(ms)
-  printf '%-8s %-22s %-22s\n' "$r" "$((t1 - t0)) ms / ${gap} ms" "$((t3 - t2)) ms / $((t3 - t2)) ms"
+  term=$(grep 'took back the lead' "$work/.graft/host.log" | tail -1 | sed 's/.*handover=\([^ ]*\).*/\1/')
+  printf '%-8s %-22s %-24s %-22s\n' "$r" "$((t1 - t0)) ms / ${gap} ms" "$term" "$((t3 - t2)) ms / $((t3 - t2)) ms"
   # The upgrade kept every process: the restart replaced them.
   after=$(g status --json | python3 -c '
 import json, sys

@@ -214,7 +214,11 @@ func (h *Host) recordTerms() error {
 	if h.floating == nil {
 		return nil
 	}
-	b, err := json.Marshal(h.floating.Terms())
+	terms := h.floating.Terms()
+	for i := range terms {
+		terms[i].Recorded = time.Now()
+	}
+	b, err := json.Marshal(terms)
 	if err != nil {
 		return err
 	}

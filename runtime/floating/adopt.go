@@ -22,6 +22,9 @@ type Term struct {
 	Plugin  string    `json:"plugin"`
 	Epoch   int64     `json:"epoch"`
 	Renewed time.Time `json:"renewed"`
+	// Recorded is when the old program recorded it, just before its exec:
+	// from then on, the handover.
+	Recorded time.Time `json:"recorded,omitzero"`
 }
 
 // Terms are the terms this host leads now.
@@ -100,6 +103,7 @@ func (p *Placement) Adopt(ctx context.Context, req runtime.Request, t Term, inne
 		h.Stop(ctx)
 		return nil, ctx.Err()
 	}
-	p.log.Info("took back the lead after an exec", "plugin", pl.Name, "epoch", t.Epoch, "unrenewed", time.Since(t.Renewed))
+	p.log.Info("took back the lead after an exec", "plugin", pl.Name, "epoch", t.Epoch,
+		"handover", time.Since(t.Recorded), "unrenewed", time.Since(t.Renewed))
 	return h, nil
 }
