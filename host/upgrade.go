@@ -148,7 +148,7 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		os.Remove(filepath.Join(h.dir, statedir.Terms))
 		// Still here: the exec failed. The host goes on.
 		h.local.Thaw()
-		h.local.Hold(h.opt.AdoptWindow)
+		h.local.Unhold(h.opt.AdoptWindow)
 		h.log.Error("upgrade: the new program could not be executed; this one goes on", "binary", bin, "err", err)
 		h.unlockApply()
 		h.background.Go(func(ctx context.Context) {

@@ -21,9 +21,9 @@ import (
 // listens on its attach socket: the first host of its user to connect
 // there gets every plugin, with a pidfd of it, the read end of its pipe
 // and the tag it was started with, and talks to the init from then on as
-// its own host did. A plugin started without Hold is stopped as soon as
-// its host is gone, unless ALL says the hold is for every plugin (an
-// upgrade). When the window passes with no host, the init stops every
+// its own host did. A plugin started without Hold is killed, with its
+// family, as soon as its host is gone, unless ALL says the hold is for
+// every plugin (an upgrade). When the window passes with no host, the init stops every
 // plugin itself (its stop signal to its group, SIGKILL after its stop
 // timeout), records each stop, and ends: nothing outlives it.
 

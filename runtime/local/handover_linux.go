@@ -111,6 +111,15 @@ func (l *Local) Hold(window time.Duration) error {
 	return l.spawner.Hold(window, true)
 }
 
+// Unhold undoes Hold: the init keeps what has a tag for window, after a
+// crash, as before the upgrade that could not go on.
+func (l *Local) Unhold(window time.Duration) {
+	if l.opt.NoNamespace || l.Isolation().Err != nil {
+		return
+	}
+	l.spawner.Hold(window, false)
+}
+
 // Freeze stops the copying of every process's output once what it read
 // is written, and any reaping, until Thaw: what the processes write from
 // then on waits in their pipes, and an exit for the next host, which

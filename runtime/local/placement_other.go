@@ -47,6 +47,9 @@ func StopHeld(proc.Held) {}
 // Hold fails off Linux.
 func (l *Local) Hold(time.Duration) error { return proc.ErrUnsupported }
 
+// Unhold does nothing off Linux.
+func (l *Local) Unhold(time.Duration) {}
+
 // Freeze does nothing off Linux.
 func (l *Local) Freeze() {}
 
