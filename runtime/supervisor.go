@@ -183,6 +183,10 @@ func (s *Supervisor) settle(ctx context.Context, h Handle, err error, lost Handl
 		if ctx.Err() == nil {
 			s.scheduleRetry()
 		}
+	case s.expired:
+		// Its deadline aborted the start: the failure is the deadline's.
+		s.handle, s.state.PID = nil, 0
+		s.set(Failed, s.expiredError())
 	default:
 		s.handle, s.state.PID = nil, 0
 		s.set(Failed, err.Error())
