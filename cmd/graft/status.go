@@ -62,7 +62,11 @@ func writeStatus(w io.Writer, st *hostapi.Status) error {
 	if h == nil {
 		h = &hostapi.HostInfo{}
 	}
-	fmt.Fprintf(w, "Host: pid %d, up %s, state dir %s", h.PID, since(h.Since), termtext.Line(h.StateDir))
+	fmt.Fprintf(w, "Host: pid %d", h.PID)
+	if h.Version != "" {
+		fmt.Fprintf(w, ", graft %s", termtext.Cell(h.Version, maxCell))
+	}
+	fmt.Fprintf(w, ", up %s, state dir %s", since(h.Since), termtext.Line(h.StateDir))
 	if h.Applying != "" {
 		fmt.Fprintf(w, "; applying: %s", termtext.Cell(h.Applying, maxHolder))
 	}
