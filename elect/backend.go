@@ -38,9 +38,12 @@ type Leadership interface {
 	// Deadline is when the plugin must be confirmed gone, should the term
 	// not be kept from now on: another host may lead from then on.
 	Deadline() time.Time
-	// Renewed is when the last successful renewal began: what a program
-	// that takes the term back after an exec needs (Resumer).
+	// Renewed is when the last successful renewal began, and Handover
+	// what else a program that takes the term back after an exec needs
+	// (Resumer): nothing on the file backend, the lease and the key on
+	// etcd.
 	Renewed() time.Time
+	Handover() string
 	// Resign releases the lease after the plugin has stopped.
 	Resign(ctx context.Context) error
 	// Close stops keeping the term without releasing it.

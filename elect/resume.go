@@ -24,14 +24,19 @@ var ErrNotResumable = errors.New("the term cannot be resumed")
 // before an exec of a new program.
 type Resumer interface {
 	// Resume takes back the term of epoch that this host held, last
-	// renewed at renewed (on the election's clock): it returns the term,
-	// renewing from now on, or an error wrapping ErrNotResumable.
-	Resume(ctx context.Context, epoch int64, renewed time.Time) (Leadership, error)
+	// renewed at renewed (on the election's clock), with what its
+	// Leadership's Handover said: it returns the term, renewing from now
+	// on, or an error wrapping ErrNotResumable.
+	Resume(ctx context.Context, epoch int64, renewed time.Time, handover string) (Leadership, error)
 }
 
 var _ Resumer = file{}
 
-func (f file) Resume(ctx context.Context, epoch int64, renewed time.Time) (Leadership, error) {
+// Handover is nothing: the file backend's term is its epoch and lease
+// file alone.
+func (t *Term) Handover() string { return "" }
+
+func (f file) Resume(ctx context.Context, epoch int64, renewed time.Time, _ string) (Leadership, error) {
 	t, err := f.Election.Resume(ctx, epoch, renewed)
 	if t == nil {
 		return nil, err

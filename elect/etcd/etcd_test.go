@@ -108,3 +108,53 @@ func TestConfig(t *testing.T) {
 	require.NoError(t, err)
 	e.Close()
 }
+
+// TestResume: a term whose program executed another (graft upgrade) is
+// taken back on etcd by the next, with the same epoch, lease and key,
+// before the candidate in line may lead; one whose lease expired is not.
+func TestResume(t *testing.T) {
+	srv := etcdtest.Start(t)
+	old, b := join(t, srv, "/resume/", "h1"), join(t, srv, "/resume/", "h2")
+	term, err := old.Campaign(t.Context())
+	require.NoError(t, err)
+	epoch, renewed, handover := term.Epoch(), term.Renewed(), term.Handover()
+	term.Close() // the exec: nothing renews, nothing is revoked
+	old.Close()
+	inLine := make(chan elect.Leadership, 1)
+	go func() {
+		l, _ := b.Campaign(t.Context())
+		inLine <- l
+	}()
+
+	next := join(t, srv, "/resume/", "h1")
+	back, err := next.Resume(t.Context(), epoch, renewed, handover)
+	require.NoError(t, err)
+	assert.Equal(t, epoch, back.Epoch(), "the same epoch")
+	assert.Equal(t, handover, back.Handover(), "the same lease and key")
+	time.Sleep(2 * testTTL) // past the lease of the old program's last keepalive
+	select {
+	case <-back.Lost():
+		t.Fatalf("the term taken back was lost: %v", back.Err())
+	case l := <-inLine:
+		t.Fatalf("the candidate in line led, epoch %d", l.Epoch())
+	default:
+	}
+	l, _, err := b.Leader(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "h1", l.Holder)
+	assert.Equal(t, epoch, l.Epoch)
+
+	// Resigned, the key is gone: the candidate leads, and a later try to
+	// take the old term back fails.
+	require.NoError(t, back.Resign(t.Context()))
+	select {
+	case l := <-inLine:
+		require.NotNil(t, l)
+		assert.Greater(t, l.Epoch(), epoch)
+		l.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the candidate did not lead once the term was resigned")
+	}
+	_, err = join(t, srv, "/resume/", "h1").Resume(t.Context(), epoch, time.Now(), handover)
+	assert.ErrorIs(t, err, elect.ErrNotResumable)
+}

@@ -22,6 +22,9 @@ type Term struct {
 	Plugin  string    `json:"plugin"`
 	Epoch   int64     `json:"epoch"`
 	Renewed time.Time `json:"renewed"`
+	// Handover is what else the backend needs to take it back
+	// (elect.Resumer).
+	Handover string `json:"handover,omitempty"`
 	// Recorded is when the old program recorded it, just before its exec:
 	// from then on, the handover.
 	Recorded time.Time `json:"recorded,omitzero"`
@@ -39,7 +42,7 @@ func (p *Placement) Terms() []Term {
 	for _, h := range hs {
 		h.mu.Lock()
 		if h.term != nil {
-			out = append(out, Term{Plugin: h.req.Plugin.Name, Epoch: h.term.Epoch(), Renewed: h.term.Renewed()})
+			out = append(out, Term{Plugin: h.req.Plugin.Name, Epoch: h.term.Epoch(), Renewed: h.term.Renewed(), Handover: h.term.Handover()})
 		}
 		h.mu.Unlock()
 	}
@@ -58,9 +61,8 @@ func (p *Placement) InnerRequest(req runtime.Request, epoch int64) runtime.Reque
 // an exec, t, and makes its handle, leading, with inner, the process
 // that runs the plugin, adopted on the inner placement. A term that
 // cannot be taken back (elect.ErrNotResumable; an election on etcd,
-// whose lease was the old program's session) is an error, having
-// written nothing: the caller stops inner, and the plugin campaigns as
-// at any start.
+// whose lease expired meanwhile) is an error, having written nothing:
+// the caller stops inner, and the plugin campaigns as at any start.
 func (p *Placement) Adopt(ctx context.Context, req runtime.Request, t Term, inner runtime.Handle, since time.Time) (runtime.Handle, error) {
 	pl := req.Plugin
 	if pl.Elect == nil {
@@ -80,9 +82,9 @@ func (p *Placement) Adopt(ctx context.Context, req runtime.Request, t Term, inne
 	r, ok := el.(elect.Resumer)
 	if !ok {
 		el.Close()
-		return nil, fmt.Errorf("adopt %s: %w: its election (%s) cannot take a term back", pl.Name, elect.ErrNotResumable, pl.Elect.Backend())
+		return nil, fmt.Errorf("adopt %s: %w: its election cannot take a term back", pl.Name, elect.ErrNotResumable)
 	}
-	term, err := r.Resume(ctx, t.Epoch, t.Renewed)
+	term, err := r.Resume(ctx, t.Epoch, t.Renewed, t.Handover)
 	if err != nil {
 		el.Close()
 		return nil, fmt.Errorf("adopt %s: %w", pl.Name, err)
