@@ -189,16 +189,23 @@ func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, t *flo
 			return err
 		}
 	}
-	e.supervisor = runtime.NewSupervisor(e.placement, req)
-	e.supervisor.OnChange(h.changed.notify)
-	e.supervisor.Adopt(handle, k.Since)
-	e.adopted = &hostapi.Adopted{At: now, HostGone: k.HostGone, GapMillis: now.Sub(k.HostGone).Milliseconds()}
-	h.mu.Lock()
-	h.plugins[p.Name] = e
-	h.mu.Unlock()
+	h.keepAdopted(p.Name, e, req, handle, k.Since, k.HostGone, now)
 	h.log.Info("adopted a process an earlier host left", "plugin", p.Name, "pid", k.Process.Pid,
 		"instance", k.Identity.ID, "generation", k.Identity.Generation, "unwatched", now.Sub(k.HostGone))
 	return nil
+}
+
+// keepAdopted makes e the entry of plugin name, its supervisor running
+// handle, a process an earlier host started as req asks at since, and
+// adopted now, that host gone since gone.
+func (h *Host) keepAdopted(name string, e *entry, req runtime.Request, handle runtime.Handle, since, gone, now time.Time) {
+	e.supervisor = runtime.NewSupervisor(e.placement, req)
+	e.supervisor.OnChange(h.changed.notify)
+	e.supervisor.Adopt(handle, since)
+	e.adopted = &hostapi.Adopted{At: now, HostGone: gone, GapMillis: now.Sub(gone).Milliseconds()}
+	h.mu.Lock()
+	h.plugins[name] = e
+	h.mu.Unlock()
 }
 
 // canceled is a done context: a Stop with it forces at once.

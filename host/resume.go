@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/plan"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/remote"
@@ -87,15 +86,9 @@ func (h *Host) resumeOne(applied *spec.Spec, pl *spec.Plugin, r *remote.Remote, 
 		return err
 	}
 	e.env = req.Env
-	e.supervisor = runtime.NewSupervisor(r, req)
-	e.supervisor.OnChange(h.changed.notify)
-	e.supervisor.Adopt(handle, p.StartedAt)
 	// When its earlier host went, only that host knew: the gap counted is
 	// from this host's start, at least.
-	e.adopted = &hostapi.Adopted{At: now, HostGone: h.started, GapMillis: now.Sub(h.started).Milliseconds()}
-	h.mu.Lock()
-	h.plugins[pl.Name] = e
-	h.mu.Unlock()
+	h.keepAdopted(pl.Name, e, req, handle, p.StartedAt, h.started, now)
 	h.log.Info("resumed a process under the session an earlier host held", "plugin", pl.Name, "runner", pl.Runner,
 		"instance", p.Instance, "generation", p.Generation, "pid", p.PID)
 	return nil
