@@ -100,11 +100,14 @@ func (h *Host) closeHandover() {
 // resumes the sessions it held with runners (resume.go). Called from
 // open, before anything starts.
 func (h *Host) adopt() {
-	h.recordHeldStops()
+	// The attach comes first: an init whose window just passed, still
+	// stopping its plugins, has the connection wait until it ends, its
+	// stops recorded by then.
 	kept, err := h.local.Attach(h.log)
 	if err != nil {
 		h.log.Error("attach to the init an earlier host left: what it keeps is stopped when its window passes", "err", err)
 	}
+	h.recordHeldStops()
 	var applied *spec.Spec
 	if h.spec != nil {
 		applied = h.spec.parsed
@@ -185,7 +188,7 @@ func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, t *flo
 			return err
 		}
 		if handle, err = h.floating.Adopt(context.Background(), req, *t, inner, k.Since); err != nil {
-			inner.Stop(canceled) // the term is not this host's: at once
+			inner.Stop(runtime.Forced) // the term is not this host's: at once
 			return err
 		}
 	}
@@ -207,13 +210,6 @@ func (h *Host) keepAdopted(name string, e *entry, req runtime.Request, handle ru
 	h.plugins[name] = e
 	h.mu.Unlock()
 }
-
-// canceled is a done context: a Stop with it forces at once.
-var canceled = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 // recordTerms writes the terms this host leads (terms.json) for the
 // program an upgrade executes, which takes them back (adoptOne).

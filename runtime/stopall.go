@@ -29,3 +29,11 @@ func StopAll[H interface {
 	wg.Wait()
 	return errs.ErrorOrNil()
 }
+
+// Forced is a context already done: a Handle.Stop with it forces the
+// plugin at once, skipping the graceful steps.
+var Forced = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

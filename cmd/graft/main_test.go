@@ -118,6 +118,7 @@ func scriptParams(dir string) testscript.Params {
 			"recipe":      cmdRecipe,
 			"buildgraft":  cmdBuildGraft,
 			"seqlog":      cmdSeqLog,
+			"waitgone":    cmdWaitGone,
 		},
 	}
 }

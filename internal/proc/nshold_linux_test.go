@@ -41,6 +41,16 @@ func startHeld(t *testing.T, s *Spawner, script, tag string, hold bool) (*Proces
 	return p, r
 }
 
+// exits fails the test unless p exits within d.
+func exits(t *testing.T, p *Process, d time.Duration, why string) {
+	t.Helper()
+	select {
+	case <-p.Exited():
+	case <-time.After(d):
+		t.Fatal(why)
+	}
+}
+
 // numbers reads the "n N" lines of r until it has seen n of them after the
 // first, and checks that none is missing or repeated.
 func numbers(t *testing.T, r *bufio.Reader, want int, last *int) {
@@ -82,11 +92,7 @@ func TestHandover(t *testing.T) {
 	// pipe it has; the rest waits there.
 	first.ns.close()
 	keptOut.Close()
-	select {
-	case <-dropped.Exited():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a plugin without Hold outlived its host")
-	}
+	exits(t, dropped, 5*time.Second, "a plugin without Hold outlived its host")
 	time.Sleep(100 * time.Millisecond) // lines pile up in the pipe meanwhile
 
 	second := NewSpawner()
@@ -138,17 +144,9 @@ func TestHandoverWindowPasses(t *testing.T) {
 	init := s.ns
 	init.close()
 	for _, p := range []*Process{polite, deaf} {
-		select {
-		case <-p.Exited():
-		case <-time.After(10 * time.Second):
-			t.Fatal("a plugin outlived the window")
-		}
+		exits(t, p, 10*time.Second, "a plugin outlived the window")
 	}
-	select {
-	case <-init.proc.Exited():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the init outlived the window")
-	}
+	exits(t, init.proc, 10*time.Second, "the init outlived the window")
 	b, err := os.ReadFile(h.Record)
 	require.NoError(t, err)
 	got := map[string]HeldStop{}
@@ -191,11 +189,7 @@ func TestHandoverQuit(t *testing.T) {
 	require.NoError(t, err)
 	init := s.ns
 	s.Close()
-	select {
-	case <-init.proc.Exited():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the init outlived its host's orderly end")
-	}
+	exits(t, init.proc, 5*time.Second, "the init outlived its host's orderly end")
 	n, err := second(h)
 	require.NoError(t, err)
 	assert.Zero(t, n)

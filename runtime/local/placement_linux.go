@@ -124,7 +124,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		}
 	}
 	if ctx.Err() != nil {
-		p.Stop(canceled)
+		p.Stop(runtime.Forced)
 		return nil, ctx.Err()
 	}
 	p.SetHealth(ctx, req.Launch.Health)
@@ -157,7 +157,7 @@ func (l *Local) awaitReady(ctx context.Context, req runtime.Request, p *process,
 		<-p.done
 		return &runtime.StartError{Plugin: req.Name, Reason: err.Error(), Exit: p.exit}
 	case ctx.Err() != nil:
-		p.Stop(canceled)
+		p.Stop(runtime.Forced)
 		return ctx.Err()
 	default:
 		p.Stop(context.Background())
@@ -171,13 +171,6 @@ func (l *Local) forget(p *process) {
 	delete(l.live, p)
 	l.mu.Unlock()
 }
-
-// canceled is a done context: a Stop with it forces the plugin at once.
-var canceled = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 // probe runs a ready command as the plugin runs (in its directory and
 // environment, as its user, with its umask and limits), and kills it

@@ -188,7 +188,7 @@ func wait(ctx context.Context, m *module, req runtime.Request, seen <-chan struc
 	r := req.Launch.Ready
 	if r == nil {
 		if ctx.Err() != nil {
-			m.Stop(canceled)
+			m.Stop(runtime.Forced)
 			return ctx.Err()
 		}
 		return nil
@@ -204,16 +204,9 @@ func wait(ctx context.Context, m *module, req runtime.Request, seen <-chan struc
 		<-m.done
 		return &runtime.StartError{Plugin: m.name, Reason: err.Error(), Exit: m.exit}
 	case ctx.Err() != nil:
-		m.Stop(canceled)
+		m.Stop(runtime.Forced)
 		return ctx.Err()
 	}
 	m.Stop(context.Background())
 	return &runtime.StartError{Plugin: m.name, Reason: err.Error(), Exit: m.exit}
 }
-
-// canceled is a done context: a Stop with it closes the module at once.
-var canceled = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()

@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/graftland/graft/runtime/runtimetest"
 )
 
 // buildgraft VERSION OUT builds graft with its release version VERSION at
@@ -76,4 +79,25 @@ func cmdSeqLog(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("SEQ", strconv.Itoa(want-1))
 	fmt.Fprintf(ts.Stdout(), "%d lines in sequence\n", len(lines))
+}
+
+// waitgone PID [SECONDS] waits until process PID is gone (a zombie is
+// gone enough), at most SECONDS (default 10).
+func cmdWaitGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitgone pid [seconds]")
+	}
+	pid, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	wait := 10 * time.Second
+	if len(args) == 2 {
+		s, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		wait = time.Duration(s) * time.Second
+	}
+	for deadline := time.Now().Add(wait); !runtimetest.Gone(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			ts.Fatalf("process %d still runs %s later", pid, wait)
+		}
+	}
 }
