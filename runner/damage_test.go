@@ -170,7 +170,7 @@ func damagedRun(t *testing.T, noNamespace bool, at string) (dir string, entry, e
 	require.Equal(t, "ready\n", line, "log: %s", d.log)
 	sess := d.open(0)
 	ev := d.events(sess)
-	d.start("k.other", plugin(t, sess, "cooperative")) // entries before the damaged one
+	other := d.start("k.other", plugin(t, sess, "cooperative")) // entries before the damaged one
 	ev.ready(t)
 	st := d.start("k.dmg", plugin(t, sess, "daemon"))
 	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return strings.HasPrefix(e.Line, "daemon ") })
@@ -178,7 +178,10 @@ func damagedRun(t *testing.T, noNamespace bool, at string) (dir string, entry, e
 	ev.close()
 	d.kill()
 	if noNamespace {
-		testsupport.WaitGone(t, 5*time.Second, st.PID)
+		// Both plugins die with the runner (their parent-death signal):
+		// one still dying when the next runner looks would be stopped by
+		// it, and counted.
+		testsupport.WaitGone(t, 5*time.Second, st.PID, other.PID)
 		require.True(t, alive(escaped), "the escaped grandchild outlived the runner")
 	} else {
 		testsupport.WaitGone(t, 5*time.Second, st.PID, escaped)
