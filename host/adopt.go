@@ -2,18 +2,14 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/atomicfile"
-	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/safefs"
 	"github.com/graftland/graft/internal/statedir"
@@ -32,67 +28,24 @@ import (
 // them running. One it does not have, or that runs another spec than it
 // says, is stopped, or replaced by that apply.
 
-// maxSocketPath is what a unix socket's path holds (less its NUL).
-const maxSocketPath = 103
-
-// handover is where the init of the host's namespace waits for the next
-// host: init.sock in the state dir, and init.log for the stops it makes
-// with no host. A state dir too deep for the socket has it elsewhere, as
-// host.sock does (docs/state-dir.md, "Sockets elsewhere"), its path in
-// init.sock.path; when no socket will do, there is none, and the plugins
-// die with their host, as where no namespace can be made.
-func (h *Host) handover() proc.Handover {
-	rec := filepath.Join(h.dir, statedir.InitLog)
-	sock := filepath.Join(h.dir, statedir.InitSocket)
-	if len(sock) <= maxSocketPath {
-		return proc.Handover{Socket: sock, Record: rec}
-	}
-	link := filepath.Join(h.dir, statedir.InitSocketLink)
-	if b, err := safefs.ReadFile(link, 4096); err == nil {
-		p := strings.TrimSpace(string(b))
-		if privsock.CheckDir(filepath.Dir(p)) == nil && len(p) <= maxSocketPath {
-			return proc.Handover{Socket: p, Record: rec} // an earlier host's init may wait there
-		}
-	}
-	none := func(err error) proc.Handover {
-		h.log.Warn("no attach socket for the init of the host's namespace: plugins are not kept for the next host, and an upgrade restarts them", "err", err)
-		return proc.Handover{}
-	}
-	d, err := privsock.SocketDir()
-	if err != nil {
-		return none(err)
-	}
-	p := filepath.Join(d.Path, statedir.InitSocket)
-	if !d.Fresh {
-		sum := sha256.Sum256([]byte(sock))
-		p = filepath.Join(d.Path, hex.EncodeToString(sum[:8])+"-"+statedir.InitSocket)
-	}
-	if len(p) > maxSocketPath {
-		d.Remove()
-		return none(fmt.Errorf("%s is too long for a socket", p))
-	}
-	if err := atomicfile.Write(link, []byte(p+"\n"), 0o600); err != nil {
-		d.Remove()
-		return none(err)
-	}
-	h.initDir = &d
-	return proc.Handover{Socket: p, Record: rec}
-}
-
-// setHandover is handover, kept for the host's upgrade.
+// setHandover is where the init of the host's namespace waits for the
+// next host (local.HandoverIn), kept for the host's upgrade. When no
+// socket will do, there is none, and the plugins die with their host.
 func (h *Host) setHandover() proc.Handover {
-	h.hand = h.handover()
-	return h.hand
+	hand, remove, err := local.HandoverIn(h.dir)
+	if err != nil {
+		h.log.Warn("no attach socket for the init of the host's namespace: plugins are not kept for the next host, and an upgrade restarts them", "err", err)
+	}
+	h.hand, h.removeHandover = hand, remove
+	return hand
 }
 
-// closeHandover removes, once the host's init has ended, the socket
-// directory made for its attach socket and the link to it.
+// closeHandover removes, once the host's init has ended, what was made
+// for its attach socket elsewhere.
 func (h *Host) closeHandover() {
-	if h.initDir == nil {
-		return
+	if h.removeHandover != nil {
+		h.removeHandover()
 	}
-	h.initDir.Remove()
-	os.Remove(filepath.Join(h.dir, statedir.InitSocketLink))
 }
 
 // adopt takes over the local processes an earlier host left with the init

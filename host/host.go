@@ -19,7 +19,6 @@ import (
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/output"
 	"github.com/graftland/graft/internal/planner"
-	"github.com/graftland/graft/internal/privsock"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/internal/statedir"
@@ -78,10 +77,12 @@ type Host struct {
 	followed chan struct{}
 	runners  *remotes.Registry // runner plugins' placements
 	hostID   string
-	initDir  *privsock.Dir        // the directory made for its init's attach socket, when elsewhere
-	hand     proc.Handover        // where that init waits for the next host (adopt.go)
-	planner  *planner.Host        // the host's plans, and the digest key they are made under
-	digests  *contentdigest.Cache // digests of the files specs name (digests/)
+	// removeHandover removes what was made for its init's attach socket
+	// elsewhere (local.HandoverIn).
+	removeHandover func()
+	hand           proc.Handover        // where that init waits for the next host (adopt.go)
+	planner        *planner.Host        // the host's plans, and the digest key they are made under
+	digests        *contentdigest.Cache // digests of the files specs name (digests/)
 
 	background tasks // restarts of consumers when a leader moves
 	started    time.Time

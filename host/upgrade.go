@@ -22,17 +22,16 @@ import (
 
 // An upgrade replaces the host's program in place (docs/upgrade.md): the
 // host checks that the new program can take over its state dir (it runs
-// it as `graft host --preflight`), takes the apply lock, stops the plugins
-// that cannot outlive it (workers, which run inside it; the plugins of
-// the runner embedded in it; floating plugins it follows), records the
-// terms it leads, tells the init of its namespace to keep every local
-// process for the next host, freezes its copying of their output, and
-// executes the new
-// program with its own arguments, in its own process: its pid, and
-// systemd's hold on it, stay. Its sessions with runners of their own are
-// left open. The new program adopts the local plugins as after a crash
-// (adopt.go), resumes those sessions (resume.go), and starts again what
-// was stopped.
+// it as `graft host --preflight`), takes the apply lock, has the runner
+// embedded in it hand its processes over (runner.Handover), stops the
+// plugins that cannot outlive it (workers, which run inside it; floating
+// plugins it follows), records the terms it leads, tells the init of its
+// namespace to keep every local process for the next host, freezes its
+// copying of their output, and executes the new program with its own
+// arguments, in its own process: its pid, and systemd's hold on it, stay.
+// Its sessions with runners are left open. The new program adopts the
+// local plugins as after a crash (adopt.go), resumes those sessions
+// (resume.go), and starts again what was stopped.
 
 // upgradeHold is how long the init keeps the plugins for the new program
 // at least: it attaches within milliseconds.
@@ -111,6 +110,14 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 			report.Why += ": " + err.Error()
 		}
 	}
+	// The runner embedded in the host hands its processes, and the
+	// host's session with it, over to the new program's.
+	undoRunner, err := h.runners.Handover(max(h.opt.AdoptWindow, upgradeHold))
+	embedded := err == nil
+	if err != nil {
+		h.log.Warn("the embedded runner cannot hand its processes over: its plugins restart", "err", err)
+		undoRunner = func() {}
+	}
 	h.mu.Lock()
 	var stop []string
 	for name, e := range h.plugins {
@@ -118,9 +125,10 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 			continue
 		}
 		// Local plugins are kept by the init of the namespace; those of
-		// a runner of its own, by the runner, under the session the new
-		// program resumes (resume.go).
+		// a runner, by the runner, under the session the new program
+		// resumes (resume.go).
 		if keep && e.placement == runtime.Placement(h.local) || h.runners.Separate(e.placement) ||
+			embedded && h.runners.Has(e.placement) ||
 			keep && e.placement == runtime.Placement(h.floating) && e.supervisor.State().Role == string(floating.Leading) {
 			report.Kept = append(report.Kept, name)
 			continue
@@ -147,6 +155,7 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		}
 		os.Remove(filepath.Join(h.dir, statedir.Terms))
 		// Still here: the exec failed. The host goes on.
+		undoRunner()
 		h.local.Thaw()
 		h.local.Unhold(h.opt.AdoptWindow)
 		h.log.Error("upgrade: the new program could not be executed; this one goes on", "binary", bin, "err", err)

@@ -71,6 +71,9 @@ func (r *Runner) setHealth(ctx context.Context, name string, req *runnerapi.SetH
 	if err := hs.SetHealth(ctx, hc); err != nil {
 		return nil, kindErr(runnerapi.KindInternal, "health %s: %v", name, err)
 	}
+	r.mu.Lock()
+	p.start.Spec.Health = req.Health
+	r.mu.Unlock()
 	select {
 	case p.healthSet <- struct{}{}:
 	default: // one is pending already

@@ -56,11 +56,20 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		}
 		h()
 	}
+	// A request that changes a process or a session waits while the
+	// runner hands over to its next program (handover.go).
+	change := func(m string, h func()) {
+		method(m, func() {
+			r.enter()
+			defer r.leave()
+			h()
+		})
+	}
 	switch rest := seg[1:]; {
 	case len(rest) == 1 && rest[0] == "status":
 		method(http.MethodGet, func() { writeJSON(w, r.status()) })
 	case len(rest) == 1 && rest[0] == "sessions":
-		method(http.MethodPost, func() {
+		change(http.MethodPost, func() {
 			var body runnerapi.OpenSession
 			if !decodeRequest(w, req, &body, validateOpenSession) {
 				return
@@ -69,7 +78,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 			answer(w, v, err)
 		})
 	case len(rest) == 2 && rest[0] == "sessions":
-		method(http.MethodDelete, func() {
+		change(http.MethodDelete, func() {
 			v, err := r.endSession(rest[1])
 			answer(w, v, err)
 		})
@@ -84,7 +93,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 		// More than one segment between is a name with a '/' in it.
 		name := strings.Join(rest[1:len(rest)-1], "/")
 		op := rest[len(rest)-1]
-		method(http.MethodPost, func() { r.instanceOp(w, req, name, op) })
+		change(http.MethodPost, func() { r.instanceOp(w, req, name, op) })
 	default:
 		writeRouteError(w, http.StatusNotFound, "no route %s %s", req.Method, req.URL.Path)
 	}
@@ -229,8 +238,11 @@ func (r *Runner) serveEvents(w http.ResponseWriter, req *http.Request, id string
 				return
 			}
 		}
-		if len(evs) > 0 && rc.Flush() != nil {
-			return
+		if len(evs) > 0 {
+			if rc.Flush() != nil {
+				return
+			}
+			st.written()
 		}
 		select {
 		case <-st.wake:

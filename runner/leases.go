@@ -72,6 +72,12 @@ func (r *Runner) expire(s *session) {
 		r.mu.Unlock()
 		return
 	}
+	if r.handing != nil {
+		// The next program ends it, if it ran out; or this one does, once
+		// the handover did not go on (reopen).
+		r.mu.Unlock()
+		return
+	}
 	if left := time.Until(s.expires); left > 0 {
 		// Renewed while the timer fired.
 		s.timer.Reset(left)

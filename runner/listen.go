@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,16 +95,72 @@ func (c ListenConfig) Listen() (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ln net.Listener
-	if network == "unix" {
+	ln := inherited(network)
+	if ln == nil && network == "unix" {
 		ln, err = listenUnix(address)
-	} else {
+	} else if ln == nil {
 		ln, err = net.Listen(network, address)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return guard.Listener(ln, guard.Limits{}), nil
+}
+
+// EnvListenFD is set, by a runner that executes its next program in its
+// process, to the descriptor of its listener, which the next program
+// serves on (Listen): no connection is refused in between
+// (docs/upgrade.md).
+const EnvListenFD = "GRAFT_RUNNER_LISTEN_FD"
+
+// inherited is the listener the runner's last program handed over, if it
+// is one of network; nil when none was.
+func inherited(network string) net.Listener {
+	s := os.Getenv(EnvListenFD)
+	if s == "" {
+		return nil
+	}
+	os.Unsetenv(EnvListenFD)
+	fd, err := strconv.Atoi(s)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil || ln.Addr().Network() != network {
+		if ln != nil {
+			ln.Close()
+		}
+		return nil
+	}
+	return ln
+}
+
+// ListenerFile is a descriptor of ln, a listener of Listen, that a
+// program executed in this process inherits, for EnvListenFD. The caller
+// closes it when that exec fails.
+func ListenerFile(ln net.Listener) (*os.File, error) {
+	for {
+		u, ok := ln.(interface{ Unwrap() net.Listener })
+		if !ok {
+			break
+		}
+		ln = u.Unwrap()
+	}
+	fl, ok := ln.(interface{ File() (*os.File, error) })
+	if !ok {
+		return nil, fmt.Errorf("a listener of %s cannot be handed over", ln.Addr().Network())
+	}
+	f, err := fl.File()
+	if err != nil {
+		return nil, err
+	}
+	if err := inheritable(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // listenUnix listens on a unix socket of mode 0600 at path, in place of a

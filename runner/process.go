@@ -9,8 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/graftland/graft/internal/output"
-	"github.com/graftland/graft/internal/proc"
-	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
@@ -26,10 +24,13 @@ const EnvInvocation = local.EnvInvocation
 
 // process is one start of an instance: one generation.
 type process struct {
-	name       string
-	gen        int64
-	inv        string
-	session    *session
+	name    string
+	gen     int64
+	inv     string
+	session *session
+	// start is the request it was started by, with its reloads' and
+	// health requests' changes since (for a handover); r.mu guards it.
+	start      runnerapi.Start
 	stopSignal syscall.Signal
 	stopMain   bool // stopMode: main, the stop signal to the main process alone
 	out        *output.Lines
@@ -156,23 +157,7 @@ func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*pro
 	if err != nil {
 		return nil, r.noGeneration(name, err)
 	}
-	p := &process{
-		name:       name,
-		gen:        gen,
-		inv:        inv,
-		session:    s,
-		stopSignal: proc.SignalNamed(req.StopSignal),
-		stopMain:   req.StopMode == launch.StopMain,
-		state:      procStarting,
-		hurry:      make(chan struct{}),
-		healthSet:  make(chan struct{}, 1),
-		gaveUp:     make(chan struct{}),
-		done:       make(chan struct{}),
-	}
-	p.out = newLineOutput(func(line string) {
-		s.send(runnerapi.Event{Type: runnerapi.EventOutput, Instance: name, Generation: gen, Line: line})
-	})
-	return p, nil
+	return r.process(name, gen, inv, *req, s), nil
 }
 
 // spawn starts p's process through local and waits until it is ready.
@@ -193,14 +178,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 	var h runtime.Handle
 	err := r.cutShort(ctx, s)
 	if err == nil {
-		h, err = r.local.Start(sctx, runtime.Request{
-			Name:     req.Plugin,
-			Launch:   req.Spec.WithDefaults(),
-			Project:  req.Project,
-			Env:      map[string]string{EnvInvocation: p.inv},
-			Output:   p.out,
-			Identity: &id,
-		})
+		h, err = r.local.Start(sctx, r.request(p, &id))
 	}
 	r.mu.Lock()
 	delete(r.starting, id)
@@ -215,12 +193,7 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 		}
 		return r.startFailed(p.name, p.gen, s, err)
 	}
-	p.h = h
-	p.signal = func(syscall.Signal) error { return errors.New("cannot signal its family") }
-	p.signalMain = p.signal
-	if sg, ok := h.(signaller); ok {
-		p.signal, p.signalMain = sg.Signal, sg.SignalMain
-	}
+	r.handle(p, h)
 	if p.pid == 0 { // Started was not called: never with local, but be sure
 		p.pid, p.startedAt = h.PID(), time.Now()
 	}

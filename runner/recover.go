@@ -28,6 +28,16 @@ func (r *Runner) recoverRecords() error {
 		os.Remove(path)
 	}
 	r.reportUnlooked()
+	// The processes the last program handed over run on: their records
+	// are theirs.
+	taken := r.takeHandover(recs)
+	kept := recs[:0:0]
+	for _, rec := range recs {
+		if rec.salvaged || !taken[rec.Invocation] {
+			kept = append(kept, rec)
+		}
+	}
+	recs = kept
 	// One look at every process's environment for all the records: a
 	// look for each would take seconds with a thousand records.
 	marks := make([]string, len(recs))

@@ -28,6 +28,9 @@ func (r *Runner) reload(ctx context.Context, name string, req *runnerapi.Reload)
 		}
 		return nil, kindErr(kind, "%v", err)
 	}
+	r.mu.Lock()
+	p.start.Spec = req.Spec
+	r.mu.Unlock()
 	r.log.Info("reloaded", "instance", name, "generation", p.gen, "pid", p.pid)
 	return &runnerapi.Reloaded{Instance: name, Generation: p.gen, PID: p.pid}, nil
 }

@@ -64,14 +64,18 @@ type Options struct {
 // runner (graft runner) does both, so that nothing a plugin forks escapes
 // and no orphan stays a zombie; the host, which embeds one, already has.
 type Runner struct {
-	dir    string
-	opt    Options
-	log    *slog.Logger
-	lock   *os.File
-	state  *state
-	local  *local.Local
-	bootID string
-	since  time.Time
+	dir   string
+	opt   Options
+	log   *slog.Logger
+	lock  *os.File
+	state *state
+	local *local.Local
+	// hand is where the init of its namespace waits for its next program
+	// (Handover); removeHandover removes what was made for it elsewhere.
+	hand           proc.Handover
+	removeHandover func()
+	bootID         string
+	since          time.Time
 
 	// ctx ends when Close begins: starts under way stop, streams end.
 	ctx    context.Context
@@ -86,6 +90,11 @@ type Runner struct {
 	sessions  map[string]*session
 	instances map[string]*instance
 	starting  map[runtime.Identity]*process // spawned, not yet answered
+	// ops counts the requests under way that change a process or a
+	// session; handing is set while a handover is under way, and closed
+	// when it did not go on (handover.go).
+	ops     int
+	handing chan struct{}
 
 	metrics *metrics
 }
@@ -183,19 +192,30 @@ func Open(dir string, opt Options) (*Runner, error) {
 	// The local placement's windows only apply to what the runner leaves
 	// to it: a failed ready check's stop, and what a process leaves
 	// running when it exits. Both get the runner's grace.
+	r.removeHandover = func() {}
+	if !opt.NoNamespace {
+		hand, remove, err := local.HandoverIn(dir)
+		if err != nil {
+			log.Warn("no attach socket for the init of the runner's namespace: a runner that replaces its program stops its processes", "err", err)
+		} else {
+			r.hand, r.removeHandover = hand, remove
+		}
+	}
 	r.local = local.New(local.Options{
 		Timing:      runtime.Timing{ShutdownTimeout: opt.Grace, ExitWindow: opt.Grace, KillAfter: opt.Grace},
 		Started:     r.spawned,
 		NoNamespace: opt.NoNamespace,
+		Handover:    r.hand,
 	})
 	if err := r.recoverRecords(); err != nil {
 		r.local.Close()
+		r.removeHandover()
 		st.close()
 		lock.Close()
 		cancel()
 		return nil, err
 	}
-	log.Info("runner open", "dir", dir, "lease", opt.Lease, "grace", opt.Grace)
+	log.Info("runner open", "dir", dir, "version", opt.Version, "lease", opt.Lease, "grace", opt.Grace)
 	r.local.LogIsolation(log, "the runner")
 	return r, nil
 }
@@ -299,6 +319,7 @@ func (r *Runner) Close() error {
 	case <-time.After(killWait):
 		errs = multierror.Append(errs, errors.New("processes still running after SIGKILL were left behind"))
 	}
+	r.removeHandover()
 	if err := r.state.close(); err != nil {
 		errs = multierror.Append(errs, err)
 	}

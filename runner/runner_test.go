@@ -207,6 +207,45 @@ func TestEvents(t *testing.T) {
 	assert.Equal(t, "again", e.Line)
 }
 
+// TestEventsWaitForTheNextStream: what a session's processes write, and
+// their exits, while no stream is connected, or after one broke, go to
+// the next stream, in order.
+func TestEventsWaitForTheNextStream(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(0)
+	h.keepAlive(sess)
+	st := h.start("early", plugin(t, sess, "exit", "4", "one", "two"))
+	require.Eventually(t, func() bool {
+		for _, in := range h.status().Instances {
+			if in.Instance == "early" {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "the process exits")
+	ev := h.events(sess)
+	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
+	var lines []string
+	for _, e := range evs {
+		if e.Type == runnerapi.EventOutput {
+			lines = append(lines, e.Line)
+		}
+	}
+	assert.Equal(t, []string{"one", "two"}, lines, "the lines written before any stream")
+	assert.Equal(t, st.Generation, evs[len(evs)-1].Generation)
+	assert.Equal(t, 4, evs[len(evs)-1].Exit.Code)
+
+	// The stream goes away; what comes meanwhile waits for the next.
+	ev.close()
+	time.Sleep(100 * time.Millisecond) // the runner sees the stream gone
+	h.start("later", plugin(t, sess, "exit", "0", "three"))
+	time.Sleep(200 * time.Millisecond)
+	evs = h.events(sess).until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
+	require.Len(t, evs, 2, "%+v", evs)
+	assert.Equal(t, "three", evs[0].Line)
+	assert.Equal(t, "later", evs[1].Instance)
+}
+
 // TestStartFailed: a process that exits before it is ready, or a command
 // that cannot run, is a 422 with its exit; nothing of it is left, and its
 // generation is spent.

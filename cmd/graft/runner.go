@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/proc"
+	"github.com/graftland/graft/internal/skew"
 	"github.com/graftland/graft/runner"
 )
 
@@ -26,13 +31,19 @@ type RunnerCmd struct {
 	ClientCA     string `name:"client-ca" placeholder:"FILE" help:"Require client certificates signed by these CAs (PEM); needs --tls-cert."`
 	LogFormat    string `enum:"text,json" default:"text" help:"Format of the runner's log on stderr: text or json."`
 	PIDNamespace string `name:"pid-namespace" enum:"auto,off" default:"auto" env:"GRAFT_PID_NAMESPACE" help:"auto: run processes in a PID namespace of the runner's own where the system allows it, so that nothing it starts outlives the runner; off: never."`
+	Preflight    bool   `hidden:"" help:"Check that this program can take over the state dir and exit (a runner given SIGHUP runs it)."`
 }
 
 // Run serves until SIGTERM or SIGINT, then stops every process (interrupt,
-// then kill after grace) and exits 0.
+// then kill after grace) and exits 0. On SIGHUP it executes its program
+// again, from the path it was started from, in its process, handing its
+// processes, sessions and listener over (upgrade).
 func (c *RunnerCmd) Run(g *Globals) error {
 	if g.StateDir == "" {
 		return errors.New("graft runner needs a state dir: --state-dir DIR (or GRAFT_STATE_DIR)")
+	}
+	if c.Preflight {
+		return runner.Preflight(g.StateDir, skew.Version())
 	}
 	lease, err := positiveDuration("--lease", c.Lease)
 	if err != nil {
@@ -85,7 +96,59 @@ func (c *RunnerCmd) Run(g *Globals) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			upgradeRunner(r, ln, log)
+		}
+	}()
 	return r.Serve(ctx, ln, c.Listen, tlsConf)
+}
+
+// runnerHold is how long the init of the runner's namespace keeps its
+// processes for the next program at least: it attaches within
+// milliseconds.
+const runnerHold = 30 * time.Second
+
+// upgradeRunner executes the runner's program again, from the path it was
+// started from (which a package upgrade replaced), with its arguments, in
+// its process (docs/upgrade.md): the new program, checked first (graft
+// runner --preflight), takes the processes and sessions over
+// (runner.Handover) and serves on the same listener, whose descriptor it
+// inherits. A program that fails its check, or to be executed, leaves the
+// runner as it was.
+func upgradeRunner(r *runner.Runner, ln net.Listener, log *slog.Logger) {
+	bin, err := os.Executable()
+	if err != nil {
+		log.Error("upgrade: the path of the runner's program", "err", err)
+		return
+	}
+	log = log.With("binary", bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	out, err := exec.CommandContext(ctx, bin, append(os.Args[1:], "--preflight")...).CombinedOutput()
+	cancel()
+	if err != nil {
+		log.Error("upgrade: the new program cannot take over: the runner goes on unchanged", "err", err, "output", strings.TrimSpace(string(out)))
+		return
+	}
+	f, err := runner.ListenerFile(ln)
+	if err != nil {
+		log.Error("upgrade: the runner goes on unchanged", "err", err)
+		return
+	}
+	defer f.Close()
+	undo, err := r.Handover(runnerHold)
+	if err != nil {
+		log.Error("upgrade: the runner cannot hand its processes over: it goes on unchanged", "err", err)
+		return
+	}
+	log.Info("upgrade: executing the new program")
+	env := append(os.Environ(), fmt.Sprintf("%s=%d", runner.EnvListenFD, f.Fd()))
+	err = syscall.Exec(bin, os.Args, env)
+	undo()
+	log.Error("upgrade: the new program could not be executed: the runner goes on", "err", err)
 }
 
 // tlsConfig is the TLS the flags ask for, on a listener of network: none

@@ -64,7 +64,7 @@ func cmdStartupRace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// sigpid FILE SIGNAL sends SIGNAL (STOP, CONT, TERM, ...) to the process
+// sigpid FILE SIGNAL sends SIGNAL (STOP, CONT, TERM, HUP, ...) to the process
 // whose pid is in FILE, such as a runner's runner.lock: to freeze a
 // daemon and wake it.
 func cmdSigPID(ts *testscript.TestScript, neg bool, args []string) {
@@ -75,7 +75,7 @@ func cmdSigPID(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
-	sig, ok := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[args[1]]
+	sig, ok := map[string]syscall.Signal{"STOP": syscall.SIGSTOP, "CONT": syscall.SIGCONT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP}[args[1]]
 	if !ok {
 		ts.Fatalf("unknown signal %s", args[1])
 	}

@@ -3,16 +3,19 @@ package remotes
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/runner"
+	"github.com/graftland/graft/runtime"
 )
 
 // embedded is a runner inside the host, serving on a unix socket in its
 // state dir (or elsewhere, where that path is too long: hostapi.Listen),
 // for runner entries without an address.
 type embedded struct {
+	r      *runner.Runner
 	sock   *hostapi.Socket
 	cancel context.CancelFunc // ends its Serve
 	done   chan error         // Serve's error, once it returned
@@ -39,7 +42,7 @@ func (g *Registry) embeddedRunner() (*embedded, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &embedded{sock: sock, cancel: cancel, done: make(chan error, 1)}
+	e := &embedded{r: r, sock: sock, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		e.done <- r.Serve(ctx, guard.Listener(sock, g.opt.Limits), "unix://"+sock.Path, nil)
 	}()
@@ -54,4 +57,30 @@ func (e *embedded) close() error {
 	err := <-e.done
 	e.sock.Remove()
 	return err
+}
+
+// Handover readies the runner embedded in the host, if one runs, for the
+// host's next program (runner.Handover): its processes, and the host's
+// session with it, outlive the host's exec. undo undoes it when the exec
+// fails. With no embedded runner there is nothing to do.
+func (g *Registry) Handover(window time.Duration) (undo func(), err error) {
+	g.mu.Lock()
+	e := g.embedded
+	g.mu.Unlock()
+	if e == nil {
+		return func() {}, nil
+	}
+	return e.r.Handover(window)
+}
+
+// Has reports whether pl is one of the Registry's runner placements.
+func (g *Registry) Has(pl runtime.Placement) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.byKey {
+		if runtime.Placement(e.r) == pl {
+			return true
+		}
+	}
+	return false
 }

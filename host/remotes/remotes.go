@@ -75,7 +75,7 @@ type entry struct {
 	settings string
 	apply    uint64 // the last apply that named it
 	// separate: a runner of its own, with an address, not the one
-	// embedded in the host; its session is recorded (sessions.go).
+	// embedded in the host.
 	separate bool
 	name     string // the runner's name and address, as recorded
 	address  string
@@ -122,11 +122,9 @@ func (g *Registry) resolve(desired *spec.Spec, name string) (*remote.Remote, err
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	separate, address := cfg.Address != "", cfg.Address
-	if separate {
-		cfg.OnSession = func(id string) {
-			if err := g.sessions.set(cfg.Name, address, id); err != nil {
-				g.opt.Logger.Error("record the session with a runner", "runner", cfg.Name, "err", err)
-			}
+	cfg.OnSession = func(id string) {
+		if err := g.sessions.set(cfg.Name, address, id); err != nil {
+			g.opt.Logger.Error("record the session with a runner", "runner", cfg.Name, "err", err)
 		}
 	}
 	if cfg.Address == "" {
@@ -164,11 +162,8 @@ func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, strin
 	if r := desired.Runners[name]; r != nil {
 		rs = *r
 	}
-	if name == "" {
-		name = "embedded"
-	}
 	cfg := remote.Config{
-		Name:    name,
+		Name:    runnerName(name),
 		Address: rs.Address,
 		// Only a runner's entry may let its token cross plain TCP beyond
 		// loopback (docs/security.md, "Runner tokens").
@@ -194,6 +189,15 @@ func (g *Registry) config(desired *spec.Spec, name string) (remote.Config, strin
 		cfg.TLS, tlsSum = t, sum
 	}
 	return cfg, fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%t", cfg.Token, cfg.Lease, cfg.Margin, tlsSum, cfg.InsecurePlaintext), nil
+}
+
+// runnerName is the name of runner name of a spec in the logs and the
+// record of sessions: "embedded" for "", the runner embedded in the host.
+func runnerName(name string) string {
+	if name == "" {
+		return "embedded"
+	}
+	return name
 }
 
 // Refresh begins an apply of desired: it gives the placements of
@@ -246,9 +250,6 @@ func (g *Registry) Prune(used map[runtime.Placement]bool) {
 
 // forget removes the record of e's session, which the host ended.
 func (g *Registry) forget(e *entry) {
-	if !e.separate {
-		return
-	}
 	if err := g.sessions.set(e.name, e.address, ""); err != nil {
 		g.opt.Logger.Error("record the sessions with runners", "err", err)
 	}

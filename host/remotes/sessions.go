@@ -18,10 +18,11 @@ import (
 	"github.com/graftland/graft/spec"
 )
 
-// The host records the session it holds with each runner that is no part
-// of it (one with an address) in runner-sessions.json, so that a host
-// restarted or upgraded while the lease runs resumes it there
-// (docs/upgrade.md). A record is written when a session opens and removed
+// The host records the session it holds with each runner in
+// runner-sessions.json, so that a host restarted or upgraded while the
+// lease runs resumes it there (docs/upgrade.md): a runner of its own (one
+// with an address), and the runner embedded in the host (address ""),
+// which a host's upgrade hands over to the next program (Handover). A record is written when a session opens and removed
 // when the host ends the session on purpose (Close, Prune); a host killed
 // outright, or one that executes its upgrade, leaves it for the next.
 
@@ -142,9 +143,11 @@ type Resumption struct {
 }
 
 // Resume resumes, once per runner, the session recorded for each runner
-// of desired's runner plugins that is no part of the host (one with an
-// address), and returns what it found. The record keeps only the
-// sessions resumed. Called before anything starts on the runners.
+// of desired's runner plugins, and returns what it found. The record
+// keeps only the sessions resumed. Called before anything starts on the
+// runners. The runner embedded in the host starts here if it has a
+// session to resume: it takes back what the host's last program handed
+// over to it.
 func (g *Registry) Resume(ctx context.Context, desired *spec.Spec) []Resumption {
 	var out []Resumption
 	keep := map[string]bool{}
@@ -154,11 +157,11 @@ func (g *Registry) Resume(ctx context.Context, desired *spec.Spec) []Resumption 
 			continue
 		}
 		seen[p.Runner] = true
-		rs := desired.Runners[p.Runner]
-		if rs == nil || rs.Address == "" {
-			continue // the embedded runner ended with the host's program
+		var address string // "": the runner embedded in the host
+		if rs := desired.Runners[p.Runner]; rs != nil {
+			address = rs.Address
 		}
-		id := g.sessions.get(p.Runner, rs.Address)
+		id := g.sessions.get(runnerName(p.Runner), address)
 		if id == "" {
 			continue
 		}
@@ -170,7 +173,7 @@ func (g *Registry) Resume(ctx context.Context, desired *spec.Spec) []Resumption 
 		}
 		res.Err = err
 		if err == nil && res.Remote.SessionID() != "" {
-			keep[runnerKey(p.Runner, rs.Address)] = true
+			keep[runnerKey(runnerName(p.Runner), address)] = true
 		}
 		out = append(out, res)
 	}

@@ -44,6 +44,18 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Dark()  { p.dark.Store(true) }
 func (p *Proxy) Light() { p.dark.Store(false) }
 
+// Cut closes every connection open now, both ways, as a peer that went
+// away does; new ones are forwarded.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {

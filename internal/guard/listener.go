@@ -32,6 +32,9 @@ func Listener(ln net.Listener, l Limits) net.Listener {
 	return &limited{Listener: ln, lim: l, auth: make(chan struct{}, l.MaxConns)}
 }
 
+// Unwrap is the listener l guards.
+func (l *limited) Unwrap() net.Listener { return l.Listener }
+
 type limited struct {
 	net.Listener
 	lim  Limits

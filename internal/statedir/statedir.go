@@ -46,6 +46,10 @@ const (
 const (
 	RunnerLock = "runner.lock" // held (flock) by the one runner; holds its pid
 	Journal    = "journal"     // the generations and records, appended
+	// Handover is what a runner that executes its next program in its
+	// process leaves that program: its sessions and their processes, which
+	// the init of its namespace keeps meanwhile (docs/upgrade.md).
+	Handover = "handover.json"
 	// Generations and Records are the layout of older runners, folded
 	// into the journal at open.
 	Generations = "generations" // <escaped instance>: its last generation

@@ -225,6 +225,36 @@ func TestConnectionLoss(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestStreamFollowedAgain: an event stream that breaks (its connection
+// closed, as a runner that replaces its program closes it) is followed
+// again: the process is not lost, and its output and exit come through
+// the next stream.
+func TestStreamFollowedAgain(t *testing.T) {
+	addr := testRunner(t)
+	px := faultproxy.New(t, strings.TrimPrefix(addr, "tcp://"))
+	r := newRemote(t, "tcp://"+px.Addr(), nil)
+	defer r.Close()
+	out := runtimetest.NewRecorder()
+	req := runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative"))
+	h, err := r.Start(context.Background(), req)
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+	for range 3 {
+		px.Cut()
+		time.Sleep(lease / 2)
+	}
+	time.Sleep(lease)
+	select {
+	case <-h.Done():
+		t.Fatalf("the process was lost with its stream: %+v", h.Exit())
+	default:
+	}
+	outcome, err := h.Stop(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, runtime.Exited, outcome)
+	assert.True(t, out.WaitFor("bye", 10*time.Second), "its output comes through the next stream")
+}
+
 // TestInFlightCallFails: a start under way when the network goes dark
 // fails with a RemoteError, without retrying.
 func TestInFlightCallFails(t *testing.T) {

@@ -163,16 +163,37 @@ func (s *session) forget(k key) {
 }
 
 // follow reads the event stream: output to the plugins' logs, exits to
-// their handles. The stream's end, or a lease without a line (the runner
-// pings every third of it), loses the session.
+// their handles. A stream that ends is followed again, on a fresh
+// connection, for as long as a lease: the runner keeps what it sends
+// meanwhile for the next stream, so a broken connection, or a runner that
+// replaced its program (docs/upgrade.md), loses nothing. A stream not
+// back within the lease, or a lease without a line (the runner pings
+// every third of it), loses the session.
 func (s *session) follow(resp *http.Response) {
 	defer s.wg.Done()
-	defer resp.Body.Close()
-	stop := context.AfterFunc(s.ctx, func() { resp.Body.Close() })
-	defer stop()
 	lines := make(chan struct{}, 1)
 	s.wg.Add(1)
 	go s.watchdog(lines)
+	for done := func() {}; ; {
+		err := s.read(resp, lines)
+		done()
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.r.log.Info("the session's event stream ended: following it again", "runner", s.cfg.Name, "session", s.id, "err", err)
+		if resp, done, err = s.reconnect(err); err != nil {
+			s.lose("follow the session's events", err)
+			return
+		}
+	}
+}
+
+// read reads one stream of the session's events until it ends, and says
+// why it did.
+func (s *session) read(resp *http.Response, lines chan<- struct{}) error {
+	defer resp.Body.Close()
+	stop := context.AfterFunc(s.ctx, func() { resp.Body.Close() })
+	defer stop()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), runnerapi.MaxBody)
 	for sc.Scan() {
@@ -186,11 +207,43 @@ func (s *session) follow(resp *http.Response) {
 		}
 		s.event(ev)
 	}
-	err := sc.Err()
-	if err == nil {
-		err = errors.New("the runner ended the event stream")
+	if err := sc.Err(); err != nil {
+		return err
 	}
-	s.lose("follow the session's events", err)
+	return errors.New("the runner ended the event stream")
+}
+
+// reconnect opens the session's event stream again, retrying with the
+// pauses of the renewals for as long as a lease, and returns it, with the
+// function to call once it is read; the runner's answer that the session
+// is gone ends the retries at once. ended is why the last stream ended.
+func (s *session) reconnect(ended error) (*http.Response, func(), error) {
+	c := newCadence(s.lease, s.cfg.Margin)
+	until := time.Now().Add(s.lease)
+	last := ended
+	for pause := c.pause; time.Now().Before(until); pause = min(2*pause, c.most) {
+		if !s.sleep(pause) {
+			return nil, nil, context.Cause(s.ctx)
+		}
+		// The stream lives on the request's context: only its answer is
+		// bounded.
+		ctx, cancel := context.WithCancel(s.ctx)
+		slow := time.AfterFunc(time.Until(until), cancel)
+		resp, err := s.c.send(ctx, "follow the session's events", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.id)+"/events", nil)
+		if slow.Stop() && err == nil {
+			return resp, cancel, nil
+		}
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if sessionGone(err) || s.ctx.Err() != nil {
+			return nil, nil, err
+		}
+		last = err
+	}
+	return nil, nil, fmt.Errorf("the event stream could not be followed again within the lease of %s: %w", s.lease, last)
 }
 
 // watchdog loses the session when the stream is quiet for a whole lease.
