@@ -34,7 +34,7 @@ type CLI struct {
 	Upgrade  UpgradeCmd  `cmd:"" help:"Replace the running host's program with a new graft, its local plugins running on untouched."`
 	Validate ValidateCmd `cmd:"" help:"Check a plugins file and report every problem in it."`
 	Host     HostCmd     `cmd:"" help:"Run the host daemon in the foreground (graft apply starts one in the background)."`
-	Runner   RunnerCmd   `cmd:"" help:"Run a runner: the daemon that runs remote plugins for hosts, under leases."`
+	Runner   RunnerCmd   `cmd:"" help:"Run a runner: the daemon that runs remote plugins for hosts, under leases. SIGHUP executes its program again, from its path, its processes running on untouched."`
 	Schema   SchemaCmd   `cmd:"" help:"Print the JSON Schema of plugins.yaml."`
 	Version  VersionCmd  `cmd:"" help:"Print graft's version."`
 
