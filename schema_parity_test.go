@@ -178,11 +178,16 @@ var fullFile = map[string]any{
 	"plugins.api.envFile":            []any{"api.env"},
 	"plugins.api.reload.signal":      "SIGHUP",
 	"plugins.api.reload.check":       []any{"./bin/api", "--check"},
+	"plugins.api.listen.name":        "http",
+	"plugins.api.listen.tcp":         "127.0.0.1:8080",
 
 	"plugins.db.command":           []any{"./bin/db"},
 	"plugins.db.ready.tcp":         "127.0.0.1:5432",
 	"plugins.db.health.exec":       []any{"./bin/db", "--ping"},
 	"plugins.db.reloadSignal":      "SIGHUP",
+	"plugins.db.listen.name":       "admin",
+	"plugins.db.listen.unix":       "run/admin.sock",
+	"plugins.db.listen.mode":       "0660",
 	"plugins.cache.command":        []any{"./bin/db"},
 	"plugins.cache.ready.exec":     []any{"./bin/db", "--ready"},
 	"plugins.cache.health.tcp":     "127.0.0.1:6379",
@@ -300,7 +305,7 @@ func TestSchemaFullFile(t *testing.T) {
 		parts := strings.Split(path, ".")
 		m := doc
 		for i, p := range parts[:len(parts)-1] {
-			if i == 2 && (p == "files" || p == "mounts") {
+			if i == 2 && (p == "files" || p == "mounts" || p == "listen") {
 				list, _ := m[p].([]any)
 				if len(list) == 0 {
 					list = []any{map[string]any{}}

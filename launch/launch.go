@@ -59,6 +59,8 @@ type Spec struct {
 	// Reload is how the running process takes a new config; nil: it
 	// cannot, and a change of its config replaces it.
 	Reload *Reload `json:"reload,omitempty"`
+	// Listen are the sockets held for the process (listen.go).
+	Listen []Listen `json:"listen,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -105,6 +107,7 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 	if r := s.Reload; r != nil {
 		c.reload(r)
 	}
+	c.listen(s.Listen)
 	return c.out
 }
 

@@ -44,6 +44,7 @@ type Traits struct {
 	NoOnce   string // once
 	NoProc   string // user, group, umask and limits
 	NoTTY    string // tty
+	NoListen string // listen
 }
 
 // placements is the table: a row per placement, in the order the
@@ -60,11 +61,13 @@ var placements = []struct {
 		NoReload: "a worker cannot reload: it gets no signals; use replace",
 		NoExec:   "a worker has no process to run a command beside; check it with tcp or http",
 		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host",
-		NoTTY:    "a worker has no process of its own to give a terminal: its output reaches its log without one"}},
+		NoTTY:    "a worker has no process of its own to give a terminal: its output reaches its log without one",
+		NoListen: "a worker has no process of its own to hand a socket to: it runs inside the host"}},
 	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true}},
 	{Floating, Traits{Instance: true, Elect: true, Reload: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
-		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once"}},
+		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once",
+		NoListen: "not for floating plugins: its leader's host changes, and with it the socket's"}},
 }
 
 // Placements lists every placement, in the order the documentation gives

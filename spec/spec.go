@@ -171,6 +171,10 @@ type Plugin struct {
 	Reload *launch.Reload `yaml:"reload"`
 	// ReloadSignal is the short form of Reload with a signal alone.
 	ReloadSignal string `yaml:"reloadSignal"`
+	// Listen are sockets the host (the runner, for a runner plugin) opens
+	// and holds for the plugin, handed to its processes as systemd's
+	// socket activation does (docs/semantics.md, "Held sockets").
+	Listen []launch.Listen `yaml:"listen"`
 }
 
 // Mount shows a worker a host directory at a guest path.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"regexp"
 	"runtime"
 	"sync"
 
@@ -38,10 +39,16 @@ type block struct {
 	entries    []blockLine // the lines that start a plugin entry
 }
 
+// emptyFlowValue finds a key with no value in a flow collection
+// ("[api: ]", "{a: }"): yaml.v3 places that value's null by where its
+// scanner stands, which depends on what follows the piece, so such a
+// file is parsed whole.
+var emptyFlowValue = regexp.MustCompile(`[^:\[]:[ \t]*[\]},]`)
+
 // parseSplit returns the file's root node parsed in pieces, or false when
 // the file must be parsed whole.
 func parseSplit(file string, data []byte) (*yaml.Node, bool) {
-	if bytes.IndexByte(data, '\r') >= 0 || bytes.Contains(data, []byte("\n\t")) {
+	if bytes.IndexByte(data, '\r') >= 0 || bytes.Contains(data, []byte("\n\t")) || emptyFlowValue.Match(data) {
 		return nil, false
 	}
 	b, ok := findBlock(data)
