@@ -248,7 +248,7 @@ func (in *nsInit) start(c Cmd, path string, out *os.File) (*Process, error) {
 	id := in.nextID
 	in.starts[id] = ch
 	in.mu.Unlock()
-	in.send(func() error { return in.request(id, b, out, c.Reader) })
+	in.send(func() error { return in.request(id, b, out, c.Reader, c.Files) })
 	r, ok := await(in, ch)
 	if !ok {
 		return nil, &initEnded{err: in.err}
@@ -276,16 +276,27 @@ func (in *nsInit) send(request func() error) {
 // request sends a start: its header, a newline and as much of the spec
 // as a message holds (most often all of it), with out; then the rest of
 // the spec in chunks.
-func (in *nsInit) request(id int, spec []byte, out, reader *os.File) error {
+func (in *nsInit) request(id int, spec []byte, out, reader *os.File, files []*os.File) error {
 	n := min(len(spec), chunk)
-	msg := append(fmt.Appendf(make([]byte, 0, 32+n), "start %d %d\n", id, len(spec)), spec[:n]...)
 	keep := -1
 	if reader != nil {
 		keep = int(reader.Fd())
 	}
-	err := in.w.send(msg, int(out.Fd()), keep)
+	// Without held sockets, the request an init of an earlier graft, kept
+	// across an upgrade, reads too.
+	head := fmt.Appendf(make([]byte, 0, 32+n), "start %d %d", id, len(spec))
+	fds := []int{int(out.Fd()), keep}
+	if len(files) > 0 {
+		head = fmt.Appendf(head, " %d %d", boolNum(reader != nil), len(files))
+		for _, f := range files {
+			fds = append(fds, int(f.Fd()))
+		}
+	}
+	msg := append(append(head, '\n'), spec[:n]...)
+	err := in.w.send(msg, fds...)
 	runtime.KeepAlive(out)
 	runtime.KeepAlive(reader)
+	runtime.KeepAlive(files)
 	for spec = spec[n:]; len(spec) > 0 && err == nil; spec = spec[n:] {
 		n = min(len(spec), chunk)
 		err = in.w.send(spec[:n], -1)

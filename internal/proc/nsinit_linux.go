@@ -176,6 +176,8 @@ type request struct {
 	spec []byte // start: the spec
 	out  int    // start: the plugin's output
 	keep int    // start: its pipe's read end, or -1
+	// files are a start's held sockets, the plugin's descriptors 3 and on.
+	files []int
 }
 
 // runInit is the init of a Spawner's PID namespace, pid 1 there. It starts
@@ -303,10 +305,16 @@ func readRequest(w *wire) (request, error) {
 		err == nil && word == "hold" && len(nums) == 2 && len(fds) == 0,
 		err == nil && word == "quit" && len(nums) == 0 && len(fds) == 0:
 		return request{word: word, nums: nums, out: -1, keep: -1}, nil
-	case err == nil && word == "start" && len(nums) == 2 && len(fds) >= 1 && len(first) <= nums[1]:
+	case err == nil && word == "start" && len(nums) == 2 && len(fds) >= 1 && len(fds) <= 2 && len(first) <= nums[1],
+		// "start ID LEN KEEP FILES": with held sockets, after the read end
+		// when KEEP is 1.
+		err == nil && word == "start" && len(nums) == 4 && len(fds) == 1+nums[2]+nums[3] && nums[2] <= 1 && len(first) <= nums[1]:
 		r := request{word: word, nums: nums[:1], out: fds[0], keep: -1, spec: append(make([]byte, 0, nums[1]), first...)}
-		if len(fds) > 1 {
+		if len(nums) == 2 && len(fds) > 1 || len(nums) == 4 && nums[2] == 1 {
 			r.keep = fds[1]
+		}
+		if len(nums) == 4 {
+			r.files = fds[1+nums[2]:]
 		}
 		for len(r.spec) < nums[1] {
 			part, extra, err := w.receive()
@@ -317,7 +325,7 @@ func readRequest(w *wire) (request, error) {
 				err = fmt.Errorf("a spec longer than its %d bytes", nums[1])
 			}
 			if err != nil {
-				closeAll(fds)
+				closeAll(fds) // the read end and the files among them
 				return request{}, err
 			}
 			r.spec = append(r.spec, part...)
@@ -332,7 +340,7 @@ func readRequest(w *wire) (request, error) {
 func (in *initState) serve(r request) {
 	switch r.word {
 	case "start":
-		in.start(r.nums[0], r.spec, r.out, r.keep)
+		in.start(r.nums[0], r.spec, r.out, r.keep, r.files)
 	case "reap":
 		nspid := r.nums[0]
 		h, ok := in.held[nspid]
@@ -360,8 +368,9 @@ func (in *initState) forget(nspid int, h *heldPlugin) {
 // stdin the init's own (/dev/null) and out as stdout and stderr, keeps
 // keep (its pipe's read end, if any) while it lives, and reports "pid ID
 // NSPID" with a pidfd of it once its program runs, or "err ID ERRNO".
-func (in *initState) start(id int, b []byte, out, keep int) {
+func (in *initState) start(id int, b []byte, out, keep int, files []int) {
 	defer unix.Close(out) // the plugin's now, not the init's
+	defer closeAll(files)
 	spec, err := decodeSpec(b)
 	if err != nil {
 		if keep >= 0 {
@@ -374,7 +383,7 @@ func (in *initState) start(id int, b []byte, out, keep int) {
 	pid, err := syscall.ForkExec(spec.Path, spec.Argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, uintptr(out), uintptr(out)},
+		Files: append([]uintptr{0, uintptr(out), uintptr(out)}, fdsOf(files)...),
 		Sys:   &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd, Credential: spec.Cred.sys()},
 	})
 	if err != nil {
@@ -439,4 +448,13 @@ func (in *initState) reapOrphans() {
 			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
 		}
 	}
+}
+
+// fdsOf is fds as ProcAttr.Files takes them.
+func fdsOf(fds []int) []uintptr {
+	out := make([]uintptr, len(fds))
+	for i, fd := range fds {
+		out[i] = uintptr(fd)
+	}
+	return out
 }

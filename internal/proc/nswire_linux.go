@@ -102,8 +102,9 @@ func (w *wire) io(write bool, op func(fd int) error) error {
 	return err
 }
 
-// maxFDs is the most descriptors one message carries.
-const maxFDs = 2
+// maxFDs is the most descriptors one message carries: a start's output,
+// its pipe's read end, and its held sockets (Cmd.Files).
+const maxFDs = 2 + MaxFiles
 
 // send sends one message, with the descriptors of fds that are not
 // negative attached.

@@ -55,7 +55,17 @@ type Cmd struct {
 	Hold        bool
 	StopSignal  syscall.Signal
 	StopTimeout time.Duration
+
+	// Files are given to the process as descriptors 3 and on, in order:
+	// the sockets held for it (socket activation). With Files, an Env that
+	// sets LISTEN_FDS makes the child start through the setup, which sets
+	// LISTEN_PID to the program's own pid, as systemd does. At most
+	// MaxFiles.
+	Files []*os.File
 }
+
+// MaxFiles bounds Cmd.Files.
+const MaxFiles = 64
 
 // Limit is a resource limit: an RLIMIT_ number, with its soft and hard
 // values (RLIM_INFINITY: unlimited).

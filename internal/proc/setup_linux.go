@@ -38,7 +38,7 @@ const (
 )
 
 // needsSetup reports whether c starts through the setup.
-func (c *Cmd) needsSetup() bool { return c.Umask != nil || len(c.Limits) > 0 }
+func (c *Cmd) needsSetup() bool { return c.Umask != nil || len(c.Limits) > 0 || len(c.Files) > 0 }
 
 // throughSetup is c started through the setup, and the path of the setup
 // to execute: the program, umask, limits and credential are its
@@ -97,7 +97,28 @@ func runSetup(args, env []string) error {
 			return err
 		}
 	}
-	return syscall.Exec(path, argv, env)
+	return syscall.Exec(path, argv, withListenPID(env))
+}
+
+// withListenPID is env with LISTEN_PID set to this process's pid, when
+// it sets LISTEN_FDS: socket activation's check that the sockets are the
+// program's, by the pid it sees of itself (in its PID namespace).
+func withListenPID(env []string) []string {
+	fds := false
+	out := env[:0:0]
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "LISTEN_PID="):
+			continue
+		case strings.HasPrefix(kv, "LISTEN_FDS="):
+			fds = true
+		}
+		out = append(out, kv)
+	}
+	if !fds {
+		return env
+	}
+	return append(out, "LISTEN_PID="+strconv.Itoa(os.Getpid()))
 }
 
 // setLimit sets one "RESOURCE:SOFT:HARD". x/sys/unix's Setrlimit goes

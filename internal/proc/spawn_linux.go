@@ -148,7 +148,7 @@ func forkChild(c Cmd, path string, devnull, out *os.File) (*Process, error) {
 	attr := &syscall.ProcAttr{
 		Dir:   c.Dir,
 		Env:   c.Env,
-		Files: []uintptr{devnull.Fd(), out.Fd(), out.Fd()},
+		Files: withFiles([]uintptr{devnull.Fd(), out.Fd(), out.Fd()}, c.Files),
 		Sys: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
@@ -247,4 +247,13 @@ func (c *Cred) sys() *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: c.Uid, Gid: c.Gid, Groups: c.Groups}
+}
+
+// withFiles is std followed by the descriptors of files, which the child
+// gets as 3 and on.
+func withFiles(std []uintptr, files []*os.File) []uintptr {
+	for _, f := range files {
+		std = append(std, f.Fd())
+	}
+	return std
 }
