@@ -61,6 +61,9 @@ func (h *Host) adopt() {
 		h.log.Error("attach to the init an earlier host left: what it keeps is stopped when its window passes", "err", err)
 	}
 	h.recordHeldStops()
+	if err := h.local.SocketsClaimed(); err != nil {
+		h.log.Warn("take back the sockets the last program held", "err", err)
+	}
 	var applied *spec.Spec
 	if h.spec != nil {
 		applied = h.spec.parsed

@@ -57,6 +57,9 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 		return nil, err
 	}
 	p = planned
+	if err := h.holdSockets(desired); err != nil {
+		return nil, err
+	}
 	if save {
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
@@ -79,6 +82,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	h.closeUnusedLogs()
 	h.syncCompleted() // one-shots updated in place keep their record, under the new hash
 	h.runners.Prune(h.placements())
+	h.pruneSockets(desired)
 	h.pruneLastStops()
 	if save && err == nil {
 		h.pruneDigests()

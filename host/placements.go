@@ -40,7 +40,7 @@ var placements = []hostPlacement{
 	{run: spec.Local, what: "stop plugins",
 		open: func(h *Host) error {
 			h.local = local.New(local.Options{Timing: h.opt.Timing, NoNamespace: h.opt.NoNamespace, Records: filepath.Join(h.dir, instancesDir),
-				Handover: h.setHandover(), AdoptWindow: h.opt.AdoptWindow})
+				Handover: h.setHandover(), AdoptWindow: h.opt.AdoptWindow, Sockets: socketsFile(h.dir)})
 			return nil
 		},
 		of:    func(h *Host, _ *spec.Spec, _ *spec.Plugin) (runtime.Placement, error) { return h.local, nil },

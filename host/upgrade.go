@@ -150,8 +150,14 @@ func (h *Host) Upgrade(ctx context.Context, req UpgradeRequest) (*hostapi.Upgrad
 		// The terms this host leads, as late as can be: the new program
 		// takes them back within the ttl of their last renewal.
 		err := h.recordTerms()
+		// The sockets held for the local plugins, for the new program.
+		undoSockets := func() {}
+		if err == nil {
+			undoSockets, err = h.local.HandSockets()
+		}
 		if err == nil {
 			err = h.opt.Exec(bin)
+			undoSockets()
 		}
 		os.Remove(filepath.Join(h.dir, statedir.Terms))
 		// Still here: the exec failed. The host goes on.

@@ -123,6 +123,12 @@ func (r *Runner) Handover(window time.Duration) (undo func(), err error) {
 	steps = append(steps, func() { r.local.Unhold(0) })
 	r.local.Freeze()
 	steps = append(steps, r.local.Thaw)
+	undoSockets, err := r.local.HandSockets()
+	if err != nil {
+		undo()
+		return nil, fmt.Errorf("hand the held sockets over: %w", err)
+	}
+	steps = append(steps, undoSockets)
 	r.drain(drainWait)
 	h := r.handed()
 	b, _ := json.Marshal(h) // plain fields: always marshals

@@ -133,6 +133,9 @@ func (r *Runner) detach(s *session) []*process {
 	var procs []*process
 	for p := range s.procs {
 		procs = append(procs, p)
+		// The sockets held for its instance close with the session: a
+		// holder that comes back opens another, and starts it again.
+		r.local.ReleaseSockets(runtime.Request{Identity: &runtime.Identity{ID: p.name}})
 	}
 	return procs
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/graftland/graft/internal/cleartext"
 	"github.com/graftland/graft/internal/guard"
 	"github.com/graftland/graft/internal/privsock"
+	"github.com/graftland/graft/internal/proc"
 )
 
 // ListenConfig is where a runner listens, and what guards it there.
@@ -156,7 +157,7 @@ func ListenerFile(ln net.Listener) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := inheritable(f); err != nil {
+	if err := proc.Inheritable(f, true); err != nil {
 		f.Close()
 		return nil, err
 	}

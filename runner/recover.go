@@ -31,6 +31,9 @@ func (r *Runner) recoverRecords() error {
 	// The processes the last program handed over run on: their records
 	// are theirs.
 	taken := r.takeHandover(recs)
+	if err := r.local.SocketsClaimed(); err != nil {
+		r.log.Warn("take back the sockets the last program held", "err", err)
+	}
 	kept := recs[:0:0]
 	for _, rec := range recs {
 		if rec.salvaged || !taken[rec.Invocation] {

@@ -206,6 +206,7 @@ func Open(dir string, opt Options) (*Runner, error) {
 		Started:     r.spawned,
 		NoNamespace: opt.NoNamespace,
 		Handover:    r.hand,
+		Sockets:     filepath.Join(dir, statedir.Sockets),
 	})
 	if err := r.recoverRecords(); err != nil {
 		r.local.Close()

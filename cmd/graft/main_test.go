@@ -119,6 +119,7 @@ func scriptParams(dir string) testscript.Params {
 			"buildgraft":  cmdBuildGraft,
 			"seqlog":      cmdSeqLog,
 			"waitgone":    cmdWaitGone,
+			"hammer":      cmdHammer,
 		},
 	}
 }

@@ -9,10 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
 )
 
 // plugMain is the plugin of the end-to-end scripts, this test binary run
@@ -36,6 +40,9 @@ import (
 //	plug late NAME DURATION  sleep DURATION, say "NAME listening at=UNIXNANO", then serve NAME
 //	plug tcp NAME ADDR       serve, and accept connections on ADDR with a listen backlog of 0, so that
 //	                         connections stop being accepted at once when it is frozen (SIGSTOP)
+//	plug activated NAME [D]  serve HTTP on the sockets of LISTEN_FDS (coreos/go-systemd's activation,
+//	                         which checks LISTEN_PID), answering "NAME pid=PID"; wait D before it
+//	                         serves (default 0); on SIGTERM, finish the requests under way and exit
 func plugMain() {
 	args := os.Args[1:]
 	if len(args) < 2 {
@@ -59,6 +66,8 @@ func plugMain() {
 		}
 		go http.Serve(ln, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		serve(args[1], nil)
+	case "activated":
+		activated(args[1:])
 	case "reloader": // NAME FILE: on SIGHUP, says FILE's first line
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, os.Interrupt)
@@ -269,4 +278,70 @@ func plugJobs(args []string) bool {
 		return false
 	}
 	return true
+}
+
+// activated is plug activated: a program written for socket activation,
+// as systemd hands sockets over. It answers each connection's first
+// request and closes it; on SIGTERM it stops accepting, answers the
+// connections it accepted, and exits: the sockets stay open in graft,
+// and the next process accepts what comes meanwhile.
+func activated(args []string) {
+	name := args[0]
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	if len(args) > 1 {
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+	}
+	byName, err := activation.ListenersWithNames()
+	if err != nil || len(byName) == 0 {
+		fmt.Printf("%s: no sockets handed over (LISTEN_FDS=%q LISTEN_PID=%q): %v\n", name, os.Getenv("LISTEN_FDS"), os.Getenv("LISTEN_PID"), err)
+		os.Exit(3)
+	}
+	body := fmt.Sprintf("%s pid=%d\n", name, os.Getpid())
+	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	var names []string
+	var all []net.Listener
+	var accepting, answering sync.WaitGroup
+	for n, lns := range byName {
+		names = append(names, n)
+		for _, ln := range lns {
+			all = append(all, ln)
+			accepting.Go(func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					answering.Go(func() { answerOne(c, answer) })
+				}
+			})
+		}
+	}
+	sort.Strings(names)
+	fmt.Printf("%s serving on %s pid=%d\n", name, strings.Join(names, ","), os.Getpid())
+	<-sigs
+	for _, ln := range all {
+		ln.Close()
+	}
+	accepting.Wait()
+	answering.Wait()
+	fmt.Printf("%s bye\n", name)
+	exit0()
+}
+
+// answerOne reads a request's head from c and writes answer.
+func answerOne(c net.Conn, answer string) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var head []byte
+	buf := make([]byte, 4096)
+	for !strings.Contains(string(head), "\r\n\r\n") {
+		n, err := c.Read(buf)
+		if err != nil {
+			return
+		}
+		head = append(head, buf[:n]...)
+	}
+	c.Write([]byte(answer))
 }

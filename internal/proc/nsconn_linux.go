@@ -289,7 +289,7 @@ func (in *nsInit) request(id int, spec []byte, out, reader *os.File, files []*os
 	if len(files) > 0 {
 		head = fmt.Appendf(head, " %d %d", boolNum(reader != nil), len(files))
 		for _, f := range files {
-			fds = append(fds, int(f.Fd()))
+			fds = append(fds, FD(f))
 		}
 	}
 	msg := append(append(head, '\n'), spec[:n]...)

@@ -253,7 +253,7 @@ func (c *Cred) sys() *syscall.Credential {
 // gets as 3 and on.
 func withFiles(std []uintptr, files []*os.File) []uintptr {
 	for _, f := range files {
-		std = append(std, f.Fd())
+		std = append(std, uintptr(FD(f)))
 	}
 	return std
 }

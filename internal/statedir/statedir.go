@@ -37,6 +37,10 @@ const (
 	// the runner embedded in the host.
 	EmbeddedRunner = "runner"
 	EmbeddedSocket = "runner.sock"
+	// Sockets records the held sockets of a daemon that executes its next
+	// program in its process, for that program (the host's, and a
+	// runner's).
+	Sockets = "sockets.json"
 	// RunnerSessions records the session the host holds with each runner
 	// of its own, to resume it after a restart (docs/upgrade.md).
 	RunnerSessions = "runner-sessions.json"

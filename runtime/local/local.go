@@ -48,6 +48,10 @@ type Options struct {
 	// (docs/upgrade.md); 0 keeps none past a crash.
 	Handover    proc.Handover
 	AdoptWindow time.Duration
+	// Sockets, when set, is where the record of the held sockets is
+	// written for the daemon's next program in this process (HandSockets),
+	// and read back by New.
+	Sockets string
 }
 
 // ErrNoNamespace is why plugins run without PID namespaces when

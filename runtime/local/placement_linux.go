@@ -34,6 +34,9 @@ type Local struct {
 	// each reaping; Freeze holds it alone (handover_linux.go).
 	gate   sync.RWMutex
 	frozen bool // under mu
+
+	sockets  socketTable // the sockets held for the plugins (sockets.go)
+	claimErr error       // why the sockets handed over were not all taken back
 }
 
 var _ runtime.Placement = (*Local)(nil)
@@ -45,7 +48,9 @@ func New(opt Options) *Local {
 	if opt.Handover.Socket != "" {
 		s.SetHandover(opt.Handover, opt.AdoptWindow)
 	}
-	return &Local{opt: opt, spawner: s, base: runtime.BaseEnv(opt.Env), live: map[*process]bool{}}
+	l := &Local{opt: opt, spawner: s, base: runtime.BaseEnv(opt.Env), live: map[*process]bool{}}
+	l.claimErr = l.claimSockets()
+	return l
 }
 
 // Isolation says whether plugins run in a PID namespace of the host's
@@ -71,6 +76,11 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, err
 	}
 	env := environ(l.base, l.opt.Env, req, id, cred.env)
+	socks, err := l.sockets.hold(socketKey(req), resolved(req, req.Launch.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", req.Name, err)
+	}
+	env = withListen(env, socks)
 	var seen <-chan struct{}
 	req.Output, seen = ready.Watch(req.Launch.Ready, req.Output)
 	output := proc.OutputPipe
@@ -102,6 +112,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		Hold:        req.Tag != "" && !req.UpgradeOnly,
 		StopSignal:  proc.SignalNamed(req.Launch.StopSignal),
 		StopTimeout: l.opt.Timing.ShutdownTimeout + l.opt.Timing.ExitWindow,
+		Files:       filesOf(socks),
 	}))
 	w.Close() // the child holds its copy
 	if err != nil {
@@ -232,5 +243,6 @@ func (l *Local) Close() error {
 	l.mu.Unlock()
 	err := runtime.StopAll(context.Background(), live)
 	l.spawner.Close()
+	l.sockets.closeAll()
 	return err
 }

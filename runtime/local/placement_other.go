@@ -15,7 +15,11 @@ import (
 // Local is the placement of plugins that run as child processes of the
 // host. Off Linux it starts nothing yet: graft's guarantees about process
 // families rest on pidfds, /proc and the child subreaper.
-type Local struct{ opt Options }
+type Local struct {
+	opt      Options
+	sockets  socketTable
+	claimErr error
+}
 
 var _ runtime.Placement = (*Local)(nil)
 

@@ -1,0 +1,70 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"path/filepath"
+
+	"github.com/graftland/graft/internal/statedir"
+	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/spec"
+)
+
+// The host holds the sockets of its local plugins' listen: (runtime/local,
+// docs/semantics.md "Held sockets"). An apply binds every one the desired
+// spec lists before it records the spec or stops anything, so that an
+// address that cannot be bound fails the apply first; the sockets of a
+// plugin that left the spec are closed once the apply is done.
+
+// socketsFile is where the host's local placement records its sockets for
+// the next program, across graft upgrade.
+func socketsFile(dir string) string { return filepath.Join(dir, statedir.Sockets) }
+
+// holdSockets binds, or keeps, the sockets of desired's local plugins.
+func (h *Host) holdSockets(desired *spec.Spec) error {
+	var errs []string
+	for _, name := range slices.Sorted(maps.Keys(desired.Plugins)) {
+		p := desired.Plugins[name]
+		if p.Run != spec.Local || len(p.Listen) == 0 {
+			continue
+		}
+		req := runtime.Request{Project: desired.Name, Dir: desired.Dir}.For(p)
+		err := h.local.HoldSockets(req, p.Listen)
+		if errors.Is(err, syscall.EADDRINUSE) && h.adopted(name) {
+			// A host that crashed took its sockets with it, and the
+			// process adopted from it holds its own copy: bound again once
+			// that process is gone.
+			h.log.Warn("a socket of an adopted plugin is its process's alone until it stops", "plugin", name, "err", err)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: plugins.%s.%v", desired.File, name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New("a socket cannot be held, and nothing was changed: " + strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// pruneSockets closes the sockets of the plugins that are no local
+// plugins of desired, or list none.
+func (h *Host) pruneSockets(desired *spec.Spec) {
+	h.local.KeepSockets(func(key string) bool {
+		p := desired.Plugins[key]
+		return p != nil && p.Run == spec.Local && len(p.Listen) > 0
+	})
+}
+
+// adopted reports whether name runs as a process adopted from an earlier
+// host.
+func (h *Host) adopted(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.plugins[name]
+	return e != nil && e.adopted != nil
+}

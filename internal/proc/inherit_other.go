@@ -1,0 +1,14 @@
+//go:build !unix
+
+package proc
+
+import (
+	"errors"
+	"os"
+)
+
+// Inheritable makes f's descriptor survive an exec: not here.
+func Inheritable(*os.File, bool) error { return errors.New("no descriptor survives an exec here") }
+
+// FD is f's descriptor.
+func FD(f *os.File) int { return int(f.Fd()) }
