@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
-	"path/filepath"
 
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
