@@ -180,6 +180,8 @@ var fullFile = map[string]any{
 	"plugins.api.reload.check":       []any{"./bin/api", "--check"},
 	"plugins.api.listen.name":        "http",
 	"plugins.api.listen.tcp":         "127.0.0.1:8080",
+	"plugins.api.update.order":       "start-first",
+	"plugins.db.update.overlap":      true,
 
 	"plugins.db.command":           []any{"./bin/db"},
 	"plugins.db.ready.tcp":         "127.0.0.1:5432",

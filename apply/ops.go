@@ -20,6 +20,7 @@ var carriers = map[plan.Op]carrier{
 	plan.OpStart:  (*execution).start,
 	plan.OpReload: inPlace(InPlace.Reload),
 	plan.OpUpdate: inPlace(InPlace.Update),
+	plan.OpSwap:   (*execution).swap,
 }
 
 // stop stops the step's plugin. A stop that had to force the plugin but

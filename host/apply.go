@@ -315,13 +315,33 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 			return apply.Result{}, err
 		}
 	}
-	out, err := x.h.logOf(name)
+	e, err := x.newEntry(name, p, true)
 	if err != nil {
 		return apply.Result{}, err
 	}
+	// The start goes on whatever becomes of the apply; only its wait ends.
+	st, err := e.supervisor.StartUntil(x.waits, until, reached)
+	switch {
+	case !p.Once.On:
+	case err == nil:
+		x.h.syncCompleted()
+	case errors.As(err, new(*runtime.WaitEndedError)):
+		x.h.recordWhenDone(name, e) // left running: its completion is still recorded
+	}
+	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+}
+
+// newEntry makes the entry of plugin p, name, of the desired spec, with
+// its supervisor, not started; with track, it is the plugin's entry from
+// now on.
+func (x executor) newEntry(name string, p *spec.Plugin, track bool) (*entry, error) {
+	out, err := x.h.logOf(name)
+	if err != nil {
+		return nil, err
+	}
 	pl, err := x.h.placement(x.desired, p)
 	if err != nil {
-		return apply.Result{}, err
+		return nil, err
 	}
 	req := runtime.Request{Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}.For(p)
 	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
@@ -337,20 +357,57 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	e.supervisor = runtime.NewSupervisor(pl, req)
 	e.supervisor.OnChange(x.h.changed.notify)
 	e.env = req.Env
-	x.h.plugins[name] = e
+	if track {
+		x.h.plugins[name] = e
+	}
 	x.h.mu.Unlock()
 	x.h.metrics.started(name)
 	x.h.changed.notify()
-	// The start goes on whatever becomes of the apply; only its wait ends.
-	st, err := e.supervisor.StartUntil(x.waits, until, reached)
-	switch {
-	case !p.Once.On:
-	case err == nil:
-		x.h.syncCompleted()
-	case errors.As(err, new(*runtime.WaitEndedError)):
-		x.h.recordWhenDone(name, e) // left running: its completion is still recorded
+	return e, nil
+}
+
+// Swap replaces the plugin start-first (apply.Swapper, docs/semantics.md
+// "Start-first replacement"): its new process starts beside the running
+// one, on the sockets the host holds for it, and once it is ready (and
+// healthy, when it has a health check) and has reached until, the old one
+// stops with the stop sequence and the new one is the plugin's. A new one
+// that does not get there is stopped, and the old one runs on.
+func (x executor) Swap(ctx context.Context, name string, until spec.Condition, reached func(spec.Condition)) (apply.Result, error) {
+	p := x.desired.Plugins[name]
+	old := x.h.entry(name)
+	if p == nil || old == nil || old.supervisor.State().Status != runtime.Running {
+		return x.Start(ctx, name, until, reached) // nothing runs to serve meanwhile
 	}
-	return apply.Result{Identity: st.Identity, PID: st.PID}, err
+	want := until
+	if p.Health != nil {
+		want = spec.UntilHealthy
+	} else if want == "" || want == spec.UntilStarted {
+		want = spec.UntilReady
+	}
+	e, err := x.newEntry(name, p, false)
+	if err != nil {
+		return apply.Result{}, err
+	}
+	st, err := e.supervisor.StartUntil(x.waits, want, reached)
+	if err != nil {
+		e.supervisor.Stop(context.WithoutCancel(ctx))
+		return apply.Result{}, fmt.Errorf("start %s start-first: its new process did not get %s, and was stopped; the old one runs on: %w", name, want, err)
+	}
+	x.h.log.Info("start-first: the new process is "+string(want)+"; stopping the old one", "plugin", name, "pid", st.PID)
+	outcome, err := x.h.stop(ctx, name, old)
+	x.h.mu.Lock()
+	if outcome != runtime.Unconfirmed || x.h.plugins[name] == nil {
+		x.h.plugins[name] = e
+	}
+	x.h.mu.Unlock()
+	x.h.changed.notify()
+	if outcome == runtime.Unconfirmed {
+		// The old one may still run: it stays the plugin's, for the next
+		// apply to stop again, and the new one is stopped.
+		e.supervisor.Stop(context.WithoutCancel(ctx))
+		return apply.Result{Outcome: outcome}, err
+	}
+	return apply.Result{Identity: st.Identity, PID: st.PID}, nil
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.

@@ -1,6 +1,10 @@
 package plan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/graftland/graft/spec"
+)
 
 // This file is the one table of what a plan does: a row per action and a
 // row per op. The differ (Summary.add, restart), the step graph, Verify and
@@ -55,6 +59,9 @@ const (
 	OpStart  Op = "start"
 	OpReload Op = "reload" // the step of a Reload
 	OpUpdate Op = "update" // the step of an Update
+	// OpSwap is the one step of a start-first replace or restart: the new
+	// process starts beside the old one, which stops once it is ready.
+	OpSwap Op = "swap"
 )
 
 // actionRow is everything about one action but when the differ plans it.
@@ -142,6 +149,7 @@ var opTable = []opRow{
 	{OpStart, startSlot, desiredPlugin},
 	{OpReload, startSlot, runningPlugin},
 	{OpUpdate, startSlot, runningPlugin},
+	{OpSwap, startSlot, desiredPlugin},
 }
 
 // Actions lists every action, in the order the summary lists them.
@@ -223,6 +231,38 @@ func (r *actionRow) slotOp(slot int) Op {
 		}
 	}
 	return ""
+}
+
+// ops are the steps c calls for: its action's, but one swap for a
+// start-first replace or restart.
+func (c *Change) ops() []Op {
+	if c.swaps() {
+		return []Op{OpSwap}
+	}
+	return actionOf(c.Action).ops
+}
+
+// swaps reports whether c is a start-first replace or restart.
+func (c *Change) swaps() bool {
+	return c.Order == spec.StartFirst && (c.Action == Replace || c.Action == Restart)
+}
+
+// orderNote is what the text forms add to c's plugin: " (start-first)"
+// for a swap.
+func (c *Change) orderNote() string {
+	if c.swaps() {
+		return " (start-first)"
+	}
+	return ""
+}
+
+// consumers is what c does to the consumers of its plugin: a start-first
+// replacement leaves them, since its plugin never stops serving.
+func (c *Change) consumers() consumers {
+	if c.swaps() {
+		return leavesConsumers
+	}
+	return actionOf(c.Action).consumers
 }
 
 // orList joins ops as "a, b or c".

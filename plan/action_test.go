@@ -2,10 +2,13 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/graftland/graft/spec"
 )
 
 // TestActionTable checks the rows of action.go against each other and
@@ -45,10 +48,13 @@ func TestActionTable(t *testing.T) {
 		used := false
 		for _, r := range actionTable {
 			used = used || r.slotOp(opOf(o).slot) == o
+			// A start-first replace or restart calls for a swap.
+			swap := Change{Action: r.action, Order: spec.StartFirst}
+			used = used || slices.Contains(swap.ops(), o)
 		}
 		assert.True(t, used, "no action calls for op %s", o)
 	}
-	assert.Equal(t, "stop, start, reload or update", opChoice)
+	assert.Equal(t, "stop, start, reload, update or swap", opChoice)
 }
 
 func summaryFields(t *testing.T, s Summary) map[string]any {

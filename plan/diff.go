@@ -57,6 +57,7 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 	}
 	for _, i := range order {
 		d.restart(i)
+		d.order(i) // in topological order: a consumer's restart sees it
 	}
 	p := &Plan{
 		Format:  Format,
@@ -171,6 +172,17 @@ func unconfirmedReason(r *Record) string {
 	return "unconfirmed: it may still be running"
 }
 
+// order makes plugin i's replace or restart start-first when its desired
+// spec says so and it runs: a plugin that failed, or whose end is not
+// confirmed, has no process to keep serving beside the new one.
+func (d *differ) order(i int) {
+	c := &d.changes[i]
+	p, r := d.desired.Plugins[c.Plugin], d.running[c.Plugin]
+	if (c.Action == Replace || c.Action == Restart) && p != nil && p.StartsFirst() && r != nil && (r.Status == Running || r.Status == Starting) && r.Run == p.Run {
+		c.Order = spec.StartFirst
+	}
+}
+
 // restart turns kept plugin i into a restart when a plugin it uses is
 // started, replaced or restarted. Called in topological order, so its
 // providers are decided already.
@@ -184,7 +196,7 @@ func (d *differ) restart(i int) {
 	via := -1
 	for _, u := range d.uses[i] {
 		pc := &d.changes[u]
-		if actionOf(pc.Action).consumers != restartsConsumers || d.newlyUsed(i, u) || !d.rerun(i, u) {
+		if pc.consumers() != restartsConsumers || d.newlyUsed(i, u) || !d.rerun(i, u) {
 			continue
 		}
 		if via < 0 || len(pc.Cause) < len(d.changes[via].Cause) || len(pc.Cause) == len(d.changes[via].Cause) && u < via {

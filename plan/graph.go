@@ -28,7 +28,7 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 	names := d.names
 	has := make([]bool, 2*len(names)) // has[node]: the plan has that step
 	for i := range names {
-		for _, o := range actionOf(d.changes[i].Action).ops {
+		for _, o := range d.changes[i].ops() {
 			has[node(i, o)] = true
 		}
 	}
@@ -53,7 +53,7 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 		}
 		// Each step of the action waits on the one before it: a
 		// replacement never overlaps.
-		ops := actionOf(d.changes[i].Action).ops
+		ops := d.changes[i].ops()
 		for k := 1; k < len(ops); k++ {
 			n := node(i, ops[k])
 			after[n] = append(after[n], node(i, ops[k-1]))
@@ -77,7 +77,14 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 
 // op is the operation of node n: the op of its plugin's action that
 // takes its slot (a reload or an update takes the start node).
-func (d *differ) op(n int) Op { return actionOf(d.changes[n/2].Action).slotOp(n % 2) }
+func (d *differ) op(n int) Op {
+	for _, o := range d.changes[n/2].ops() {
+		if opOf(o).slot == n%2 {
+			return o
+		}
+	}
+	return ""
+}
 
 // node is the node of op o of plugin i.
 func node(i int, o Op) int { return 2*i + opOf(o).slot }

@@ -22,7 +22,7 @@ import (
 func inPlaceField(f string) bool {
 	root, _, _ := strings.Cut(f, ".")
 	switch root {
-	case "retry", "ready", "stopSignal", "stopMode", "reloadSignal", "reload", "files":
+	case "retry", "ready", "stopSignal", "stopMode", "reloadSignal", "reload", "files", "update":
 		return true
 	}
 	return false

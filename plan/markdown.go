@@ -28,7 +28,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	for _, r := range listedActions() {
 		for _, c := range p.Changes {
 			if c.Action == r.action {
-				fmt.Fprintf(b, "| %s %s | %s | %s | %s |\n", mdText(r.marker), r.action, mdText(c.Plugin), mdText(string(c.Run)), mdText(c.Reason))
+				fmt.Fprintf(b, "| %s %s | %s | %s | %s |\n", mdText(r.marker), r.action, mdText(c.Plugin+c.orderNote()), mdText(string(c.Run)), mdText(c.Reason))
 			}
 		}
 	}

@@ -53,6 +53,10 @@ type Change struct {
 	Cause []string `json:"cause,omitempty"`
 	// Hash is the desired spec.Spec.Hash of the plugin; empty for a stop.
 	Hash string `json:"hash,omitempty"`
+	// Order is "start-first" for a replace or a restart whose new process
+	// starts beside the old one (spec.Update): one swap step, and its
+	// consumers go on. Empty for the others.
+	Order string `json:"order,omitempty"`
 }
 
 // Step is one stop or start in the plan's graph.

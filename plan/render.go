@@ -44,7 +44,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 		// An action no row has is not listed, but is measured, as
 		// plans from a later graft may have one.
 		if r := actionOf(c.Action); r == nil || r.listed() {
-			width = max(width, len(termtext.Line(c.Plugin)))
+			width = max(width, len(termtext.Line(c.Plugin))+len(c.orderNote()))
 		}
 	}
 	for _, r := range listedActions() {
@@ -60,7 +60,7 @@ func (p *Plan) WriteText(w io.Writer, opt TextOptions) error {
 			}
 			// fmt's "  %s %-*s  %s\n", written out: a large plan has a line
 			// for each of thousands of plugins.
-			b.WriteString("  " + label + " " + padded(termtext.Line(c.Plugin), width) + "  ")
+			b.WriteString("  " + label + " " + padded(termtext.Line(c.Plugin)+c.orderNote(), width) + "  ")
 			b.WriteString(termtext.Line(reason))
 			b.WriteByte('\n')
 		}

@@ -198,8 +198,8 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 			return badPlan("", "%s: the plugin neither runs nor is in the plan's spec", where)
 		case actionOf(c.Action) == nil:
 			return badPlan("", "%s: unknown action %q", where, c.Action)
-		case !slices.Equal(stepsOf(c.Action), sortedOps(ops[c.Plugin])):
-			return badPlan("", "%s: a %s calls for %s, the plan has %s", where, c.Action, opList(stepsOf(c.Action)), opList(sortedOps(ops[c.Plugin])))
+		case !slices.Equal(stepsOf(c), sortedOps(ops[c.Plugin])):
+			return badPlan("", "%s: a %s calls for %s, the plan has %s", where, c.Action, opList(stepsOf(c)), opList(sortedOps(ops[c.Plugin])))
 		}
 		changed[c.Plugin] = true
 	}
@@ -221,8 +221,8 @@ func (p *Plan) checkPlugins(desired *spec.Spec, running *State) error {
 	return nil
 }
 
-// stepsOf lists the steps an action calls for, stops first.
-func stepsOf(a Action) []Op { return sortedOps(actionOf(a).ops) }
+// stepsOf lists the steps a change calls for, stops first.
+func stepsOf(c Change) []Op { return sortedOps(c.ops()) }
 
 func sortedOps(ops []Op) []Op {
 	out := slices.Clone(ops)

@@ -115,7 +115,7 @@ func stepRefusals(step func(p *Plan, id string) *Step) []refusal {
 	return []refusal{
 		{"format", func(p *Plan) { p.Format = "graft.plan/v2" }, `bad plan: format "graft.plan/v2", want "graft.plan/v1"`},
 		{"project", func(p *Plan) { p.Project = "other" }, `bad plan: project "other", but its spec's is "shop"`},
-		{"unknown op", func(p *Plan) { step(p, "stop:old").Op = "delete" }, `bad plan: step stop:old: unknown op "delete": want stop, start, reload or update`},
+		{"unknown op", func(p *Plan) { step(p, "stop:old").Op = "delete" }, `bad plan: step stop:old: unknown op "delete": want stop, start, reload, update or swap`},
 		{"no plugin", func(p *Plan) { step(p, "stop:old").Plugin = "" }, `bad plan: step stop:old: no plugin`},
 		{"id", func(p *Plan) { step(p, "stop:old").Plugin = "db" }, `bad plan: step stop:old: its id does not match its op and plugin: want "stop:db"`},
 		{"no id", func(p *Plan) { step(p, "stop:old").ID = "" }, `bad plan: step #2: its id does not match its op and plugin: want "stop:old"`},

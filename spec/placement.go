@@ -45,6 +45,7 @@ type Traits struct {
 	NoProc   string // user, group, umask and limits
 	NoTTY    string // tty
 	NoListen string // listen
+	NoUpdate string // update
 }
 
 // placements is the table: a row per placement, in the order the
@@ -63,11 +64,13 @@ var placements = []struct {
 		NoProc:   "a worker has no process of its own to give a user, group, umask or limits: it runs inside the host",
 		NoTTY:    "a worker has no process of its own to give a terminal: its output reaches its log without one",
 		NoListen: "a worker has no process of its own to hand a socket to: it runs inside the host"}},
-	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true}},
+	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true,
+		NoUpdate: "not yet for runner plugins: a runner's start of an instance replaces its process"}},
 	{Floating, Traits{Instance: true, Elect: true, Reload: true,
 		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
 		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once",
-		NoListen: "not for floating plugins: its leader's host changes, and with it the socket's"}},
+		NoListen: "not for floating plugins: its leader's host changes, and with it the socket's",
+		NoUpdate: "not for floating plugins: only their leader may run them"}},
 }
 
 // Placements lists every placement, in the order the documentation gives

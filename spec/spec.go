@@ -175,6 +175,10 @@ type Plugin struct {
 	// and holds for the plugin, handed to its processes as systemd's
 	// socket activation does (docs/semantics.md, "Held sockets").
 	Listen []launch.Listen `yaml:"listen"`
+	// Update is how a replacement of the plugin goes: stop-first (the
+	// default) or start-first (docs/semantics.md, "Start-first
+	// replacement").
+	Update *Update `yaml:"update"`
 }
 
 // Mount shows a worker a host directory at a guest path.
@@ -218,6 +222,29 @@ type Health struct {
 	// StartPeriod is how long after the start no check runs (default 0).
 	StartPeriod Duration `yaml:"startPeriod"`
 }
+
+// Update is how a plugin is replaced.
+type Update struct {
+	// Order is StopFirst (the default when empty) or StartFirst.
+	Order string `yaml:"order"`
+	// Overlap says that two processes of the plugin can run at once
+	// without held sockets (it binds its own port with SO_REUSEPORT, say):
+	// start-first is refused for a plugin without listen: unless it says
+	// so.
+	Overlap bool `yaml:"overlap"`
+}
+
+// The orders of a replacement.
+const (
+	StopFirst  = "stop-first"  // the old process stops, then the new one starts
+	StartFirst = "start-first" // the new one starts beside it, and once it is ready the old one stops
+)
+
+// UpdateOrders are the values of update.order.
+var UpdateOrders = []string{StopFirst, StartFirst}
+
+// StartsFirst reports whether p is replaced start-first.
+func (p *Plugin) StartsFirst() bool { return p.Update != nil && p.Update.Order == StartFirst }
 
 // Retry is the restart schedule of a plugin that exits on its own:
 // Delay, then Delay×Factor, ..., capped at Max, at most Attempts times.

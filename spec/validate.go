@@ -122,7 +122,25 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	if e := p.Elect; e != nil {
 		d.electValues(e, path+".elect")
 	}
+	if u := p.Update; u != nil {
+		d.updateValues(p, u, path+".update")
+	}
 	d.filesValues(p, path)
+}
+
+// updateValues checks a plugin's update at up: a known order, and a
+// start-first one only where two processes of the plugin can run at once:
+// on sockets graft holds (listen), or where the program says it copes.
+func (d *decoder) updateValues(p *Plugin, u *Update, up string) {
+	switch {
+	case d.written(up+".order") && !slices.Contains(UpdateOrders, u.Order):
+		d.errorf(d.at(up+".order"), up+".order", "unknown order %q; want stop-first or start-first%s", u.Order, didYouMean(u.Order, UpdateOrders))
+	case u.Order == StartFirst && p.Once.On:
+		d.errorf(d.at(up+".order"), up+".order", "a one-shot runs to completion: there is no process to keep serving while its next one starts")
+	case u.Order == StartFirst && len(p.Listen) == 0 && !u.Overlap:
+		d.errorf(d.at(up+".order"), up+".order", "start-first runs the new process beside the old one, and this plugin binds its own port: "+
+			"hold its sockets with listen:, or say update.overlap: true if two of it can run at once (SO_REUSEPORT, say)")
+	}
 }
 
 // launchValues checks the plugin's process as every placement and the
