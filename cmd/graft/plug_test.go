@@ -12,11 +12,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
+
+	"github.com/graftland/graft/internal/loadgen"
 )
 
 // plugMain is the plugin of the end-to-end scripts, this test binary run
@@ -281,10 +282,7 @@ func plugJobs(args []string) bool {
 }
 
 // activated is plug activated: a program written for socket activation,
-// as systemd hands sockets over. It answers each connection's first
-// request and closes it; on SIGTERM it stops accepting, answers the
-// connections it accepted, and exits: the sockets stay open in graft,
-// and the next process accepts what comes meanwhile.
+// as systemd hands sockets over (loadgen.Serve answers on them).
 func activated(args []string) {
 	name := args[0]
 	sigs := make(chan os.Signal, 1)
@@ -298,50 +296,15 @@ func activated(args []string) {
 		fmt.Printf("%s: no sockets handed over (LISTEN_FDS=%q LISTEN_PID=%q): %v\n", name, os.Getenv("LISTEN_FDS"), os.Getenv("LISTEN_PID"), err)
 		os.Exit(3)
 	}
-	body := fmt.Sprintf("%s pid=%d\n", name, os.Getpid())
-	answer := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 	var names []string
 	var all []net.Listener
-	var accepting, answering sync.WaitGroup
 	for n, lns := range byName {
 		names = append(names, n)
-		for _, ln := range lns {
-			all = append(all, ln)
-			accepting.Go(func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					answering.Go(func() { answerOne(c, answer) })
-				}
-			})
-		}
+		all = append(all, lns...)
 	}
 	sort.Strings(names)
 	fmt.Printf("%s serving on %s pid=%d\n", name, strings.Join(names, ","), os.Getpid())
-	<-sigs
-	for _, ln := range all {
-		ln.Close()
-	}
-	accepting.Wait()
-	answering.Wait()
+	loadgen.Serve(all, fmt.Sprintf("%s pid=%d\n", name, os.Getpid()), sigs)
 	fmt.Printf("%s bye\n", name)
 	exit0()
-}
-
-// answerOne reads a request's head from c and writes answer.
-func answerOne(c net.Conn, answer string) {
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	var head []byte
-	buf := make([]byte, 4096)
-	for !strings.Contains(string(head), "\r\n\r\n") {
-		n, err := c.Read(buf)
-		if err != nil {
-			return
-		}
-		head = append(head, buf[:n]...)
-	}
-	c.Write([]byte(answer))
 }

@@ -5,6 +5,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +13,12 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -152,4 +155,74 @@ func kind(err error) string {
 		return msg[i+2:]
 	}
 	return msg
+}
+
+// Serve is the plugin side of a load test: it answers each request on
+// the connections accepted on lns with 200 and body, keeping them alive;
+// once stop is closed (or sends), it stops accepting, answers the requests
+// under way (with Connection: close), closes the idle connections, and
+// returns. A server that ends so drops nothing: what comes meanwhile
+// waits in the sockets' queues for the next process, and a client whose
+// kept-alive connection is closed idle sends again on a new one.
+// (net/http's Server.Shutdown can close a connection it accepts as it
+// shuts down: golang/go#33313.)
+func Serve(lns []net.Listener, body string, stop <-chan os.Signal) {
+	var stopping atomic.Bool
+	var accepting, answering sync.WaitGroup
+	for _, ln := range lns {
+		accepting.Go(func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				answering.Go(func() { answer(c, body, &stopping) })
+			}
+		})
+	}
+	<-stop
+	stopping.Store(true)
+	for _, ln := range lns {
+		ln.Close()
+	}
+	accepting.Wait()
+	answering.Wait()
+}
+
+// answer answers the requests of c until the client closes it, or until
+// stopping, with no request under way.
+func answer(c net.Conn, body string, stopping *atomic.Bool) {
+	defer c.Close()
+	var head []byte
+	buf := make([]byte, 4096)
+	idle := time.Now()
+	for {
+		if len(head) == 0 && stopping.Load() {
+			return // idle: the client sends again elsewhere
+		}
+		if time.Since(idle) > 30*time.Second {
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			return
+		}
+		end := bytes.Index(head, []byte("\r\n\r\n"))
+		if end < 0 {
+			continue
+		}
+		head = head[end+4:]
+		conn := "keep-alive"
+		if stopping.Load() {
+			conn = "close"
+		}
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n%s", len(body), conn, body); err != nil || conn == "close" {
+			return
+		}
+		idle = time.Now()
+	}
 }
