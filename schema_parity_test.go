@@ -182,6 +182,8 @@ var fullFile = map[string]any{
 	"plugins.api.listen.tcp":         "127.0.0.1:8080",
 	"plugins.api.update.order":       "start-first",
 	"plugins.db.update.overlap":      true,
+	"plugins.db.update.onFailure":    "rollback",
+	"plugins.db.update.deadline":     "2 minutes",
 
 	"plugins.db.command":           []any{"./bin/db"},
 	"plugins.db.ready.tcp":         "127.0.0.1:5432",

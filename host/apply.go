@@ -60,6 +60,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	if err := h.holdSockets(desired); err != nil {
 		return nil, err
 	}
+	previous := h.previous(desired)
 	if save {
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
@@ -72,7 +73,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	h.runners.Refresh(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
-	err = apply.Run(ctx, p, executor{h: h, desired: desired, waits: ctx}, apply.Options{
+	err = apply.Run(ctx, p, executor{h: h, desired: desired, previous: previous, waits: ctx}, apply.Options{
 		Parallelism: req.Parallelism,
 		Events: func(e apply.Event) {
 			h.logEvent(e)
@@ -255,6 +256,9 @@ func (h *Host) logEvent(e apply.Event) {
 type executor struct {
 	h       *Host
 	desired *spec.Spec
+	// previous is the last applied spec before desired, when a plugin of
+	// desired rolls back a failed replacement to it (update.onFailure).
+	previous *spec.Spec
 	// waits ends the waits of its starts (for a one-shot's completion, a
 	// plugin's health), not the starts: the apply's client went away, or
 	// graft down preempted it.
@@ -319,6 +323,13 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 	if err != nil {
 		return apply.Result{}, err
 	}
+	if x.replaces(name) {
+		st, err := x.awaitNew(ctx, e, p, until, reached)
+		if err != nil && p.RollsBack() {
+			return x.rollback(ctx, name, err)
+		}
+		return apply.Result{Identity: st.Identity, PID: st.PID}, err
+	}
 	// The start goes on whatever becomes of the apply; only its wait ends.
 	st, err := e.supervisor.StartUntil(x.waits, until, reached)
 	switch {
@@ -378,19 +389,13 @@ func (x executor) Swap(ctx context.Context, name string, until spec.Condition, r
 	if p == nil || old == nil || old.supervisor.State().Status != runtime.Running {
 		return x.Start(ctx, name, until, reached) // nothing runs to serve meanwhile
 	}
-	want := until
-	if p.Health != nil {
-		want = spec.UntilHealthy
-	} else if want == "" || want == spec.UntilStarted {
-		want = spec.UntilReady
-	}
+	want := newCondition(p, until)
 	e, err := x.newEntry(name, p, false)
 	if err != nil {
 		return apply.Result{}, err
 	}
-	st, err := e.supervisor.StartUntil(x.waits, want, reached)
+	st, err := x.awaitNew(ctx, e, p, until, reached)
 	if err != nil {
-		e.supervisor.Stop(context.WithoutCancel(ctx))
 		return apply.Result{}, fmt.Errorf("start %s start-first: its new process did not get %s, and was stopped; the old one runs on: %w", name, want, err)
 	}
 	x.h.log.Info("start-first: the new process is "+string(want)+"; stopping the old one", "plugin", name, "pid", st.PID)
@@ -408,6 +413,85 @@ func (x executor) Swap(ctx context.Context, name string, until spec.Condition, r
 		return apply.Result{Outcome: outcome}, err
 	}
 	return apply.Result{Identity: st.Identity, PID: st.PID}, nil
+}
+
+// newCondition is what the new process of a replacement of p must reach
+// before it counts: until, but at least ready, and healthy when p has a
+// health check.
+func newCondition(p *spec.Plugin, until spec.Condition) spec.Condition {
+	switch {
+	case p.Health != nil:
+		return spec.UntilHealthy
+	case until == "" || until == spec.UntilStarted:
+		return spec.UntilReady
+	}
+	return until
+}
+
+// replaces reports whether a start of name replaces a version of it that
+// the last applied spec had: what update's onFailure and deadline are for.
+func (x executor) replaces(name string) bool {
+	p := x.desired.Plugins[name]
+	return p != nil && p.Update != nil && x.previous != nil && x.previous.Plugins[name] != nil
+}
+
+// awaitNew waits until e, the new process of a replacement of p, has
+// reached newCondition within update.deadline, and stops it when it does
+// not (it exited, failed its checks, or the deadline passed). An apply
+// that ends meanwhile ends the wait alone, as for any start.
+func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, until spec.Condition, reached func(spec.Condition)) (runtime.State, error) {
+	want := newCondition(p, until)
+	wait, cancel := x.waits, context.CancelFunc(func() {})
+	if u := p.Update; u != nil && u.Deadline.Std() > 0 {
+		wait, cancel = context.WithTimeout(x.waits, u.Deadline.Std())
+	}
+	defer cancel()
+	st, err := e.supervisor.StartUntil(wait, want, reached)
+	if err == nil || x.waits.Err() != nil {
+		return st, err
+	}
+	if wait.Err() != nil {
+		err = fmt.Errorf("its new process was not %s within update.deadline (%s)", want, p.Update.Deadline.Std())
+	}
+	e.supervisor.Stop(context.WithoutCancel(ctx))
+	return st, err
+}
+
+// rollback runs again the previous version of name, from the last applied
+// spec, once its new process failed with cause (and was stopped): the
+// step fails with cause, and says what runs.
+func (x executor) rollback(ctx context.Context, name string, cause error) (apply.Result, error) {
+	x.h.log.Warn("rolling back: the new process failed; starting the previous version again", "plugin", name, "err", cause)
+	prev := executor{h: x.h, desired: x.previous, waits: x.waits}
+	res, err := prev.Start(context.WithoutCancel(ctx), name, spec.UntilReady, func(spec.Condition) {})
+	if err != nil {
+		return res, fmt.Errorf("the new version of %s failed, and so did the rollback to its previous version (%v): %w", name, err, cause)
+	}
+	return res, fmt.Errorf("the new version of %s failed, and was rolled back: its previous version runs again (pid %d): %w", name, res.PID, cause)
+}
+
+// previous is the last applied spec, for the rollbacks of desired's
+// plugins (update.onFailure: rollback); nil when none rolls back.
+func (h *Host) previous(desired *spec.Spec) *spec.Spec {
+	rolls := false
+	for _, p := range desired.Plugins {
+		rolls = rolls || p.Update != nil
+	}
+	h.mu.Lock()
+	kept := h.spec
+	h.mu.Unlock()
+	if !rolls || kept == nil {
+		return nil
+	}
+	if kept.parsed != nil {
+		return kept.parsed
+	}
+	s, err := h.desired(kept.Source)
+	if err != nil {
+		h.log.Warn("read the last applied spec: a failed replacement cannot roll back", "err", err)
+		return nil
+	}
+	return s
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.

@@ -232,7 +232,26 @@ type Update struct {
 	// start-first is refused for a plugin without listen: unless it says
 	// so.
 	Overlap bool `yaml:"overlap"`
+	// OnFailure is what a replacement whose new process fails does:
+	// FailStop (the default when empty) or FailRollback.
+	OnFailure string `yaml:"onFailure"`
+	// Deadline bounds the time the new process has to be ready, and
+	// healthy when it has a health check; zero: its ready timeout alone.
+	Deadline Duration `yaml:"deadline"`
 }
+
+// What a failed replacement does.
+const (
+	FailStop     = "stop"     // the new process is stopped, and the plugin is failed (its retries go on)
+	FailRollback = "rollback" // the new process is stopped, and the previous version runs
+)
+
+// FailureModes are the values of update.onFailure.
+var FailureModes = []string{FailStop, FailRollback}
+
+// RollsBack reports whether a failed replacement of p runs its previous
+// version again.
+func (p *Plugin) RollsBack() bool { return p.Update != nil && p.Update.OnFailure == FailRollback }
 
 // The orders of a replacement.
 const (

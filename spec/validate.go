@@ -132,6 +132,10 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 // start-first one only where two processes of the plugin can run at once:
 // on sockets graft holds (listen), or where the program says it copes.
 func (d *decoder) updateValues(p *Plugin, u *Update, up string) {
+	d.positive(up+".deadline", u.Deadline)
+	if d.written(up+".onFailure") && !slices.Contains(FailureModes, u.OnFailure) {
+		d.errorf(d.at(up+".onFailure"), up+".onFailure", "unknown onFailure %q; want stop or rollback%s", u.OnFailure, didYouMean(u.OnFailure, FailureModes))
+	}
 	switch {
 	case d.written(up+".order") && !slices.Contains(UpdateOrders, u.Order):
 		d.errorf(d.at(up+".order"), up+".order", "unknown order %q; want stop-first or start-first%s", u.Order, didYouMean(u.Order, UpdateOrders))

@@ -238,7 +238,10 @@ func (s *session) reconnect(ended error) (*http.Response, func(), error) {
 			resp.Body.Close()
 			break
 		}
-		if sessionGone(err) || s.ctx.Err() != nil {
+		// The runner answered, and refused (the session is gone, a token it
+		// no longer takes): only a busy or failing runner is tried again.
+		var api *APIError
+		if errors.As(err, &api) && api.Status != http.StatusTooManyRequests && api.Status < 500 || s.ctx.Err() != nil {
 			return nil, nil, err
 		}
 		last = err
