@@ -470,17 +470,18 @@ func (x executor) rollback(ctx context.Context, name string, cause error) (apply
 	return res, fmt.Errorf("the new version of %s failed, and was rolled back: its previous version runs again (pid %d): %w", name, res.PID, cause)
 }
 
-// previous is the last applied spec, for the rollbacks of desired's
-// plugins (update.onFailure: rollback); nil when none rolls back.
+// previous is the last applied spec, for the replacements of desired's
+// plugins that have an update: (its deadline, its rollback); nil when
+// none has.
 func (h *Host) previous(desired *spec.Spec) *spec.Spec {
-	rolls := false
+	updates := false
 	for _, p := range desired.Plugins {
-		rolls = rolls || p.Update != nil
+		updates = updates || p.Update != nil
 	}
 	h.mu.Lock()
 	kept := h.spec
 	h.mu.Unlock()
-	if !rolls || kept == nil {
+	if !updates || kept == nil {
 		return nil
 	}
 	if kept.parsed != nil {

@@ -215,14 +215,7 @@ func TestEventsWaitForTheNextStream(t *testing.T) {
 	sess := h.open(0)
 	h.keepAlive(sess)
 	st := h.start("early", plugin(t, sess, "exit", "4", "one", "two"))
-	require.Eventually(t, func() bool {
-		for _, in := range h.status().Instances {
-			if in.Instance == "early" {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, 5*time.Millisecond, "the process exits")
+	gone(t, h, "early")
 	ev := h.events(sess)
 	evs := ev.until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
 	var lines []string
@@ -237,13 +230,33 @@ func TestEventsWaitForTheNextStream(t *testing.T) {
 
 	// The stream goes away; what comes meanwhile waits for the next.
 	ev.close()
-	time.Sleep(100 * time.Millisecond) // the runner sees the stream gone
+	require.Eventually(t, func() bool {
+		h.r.mu.Lock()
+		s := h.r.sessions[sess]
+		h.r.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.stream == nil
+	}, 5*time.Second, time.Millisecond, "the runner sees the stream gone")
 	h.start("later", plugin(t, sess, "exit", "0", "three"))
-	time.Sleep(200 * time.Millisecond)
+	gone(t, h, "later")
 	evs = h.events(sess).until(t, 5*time.Second, func(e runnerapi.Event) bool { return e.Type == runnerapi.EventExit })
 	require.Len(t, evs, 2, "%+v", evs)
 	assert.Equal(t, "three", evs[0].Line)
 	assert.Equal(t, "later", evs[1].Instance)
+}
+
+// gone waits until instance runs no more on h's runner.
+func gone(t *testing.T, h *harness, instance string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, in := range h.status().Instances {
+			if in.Instance == instance {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "%s exits", instance)
 }
 
 // TestStartFailed: a process that exits before it is ready, or a command
