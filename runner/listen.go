@@ -126,6 +126,9 @@ func inherited(network string) net.Listener {
 	if err != nil || fd < 3 {
 		return nil
 	}
+	if _, ok := proc.Listening(fd); !ok {
+		return nil // not the listener: what has the number now is not the runner's to close
+	}
 	f := os.NewFile(uintptr(fd), "listener")
 	defer f.Close()
 	ln, err := net.FileListener(f)

@@ -12,3 +12,7 @@ func Inheritable(*os.File, bool) error { return errors.New("no descriptor surviv
 
 // FD is f's descriptor.
 func FD(f *os.File) int { return int(f.Fd()) }
+
+// Listening reports no descriptor as a listening socket here: none
+// survives an exec.
+func Listening(int) (string, bool) { return "", false }

@@ -376,31 +376,20 @@ func (l *Local) claimSockets() error {
 }
 
 // listeningAt is descriptor fd as a file, made close-on-exec again, if
-// it is a listening socket at address (launch.Listen.Address).
+// it is a listening socket at address (launch.Listen.Address). It is
+// checked before it is taken: a descriptor that is something else is not
+// this program's to close.
 func listeningAt(fd int, address string) (*os.File, bool) {
 	if fd < 3 {
 		return nil, false
 	}
+	at, ok := proc.Listening(fd)
+	if !ok || !sameAddress(at, address) {
+		return nil, false
+	}
 	f := os.NewFile(uintptr(fd), address)
-	ln, err := net.FileListener(f) // a dup: f stays ours
-	if err != nil {
-		return nil, false
-	}
-	defer ln.Close()
-	if u, ok := ln.(*net.UnixListener); ok {
-		u.SetUnlinkOnClose(false)
-	}
-	var at string
-	switch a := ln.Addr().(type) {
-	case *net.TCPAddr:
-		at = "tcp:" + a.String()
-	case *net.UnixAddr:
-		at = "unix:" + a.Name
-	}
-	if !sameAddress(at, address) {
-		return nil, false
-	}
 	if proc.Inheritable(f, false) != nil {
+		f.Close()
 		return nil, false
 	}
 	return f, true

@@ -4,9 +4,11 @@ package local
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"syscall"
 	"testing"
 
@@ -130,6 +132,12 @@ func TestClaimSockets(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "read once")
 	require.Len(t, l.sockets.byKey["api"], 1)
 	got := l.sockets.byKey["api"][0]
+	// What is not a socket at its address is not taken over: no file of
+	// the claim's, closed when collected, closes it under its owner.
+	goruntime.GC()
+	goruntime.GC()
+	_, err = devnull.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "/dev/null is still open, as its owner's")
 	assert.True(t, dials("tcp", addr), "the socket listens on")
 	// The next start of the plugin takes it as it is: no second bind.
 	ss, err := l.sockets.hold("api", []launch.Listen{{Name: "http", TCP: addr}})
