@@ -181,6 +181,8 @@ var fullFile = map[string]any{
 	"plugins.api.listen.name":        "http",
 	"plugins.api.listen.tcp":         "127.0.0.1:8080",
 	"plugins.api.update.order":       "start-first",
+	"plugins.api.update.parallel":    2,
+	"plugins.api.replicas":           3,
 	"plugins.db.update.overlap":      true,
 	"plugins.db.update.onFailure":    "rollback",
 	"plugins.db.update.deadline":     "2 minutes",

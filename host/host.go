@@ -304,10 +304,11 @@ func (h *Host) Restart(ctx context.Context, req ApplyRequest, report Report) err
 	}
 	if s := a.parsed; s != nil {
 		for _, name := range req.Restart {
-			if s.Plugins[name] == nil {
+			named := s.Named(name)
+			if len(named) == 0 {
 				return &NotFoundError{What: fmt.Sprintf("restart %s: no such plugin in %s", name, a.Source.File)}
 			}
-			if req.Once && !s.Plugins[name].Once.On {
+			if req.Once && !s.Plugins[named[0]].Once.On {
 				return &NotFoundError{What: fmt.Sprintf("run %s: no one-shot (once: true) of that name in %s; graft restart replaces a plugin that keeps running", name, a.Source.File)}
 			}
 		}

@@ -17,10 +17,10 @@ import (
 // /v1/logs/{plugin}) could otherwise name a file anywhere
 // ("../../etc/passwd").
 func ValidateName(name string) error {
-	if spec.ValidName(name) {
+	if spec.ValidPlugin(name) {
 		return nil
 	}
-	return &NotFoundError{What: fmt.Sprintf("no plugin is named %q: a plugin's name has %s", name, spec.NameRule)}
+	return &NotFoundError{What: fmt.Sprintf("no plugin is named %q: a plugin's name has %s, and a replica's is NAME/N", name, spec.NameRule)}
 }
 
 // NotFoundError is a request about something the host does not have.
@@ -30,7 +30,7 @@ func (e *NotFoundError) Error() string { return e.What }
 
 // logPath is where plugin name's log is; name has passed checkName.
 func (h *Host) logPath(name string) string {
-	return filepath.Join(h.dir, logDir, name+".log")
+	return filepath.Join(h.dir, logDir, spec.PluginFileName(name)+".log")
 }
 
 // logOf returns plugin name's log, opening it the first time. A plugin
@@ -128,10 +128,25 @@ func (h *Host) Follow(name string, n int, follow bool) (*LogStream, error) {
 	}
 	s, err := output.LastOf(h.logPath(name), output.Options{}, n)
 	if errors.Is(err, fs.ErrNotExist) {
+		if replicas := h.replicasOf(name); len(replicas) > 0 {
+			return nil, &NotFoundError{What: fmt.Sprintf("%s runs as %d replicas, each with its log: name one, such as %s", name, len(replicas), replicas[0])}
+		}
 		return nil, ErrNoLog
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &LogStream{backlog: s}, nil
+}
+
+// replicasOf lists the replicas of name in the applied spec, if it has
+// any.
+func (h *Host) replicasOf(name string) []string {
+	h.mu.Lock()
+	a := h.spec
+	h.mu.Unlock()
+	if a == nil || a.parsed == nil || a.parsed.Plugins[name] != nil {
+		return nil
+	}
+	return a.parsed.Named(name)
 }

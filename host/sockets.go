@@ -11,6 +11,7 @@ import (
 
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 	"github.com/graftland/graft/spec"
 )
 
@@ -42,7 +43,7 @@ func (h *Host) holdSockets(desired *spec.Spec) error {
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: plugins.%s.%v", desired.File, name, err))
+			errs = append(errs, fmt.Sprintf("%s: plugins.%s.%v", desired.File, p.FileName(), err))
 		}
 	}
 	if len(errs) > 0 {
@@ -54,10 +55,13 @@ func (h *Host) holdSockets(desired *spec.Spec) error {
 // pruneSockets closes the sockets of the plugins that are no local
 // plugins of desired, or list none.
 func (h *Host) pruneSockets(desired *spec.Spec) {
-	h.local.KeepSockets(func(key string) bool {
-		p := desired.Plugins[key]
-		return p != nil && p.Run == spec.Local && len(p.Listen) > 0
-	})
+	keep := map[string]bool{}
+	for _, p := range desired.Plugins {
+		if p.Run == spec.Local && len(p.Listen) > 0 {
+			keep[local.SocketKey(runtime.Request{Project: desired.Name, Dir: desired.Dir}.For(p))] = true
+		}
+	}
+	h.local.KeepSockets(func(key string) bool { return keep[key] })
 }
 
 // adopted reports whether name runs as a process adopted from an earlier

@@ -61,6 +61,10 @@ type Spec struct {
 	Reload *Reload `json:"reload,omitempty"`
 	// Listen are the sockets held for the process (listen.go).
 	Listen []Listen `json:"listen,omitempty"`
+	// ListenKey is the key the sockets are held under when processes of
+	// several plugins share them (replicas: spec.Plugin); empty: the
+	// plugin's own.
+	ListenKey string `json:"listenKey,omitempty"`
 }
 
 // Validate reports every problem of s, as Problems; nil when it has
@@ -108,6 +112,7 @@ func (s *Spec) Problems(given func(field string) bool) Problems {
 		c.reload(r)
 	}
 	c.listen(s.Listen)
+	c.listenKey(s.ListenKey)
 	return c.out
 }
 

@@ -117,3 +117,13 @@ func validSocketName(name string) bool {
 	}
 	return true
 }
+
+// maxListenKey bounds a ListenKey: an instance name and a prefix.
+const maxListenKey = 300
+
+// listenKey checks the key of shared sockets: printable, and short.
+func (c *checker) listenKey(key string) {
+	if len(key) > maxListenKey || strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+		c.add("listenKey", "bad key %q: printable ASCII, at most %d bytes", key, maxListenKey)
+	}
+}

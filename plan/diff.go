@@ -32,13 +32,16 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 	if err := running.Validate(); err != nil {
 		return nil, fmt.Errorf("running state: %w", err)
 	}
+	var replace []string
 	for _, name := range opt.Replace {
-		if desired.Plugins[name] == nil {
+		named := desired.Named(name) // a plugin with replicas: each of them
+		if len(named) == 0 {
 			return nil, fmt.Errorf("restart %s: no such plugin in %s", name, filepath.Base(desired.File))
 		}
+		replace = append(replace, named...)
 	}
 	d := newDiffer(desired, running)
-	d.replace = opt.Replace
+	d.replace = replace
 	order := d.topological()
 	for _, i := range order {
 		d.classify(i)

@@ -72,7 +72,35 @@ func (d *differ) graph() ([]Step, [][]string, error) {
 			}
 		}
 	}
+	d.roll(after)
 	return waves(names, has, after, until, d.op)
+}
+
+// roll orders the replacements of a plugin's running replicas
+// (docs/semantics.md, "Replicas"): the first step of the k-th replaced
+// waits on the last step of the one replaced parallel before it, so that
+// at most parallel of them are out of service, or doubled, at once.
+func (d *differ) roll(after [][]int) {
+	groups := map[string][]int{}
+	for i, c := range d.changes {
+		p, r := d.desired.Plugins[c.Plugin], d.running[c.Plugin]
+		if p == nil || p.Of == "" || r == nil || (c.Action != Replace && c.Action != Restart) || (r.Status != Running && r.Status != Starting) {
+			continue
+		}
+		groups[p.Of] = append(groups[p.Of], i)
+	}
+	for _, chain := range groups {
+		slices.SortFunc(chain, func(a, b int) int {
+			return cmp.Compare(d.desired.Plugins[d.names[a]].Replica, d.desired.Plugins[d.names[b]].Replica)
+		})
+		par := d.desired.Plugins[d.names[chain[0]]].RollingParallel()
+		for k := par; k < len(chain); k++ {
+			i, j := chain[k], chain[k-par]
+			first, last := d.changes[i].ops()[0], d.changes[j].ops()
+			n := node(i, first)
+			after[n] = append(after[n], node(j, last[len(last)-1]))
+		}
+	}
 }
 
 // op is the operation of node n: the op of its plugin's action that

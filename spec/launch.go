@@ -11,7 +11,7 @@ import "github.com/graftland/graft/launch"
 // launch.Spec.
 func (p *Plugin) Launch() launch.Spec {
 	l := launch.Spec{Command: p.Command, Env: p.Env, InheritEnv: p.InheritEnv, Dir: p.Dir, TTY: p.TTY, StopSignal: p.StopSignal, StopMode: p.StopMode,
-		User: p.User, Group: p.Group, Umask: string(p.Umask), Limits: launchLimits(p.Limits), Listen: p.Listen}
+		User: p.User, Group: p.Group, Umask: string(p.Umask), Limits: launchLimits(p.Limits), Listen: p.Listen, ListenKey: p.listenKey()}
 	if r := p.Ready; r != nil {
 		l.Ready = &launch.Ready{Log: r.Log, Probe: r.Probe, Timeout: launch.Duration(r.Timeout.Std())}
 	}

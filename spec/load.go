@@ -90,6 +90,7 @@ func ParseWith(file, dir string, data []byte, opt Options) (*Spec, error) {
 	if len(d.errs) > 0 {
 		return nil, d.errs.sort()
 	}
+	s.expandReplicas()
 	s.index()
 	return s, nil
 }

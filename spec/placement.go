@@ -36,16 +36,17 @@ type Traits struct {
 	// (runtime.HealthSetter); elsewhere it replaces the plugin.
 	LiveHealth bool
 	// Why a plugin of the placement may not have these; "" where it may.
-	NoSignal string // stopSignal
-	NoDir    string // dir
-	NoReload string // a files entry with onChange: reload
-	NoExec   string // an exec health check
-	NoHealth string // health
-	NoOnce   string // once
-	NoProc   string // user, group, umask and limits
-	NoTTY    string // tty
-	NoListen string // listen
-	NoUpdate string // update
+	NoSignal   string // stopSignal
+	NoDir      string // dir
+	NoReload   string // a files entry with onChange: reload
+	NoExec     string // an exec health check
+	NoHealth   string // health
+	NoOnce     string // once
+	NoProc     string // user, group, umask and limits
+	NoTTY      string // tty
+	NoListen   string // listen
+	NoUpdate   string // update
+	NoReplicas string // replicas
 }
 
 // placements is the table: a row per placement, in the order the
@@ -67,10 +68,11 @@ var placements = []struct {
 	{OnRunner, Traits{Instance: true, Runner: true, Reload: true, LiveHealth: true,
 		NoUpdate: "not yet for runner plugins: a runner's start of an instance replaces its process"}},
 	{Floating, Traits{Instance: true, Elect: true, Reload: true,
-		NoHealth: "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
-		NoOnce:   "a floating plugin runs on whichever host leads and cannot run once",
-		NoListen: "not for floating plugins: its leader's host changes, and with it the socket's",
-		NoUpdate: "not for floating plugins: only their leader may run them"}},
+		NoHealth:   "not for floating plugins: their leader restarts them, and a replacement would give up the lead",
+		NoOnce:     "a floating plugin runs on whichever host leads and cannot run once",
+		NoListen:   "not for floating plugins: its leader's host changes, and with it the socket's",
+		NoUpdate:   "not for floating plugins: only their leader may run them",
+		NoReplicas: "not for floating plugins: one host, their leader, runs the one process"}},
 }
 
 // Placements lists every placement, in the order the documentation gives

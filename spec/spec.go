@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"path/filepath"
 	"time"
 
@@ -179,7 +180,22 @@ type Plugin struct {
 	// default) or start-first (docs/semantics.md, "Start-first
 	// replacement").
 	Update *Update `yaml:"update"`
+	// Replicas runs that many copies of the plugin, NAME/1 … NAME/N
+	// (docs/semantics.md, "Replicas"); zero (absent): one, named NAME.
+	// A loaded Spec holds the replicas, each with Replicas zero.
+	Replicas int `yaml:"replicas"`
+
+	// Of is the name the plugins file gives a replica: api, of api/2;
+	// empty for a plugin that is no replica. Its fields are at
+	// plugins.<Of> in the file.
+	Of string `yaml:"-"`
+	// Replica is a replica's number, from 1; zero for no replica.
+	Replica int `yaml:"-"`
 }
+
+// FileName is the name the plugins file gives p, where its fields are:
+// Of for a replica, else Name.
+func (p *Plugin) FileName() string { return cmp.Or(p.Of, p.Name) }
 
 // Mount shows a worker a host directory at a guest path.
 type Mount struct {
@@ -238,6 +254,9 @@ type Update struct {
 	// Deadline bounds the time the new process has to be ready, and
 	// healthy when it has a health check; zero: its ready timeout alone.
 	Deadline Duration `yaml:"deadline"`
+	// Parallel is how many replicas a rolling replacement replaces at
+	// once (default 1): the next starts once one of them is done.
+	Parallel int `yaml:"parallel"`
 }
 
 // What a failed replacement does.

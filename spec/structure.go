@@ -82,7 +82,7 @@ func (d *decoder) placement(p *Plugin, path string, runners []string, here bool)
 		}
 	}
 	for _, no := range []struct{ field, why string }{{"stopSignal", t.NoSignal}, {"stopMode", t.NoSignal}, {"dir", t.NoDir}, {"user", t.NoProc}, {"group", t.NoProc},
-		{"umask", t.NoProc}, {"limits", t.NoProc}, {"tty", t.NoTTY}, {"reload", t.NoReload}, {"reloadSignal", t.NoReload}, {"listen", t.NoListen}, {"update", t.NoUpdate}} {
+		{"umask", t.NoProc}, {"limits", t.NoProc}, {"tty", t.NoTTY}, {"reload", t.NoReload}, {"reloadSignal", t.NoReload}, {"listen", t.NoListen}, {"update", t.NoUpdate}, {"replicas", t.NoReplicas}} {
 		if no.why != "" && d.written(path+"."+no.field) {
 			d.errorf(d.at(path+"."+no.field), path+"."+no.field, "%s", no.why)
 		}

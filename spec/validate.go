@@ -125,7 +125,30 @@ func (d *decoder) pluginValues(p *Plugin, path string) {
 	if u := p.Update; u != nil {
 		d.updateValues(p, u, path+".update")
 	}
+	d.replicasValues(p, path)
 	d.filesValues(p, path)
+}
+
+// replicasValues checks a plugin's replicas: from 1 to MaxReplicas, not
+// for a one-shot, whose completion is one run's; a rolling replacement's
+// parallel only with replicas.
+func (d *decoder) replicasValues(p *Plugin, path string) {
+	rp := path + ".replicas"
+	switch {
+	case !d.written(rp):
+	case p.Replicas < 1 || p.Replicas > MaxReplicas:
+		d.errorf(d.at(rp), rp, "want a number from 1 to %d, got %d; to run none, remove the plugin", MaxReplicas, p.Replicas)
+	case p.Once.On:
+		d.errorf(d.at(rp), rp, "a one-shot runs once: its completion is one run's, and replicas would run it again")
+	}
+	pp := path + ".update.parallel"
+	switch {
+	case !d.written(pp):
+	case p.Update.Parallel < 1:
+		d.errorf(d.at(pp), pp, "want 1 or more replicas replaced at once, got %d", p.Update.Parallel)
+	case p.Replicas == 0:
+		d.errorf(d.at(pp), pp, "parallel is how many replicas a rolling replacement replaces at once, and this plugin has no replicas: set replicas:, or remove parallel")
+	}
 }
 
 // updateValues checks a plugin's update at up: a known order, and a

@@ -45,10 +45,10 @@ func (c *LogsCmd) Run(ctx context.Context, g *Globals) error {
 // fromFiles prints the last lines of the plugin's log in state dir dir,
 // with no host to ask: nothing more comes, followed or not.
 func (c *LogsCmd) fromFiles(g *Globals, dir string) error {
-	if !spec.ValidName(c.Plugin) {
-		return fmt.Errorf("no plugin is named %q: a plugin's name has %s", c.Plugin, spec.NameRule)
+	if !spec.ValidPlugin(c.Plugin) {
+		return fmt.Errorf("no plugin is named %q: a plugin's name has %s, and a replica's is NAME/N", c.Plugin, spec.NameRule)
 	}
-	s, err := output.LastOf(filepath.Join(dir, statedir.Logs, c.Plugin+".log"), output.Options{}, c.Lines)
+	s, err := output.LastOf(filepath.Join(dir, statedir.Logs, spec.PluginFileName(c.Plugin)+".log"), output.Options{}, c.Lines)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: no log in %s: the plugin never ran there", c.Plugin, dir)
 	}

@@ -55,7 +55,7 @@ func validateRestart(req *applyWire) error {
 // validateNames checks the plugins a request names to restart.
 func validateNames(names []string) error {
 	for _, name := range names {
-		if !spec.ValidName(name) {
+		if !spec.ValidPlugin(name) {
 			return fmt.Errorf("restart %q: not a plugin's name: a plugin's name has %s", name, spec.NameRule)
 		}
 	}

@@ -76,7 +76,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		return nil, err
 	}
 	env := environ(l.base, l.opt.Env, req, id, cred.env)
-	socks, err := l.sockets.hold(socketKey(req), resolved(req, req.Launch.Listen))
+	socks, err := l.sockets.hold(SocketKey(req), resolved(req, req.Launch.Listen))
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", req.Name, err)
 	}

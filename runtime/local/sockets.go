@@ -44,8 +44,11 @@ type socketTable struct {
 	byKey map[string][]*heldSocket
 }
 
-// socketKey is the key of req's plugin among the held sockets.
-func socketKey(req runtime.Request) string {
+// SocketKey is the key of req's plugin among the held sockets.
+func SocketKey(req runtime.Request) string {
+	if req.Launch.ListenKey != "" {
+		return req.Launch.ListenKey // shared by the plugin's replicas
+	}
 	if req.Identity != nil {
 		return req.Identity.ID
 	}
@@ -246,13 +249,13 @@ func filesOf(ss []*heldSocket) []*os.File {
 // lists: what an apply does before it stops anything, so that an address
 // that cannot be bound fails it first.
 func (l *Local) HoldSockets(req runtime.Request, listens []launch.Listen) error {
-	_, err := l.sockets.hold(socketKey(req), resolved(req, listens))
+	_, err := l.sockets.hold(SocketKey(req), resolved(req, listens))
 	return err
 }
 
 // ReleaseSockets closes the sockets held for the plugin of req: it left
 // the spec.
-func (l *Local) ReleaseSockets(req runtime.Request) { l.sockets.release(socketKey(req)) }
+func (l *Local) ReleaseSockets(req runtime.Request) { l.sockets.release(SocketKey(req)) }
 
 // KeepSockets closes the sockets held for every plugin whose key keep
 // does not keep: they left the spec, or listen no more.
