@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/graftland/graft/apply"
@@ -461,6 +462,11 @@ func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, until 
 // spec, once its new process failed with cause (and was stopped): the
 // step fails with cause, and says what runs.
 func (x executor) rollback(ctx context.Context, name string, cause error) (apply.Result, error) {
+	if changed := x.previous.Changed(name, x.h.digests); len(changed) > 0 {
+		// Its start would run what replaced it, under its old spec.
+		return apply.Result{}, fmt.Errorf("the new version of %s failed, and its previous version cannot be restored: %s changed since it was applied (graft keeps a version's spec, not its files): %w",
+			name, strings.Join(changed, ", "), cause)
+	}
 	x.h.log.Warn("rolling back: the new process failed; starting the previous version again", "plugin", name, "err", cause)
 	prev := executor{h: x.h, desired: x.previous, waits: x.waits}
 	res, err := prev.Start(context.WithoutCancel(ctx), name, spec.UntilReady, func(spec.Condition) {})

@@ -321,3 +321,36 @@ func (s *Spec) ExecutablePath(name string) string {
 	}
 	return ""
 }
+
+// Changed lists the files of plugin name's content (its executable, its
+// files: entries, its env files) that no longer hold what s read: a start
+// of name from s would run other content than s describes, such as a
+// binary rebuilt in place (docs/semantics.md, "Rollback").
+func (s *Spec) Changed(name string, dg Digester) []string {
+	p := s.Plugins[name]
+	if p == nil {
+		return nil
+	}
+	if dg == nil {
+		dg = contentdigest.New("")
+	}
+	defer hold(dg)()
+	paths := []string{s.executable(p)}
+	for _, f := range p.Files {
+		paths = append(paths, s.Path(f.Path))
+	}
+	for _, f := range p.EnvFile {
+		paths = append(paths, s.Path(f))
+	}
+	var out []string
+	for _, path := range paths {
+		sum, ok := s.sources[path]
+		if !ok || slices.Contains(out, path) {
+			continue
+		}
+		if now, err := dg.Digest(path); err != nil || now != sum {
+			out = append(out, path)
+		}
+	}
+	return out
+}

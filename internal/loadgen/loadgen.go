@@ -190,14 +190,18 @@ func Serve(lns []net.Listener, body string, stop <-chan os.Signal) {
 }
 
 // answer answers the requests of c until the client closes it, or until
-// stopping, with no request under way.
+// stopping, with no request under way. A connection that has had no
+// request yet waits for its first, for up to a second from its accept:
+// its client sent it, or is about to, and a close with it unread would
+// reset the connection.
 func answer(c net.Conn, body string, stopping *atomic.Bool) {
 	defer c.Close()
 	var head []byte
 	buf := make([]byte, 4096)
-	idle := time.Now()
+	accepted := time.Now()
+	idle, served := accepted, false
 	for {
-		if len(head) == 0 && stopping.Load() {
+		if len(head) == 0 && stopping.Load() && (served || time.Since(accepted) > time.Second) {
 			return // idle: the client sends again elsewhere
 		}
 		if time.Since(idle) > 30*time.Second {
@@ -223,6 +227,6 @@ func answer(c net.Conn, body string, stopping *atomic.Bool) {
 		if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: %s\r\n\r\n%s", len(body), conn, body); err != nil || conn == "close" {
 			return
 		}
-		idle = time.Now()
+		idle, served = time.Now(), true
 	}
 }
