@@ -5,6 +5,7 @@
 //   - stop-first, the plugin binding its own port (graft without listen:);
 //   - stop-first, on a socket graft holds (listen:);
 //   - start-first, on a held socket (update: {order: start-first});
+//   - a rolling start-first replacement of 3 replicas on one held socket;
 //   - graft upgrade of the host, the plugin on a held socket.
 //
 // Each way runs ROUNDS replacements under load, both with a new
@@ -57,17 +58,19 @@ func main() {
 
 // way is one way of replacing the plugin, and the op that does it once.
 type way struct {
-	name   string
-	listen bool
-	order  string
-	op     []string // graft's arguments
+	name     string
+	listen   bool
+	order    string
+	replicas int      // 0: none
+	op       []string // graft's arguments
 }
 
 var ways = []way{
-	{"stop-first, no listen:", false, "", []string{"restart", "web"}},
-	{"stop-first, listen:", true, "", []string{"restart", "web"}},
-	{"start-first, listen:", true, "start-first", []string{"restart", "web"}},
-	{"graft upgrade, listen:", true, "", []string{"upgrade"}},
+	{"stop-first, no listen:", false, "", 0, []string{"restart", "web"}},
+	{"stop-first, listen:", true, "", 0, []string{"restart", "web"}},
+	{"start-first, listen:", true, "start-first", 0, []string{"restart", "web"}},
+	{"rolling, 3 replicas", true, "start-first", 3, []string{"restart", "web"}},
+	{"graft upgrade, listen:", true, "", 0, []string{"upgrade"}},
 }
 
 func run(graft string, rounds, clients int) error {
@@ -115,6 +118,9 @@ func measure(graft, self string, w way, keep bool, rounds, clients int) (loadgen
 	spec += "    ready: {log: serving}\n"
 	if w.order != "" {
 		spec += fmt.Sprintf("    update: {order: %s}\n", w.order)
+	}
+	if w.replicas > 0 {
+		spec += fmt.Sprintf("    replicas: %d\n", w.replicas)
 	}
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 		return loadgen.Result{}, err
