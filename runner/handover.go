@@ -374,9 +374,15 @@ func (r *Runner) process(name string, gen int64, inv string, req runnerapi.Start
 // with its invocation id, so that the init of the namespace keeps it
 // across a handover, and only then.
 func (r *Runner) request(p *process, id *runtime.Identity) runtime.Request {
+	l := p.start.Spec.WithDefaults()
+	if l.ListenKey != "" && p.session != nil {
+		// Replicas share their sockets with those of their holder alone:
+		// another host's replicas of the same name are its own.
+		l.ListenKey = p.session.holder + "/" + l.ListenKey
+	}
 	return runtime.Request{
 		Name:        p.start.Plugin,
-		Launch:      p.start.Spec.WithDefaults(),
+		Launch:      l,
 		Project:     p.start.Project,
 		Env:         map[string]string{EnvInvocation: p.inv},
 		Output:      p.out,

@@ -3,6 +3,8 @@
 package runner
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -206,4 +208,38 @@ func TestStopThroughANewSession(t *testing.T) {
 	assert.Equal(t, -1, res.Exit.Code)
 	_, status, _ = h.stop(sess, "again.never", 1, time.Second)
 	assert.Equal(t, http.StatusNotFound, status)
+}
+
+// TestReplicaSockets: replicas of one holder share the sockets the
+// runner holds for them (launch.Spec.ListenKey), across its sessions: a
+// session that ends leaves the socket to the replica of another that
+// runs on, and the socket closes with the last of them.
+func TestReplicaSockets(t *testing.T) {
+	h := newHarness(t, short)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	listening := func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	var sessions []string
+	for i := 1; i <= 2; i++ {
+		sess := h.open(10 * time.Second)
+		sessions = append(sessions, sess)
+		req := plugin(t, sess, "cooperative")
+		req.Spec.Listen = []launch.Listen{{Name: "http", TCP: addr}}
+		req.Spec.ListenKey = "replicas:test.api"
+		h.start(fmt.Sprintf("test.api.%d", i), req)
+	}
+	require.True(t, listening())
+	for i, sess := range sessions {
+		status, e := h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
+		require.Equal(t, http.StatusOK, status, "%+v", e)
+		assert.Equal(t, i == 0, listening(), "after session %d ended", i+1)
+	}
 }

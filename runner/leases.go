@@ -8,8 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
+	"github.com/graftland/graft/runtime/local"
 )
 
 // maxLease is the longest lease a session may ask for: one that a
@@ -131,13 +133,28 @@ func (r *Runner) detach(s *session) []*process {
 	s.cancel()
 	s.close()
 	var procs []*process
+	ended := map[string]bool{}
 	for p := range s.procs {
 		procs = append(procs, p)
-		// The sockets held for its instance close with the session: a
-		// holder that comes back opens another, and starts it again.
-		r.local.ReleaseSockets(runtime.Request{Identity: &runtime.Identity{ID: p.name}})
+		ended[r.socketKey(p)] = true
+	}
+	// The sockets held for its instances close with the session, but those
+	// that replicas of another session of the holder still use: a holder
+	// that comes back opens another, and starts its instances again.
+	for _, other := range r.sessions {
+		for p := range other.procs {
+			delete(ended, r.socketKey(p))
+		}
+	}
+	for key := range ended {
+		r.local.ReleaseSockets(runtime.Request{Launch: launch.Spec{ListenKey: key}})
 	}
 	return procs
+}
+
+// socketKey is the key of p's held sockets (local.SocketKey).
+func (r *Runner) socketKey(p *process) string {
+	return local.SocketKey(r.request(p, &runtime.Identity{ID: p.name}))
 }
 
 // liveSession is the session id names, for a start or a stop: none while
