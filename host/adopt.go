@@ -118,7 +118,7 @@ func (h *Host) adoptOne(applied *spec.Spec, p *spec.Plugin, k local.Kept, t *flo
 		return err
 	}
 	out.Continue() // its writer goes on: no line of its is ended here
-	e := &entry{record: plan.Applied(applied, p.Name), env: tag.Env}
+	e := &entry{record: plan.Applied(applied, p.Name), env: tag.Env, from: applied}
 	if tag.Hash != e.record.Hash {
 		// Started from another spec than the last applied (a host that
 		// died in an apply): the start-up's apply replaces it.

@@ -61,7 +61,6 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	if err := h.holdSockets(desired); err != nil {
 		return nil, err
 	}
-	previous := h.previous(desired)
 	if save {
 		src := req.Source
 		src.DigestKey = "" // a saved plan's one-time key checked its digests; it keys nothing here
@@ -74,7 +73,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 	h.runners.Refresh(desired)
 	h.log.Info("apply", "holder", req.Holder, "start", p.Summary.Start, "replace", p.Summary.Replace,
 		"restart", p.Summary.Restart, "stop", p.Summary.Stop, "steps", p.Summary.Steps)
-	err = apply.Run(ctx, p, executor{h: h, desired: desired, previous: previous, waits: ctx}, apply.Options{
+	err = apply.Run(ctx, p, executor{h: h, desired: desired, stopped: map[string]*spec.Spec{}, waits: ctx}, apply.Options{
 		Parallelism: req.Parallelism,
 		Events: func(e apply.Event) {
 			h.logEvent(e)
@@ -257,9 +256,10 @@ func (h *Host) logEvent(e apply.Event) {
 type executor struct {
 	h       *Host
 	desired *spec.Spec
-	// previous is the last applied spec before desired, when a plugin of
-	// desired rolls back a failed replacement to it (update.onFailure).
-	previous *spec.Spec
+	// stopped holds, by plugin, the spec that each plugin this apply
+	// stopped had been started from: the version a failed replacement
+	// rolls back to (update.onFailure). Shared by the apply's executors.
+	stopped map[string]*spec.Spec
 	// waits ends the waits of its starts (for a one-shot's completion, a
 	// plugin's health), not the starts: the apply's client went away, or
 	// graft down preempted it.
@@ -277,6 +277,11 @@ func (x executor) Stop(ctx context.Context, name string) (apply.Result, error) {
 		return apply.Result{Outcome: runtime.Exited}, nil
 	}
 	outcome, err := x.h.stop(ctx, name, e)
+	if p := x.desired.Plugins[name]; p != nil && p.Update != nil && e.from != nil && x.stopped != nil {
+		x.h.mu.Lock()
+		x.stopped[name] = e.from
+		x.h.mu.Unlock()
+	}
 	// A completed one-shot that leaves the spec, is replaced or runs
 	// again (graft run: a replace) is forgotten as it stops, before
 	// anything starts again: a host killed meanwhile runs it again.
@@ -356,7 +361,7 @@ func (x executor) newEntry(name string, p *spec.Plugin, track bool) (*entry, err
 		return nil, err
 	}
 	req := runtime.Request{Project: x.desired.Name, Dir: x.desired.Dir, Output: out, Log: x.h.log}.For(p)
-	e := &entry{record: plan.Applied(x.desired, name), placement: pl}
+	e := &entry{record: plan.Applied(x.desired, name), placement: pl, from: x.desired}
 
 	// The addresses of floating providers are read and the entry recorded
 	// under one lock, so a leader change either shows in the environment or
@@ -429,11 +434,15 @@ func newCondition(p *spec.Plugin, until spec.Condition) spec.Condition {
 	return until
 }
 
-// replaces reports whether a start of name replaces a version of it that
-// the last applied spec had: what update's onFailure and deadline are for.
+// replaces reports whether a start of name replaces a version of it
+// that this apply stopped: what update's onFailure and deadline are for.
 func (x executor) replaces(name string) bool {
-	p := x.desired.Plugins[name]
-	return p != nil && p.Update != nil && x.previous != nil && x.previous.Plugins[name] != nil
+	if p := x.desired.Plugins[name]; p == nil || p.Update == nil {
+		return false
+	}
+	x.h.mu.Lock()
+	defer x.h.mu.Unlock()
+	return x.stopped[name] != nil
 }
 
 // awaitNew waits until e, the new process of a replacement of p, has
@@ -444,6 +453,9 @@ func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, until 
 	want := newCondition(p, until)
 	wait, cancel := x.waits, context.CancelFunc(func() {})
 	if u := p.Update; u != nil && u.Deadline.Std() > 0 {
+		// The deadline bounds it all: the ready wait as its ready timeout
+		// would, and the wait for healthy after it.
+		e.supervisor.BoundNextReady(u.Deadline.Std())
 		wait, cancel = context.WithTimeout(x.waits, u.Deadline.Std())
 	}
 	defer cancel()
@@ -458,47 +470,28 @@ func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, until 
 	return st, err
 }
 
-// rollback runs again the previous version of name, from the last applied
-// spec, once its new process failed with cause (and was stopped): the
+// rollback runs again the previous version of name, from the spec this
+// apply's stop of it found it started from, once its new process failed with cause (and was stopped): the
 // step fails with cause, and says what runs.
 func (x executor) rollback(ctx context.Context, name string, cause error) (apply.Result, error) {
-	if changed := x.previous.Changed(name, x.h.digests); len(changed) > 0 {
+	x.h.mu.Lock()
+	from := x.stopped[name]
+	x.h.mu.Unlock()
+	if from == nil || from.Plugins[name] == nil {
+		return apply.Result{}, fmt.Errorf("the new version of %s failed, and no previous version of it ran before this apply to roll back to: %w", name, cause)
+	}
+	if changed := from.Changed(name, x.h.digests); len(changed) > 0 {
 		// Its start would run what replaced it, under its old spec.
 		return apply.Result{}, fmt.Errorf("the new version of %s failed, and its previous version cannot be restored: %s changed since it was applied (graft keeps a version's spec, not its files): %w",
 			name, strings.Join(changed, ", "), cause)
 	}
 	x.h.log.Warn("rolling back: the new process failed; starting the previous version again", "plugin", name, "err", cause)
-	prev := executor{h: x.h, desired: x.previous, waits: x.waits}
+	prev := executor{h: x.h, desired: from, waits: x.waits}
 	res, err := prev.Start(context.WithoutCancel(ctx), name, spec.UntilReady, func(spec.Condition) {})
 	if err != nil {
 		return res, fmt.Errorf("the new version of %s failed, and so did the rollback to its previous version (%v): %w", name, err, cause)
 	}
 	return res, fmt.Errorf("the new version of %s failed, and was rolled back: its previous version runs again (pid %d): %w", name, res.PID, cause)
-}
-
-// previous is the last applied spec, for the replacements of desired's
-// plugins that have an update: (its deadline, its rollback); nil when
-// none has.
-func (h *Host) previous(desired *spec.Spec) *spec.Spec {
-	updates := false
-	for _, p := range desired.Plugins {
-		updates = updates || p.Update != nil
-	}
-	h.mu.Lock()
-	kept := h.spec
-	h.mu.Unlock()
-	if !updates || kept == nil {
-		return nil
-	}
-	if kept.parsed != nil {
-		return kept.parsed
-	}
-	s, err := h.desired(kept.Source)
-	if err != nil {
-		h.log.Warn("read the last applied spec: a failed replacement cannot roll back", "err", err)
-		return nil
-	}
-	return s
 }
 
 // pruneLastStops forgets how plugins the host no longer tracks stopped.
@@ -522,7 +515,11 @@ type entry struct {
 	record     plan.Record // what its spec decides (plan.Applied)
 	supervisor *runtime.Supervisor
 	placement  runtime.Placement // where it runs; nil for a one-shot that completed under an earlier host (restoreCompleted)
-	env        map[string]string // what the host added to its environment
+	// from is the spec it was started from (for an adopted or resumed
+	// one, the applied spec its host found): the version a failed
+	// replacement of it rolls back to.
+	from *spec.Spec
+	env  map[string]string // what the host added to its environment
 	// adopted is set when its process is one an earlier host started
 	// (adopt.go).
 	adopted *hostapi.Adopted

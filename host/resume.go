@@ -76,7 +76,7 @@ func (h *Host) resumeOne(applied *spec.Spec, pl *spec.Plugin, r *remote.Remote, 
 	if err != nil {
 		return err
 	}
-	e := &entry{record: plan.Applied(applied, pl.Name), placement: r}
+	e := &entry{record: plan.Applied(applied, pl.Name), placement: r, from: applied}
 	req := runtime.Request{Project: applied.Name, Dir: applied.Dir, Output: out, Log: h.log}.For(pl)
 	h.mu.Lock()
 	req.Env = h.providerEnv(applied, pl)

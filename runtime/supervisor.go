@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/health"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/spec"
 )
 
@@ -30,6 +31,9 @@ type Supervisor struct {
 	lastExit Exit // how the last handle ended
 	attempt  int  // restarts since the schedule was last reset
 	stopping bool // Stop was called: no more starts
+	// nextReady, when set, bounds the ready wait of the next start alone
+	// (BoundNextReady).
+	nextReady time.Duration
 	// starting is closed when the start under way ends; nil when none is.
 	starting    chan struct{}
 	cancelStart context.CancelFunc
@@ -128,6 +132,12 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.state.Health, s.state.HealthError = "", ""
 	s.set(Starting, "")
 	req := s.req // Update may change it meanwhile
+	if r := req.Launch.Ready; r != nil && s.nextReady > 0 && (r.Timeout == 0 || time.Duration(r.Timeout) > s.nextReady) {
+		bounded := *r
+		bounded.Timeout = launch.Duration(s.nextReady)
+		req.Launch.Ready = &bounded
+	}
+	s.nextReady = 0
 	s.mu.Unlock()
 
 	h, err := s.placement.Start(ctx, req)
@@ -351,6 +361,15 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	s.state.PID = 0
 	s.set(Stopped, "")
 	return outcome, err
+}
+
+// BoundNextReady bounds the ready wait of the next start to d, when its
+// ready timeout is longer: a replacement's update.deadline, which bounds
+// its new process's ready wait and not those of its later restarts.
+func (s *Supervisor) BoundNextReady(d time.Duration) {
+	s.mu.Lock()
+	s.nextReady = d
+	s.mu.Unlock()
 }
 
 // abortPending cancels an armed retry and aborts a start under way,
