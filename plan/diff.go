@@ -62,6 +62,7 @@ func DiffWith(desired *spec.Spec, running *State, opt Options) (*Plan, error) {
 		d.restart(i)
 		d.order(i) // in topological order: a consumer's restart sees it
 	}
+	d.closes()
 	p := &Plan{
 		Format:  Format,
 		Project: desired.Name,
@@ -330,4 +331,39 @@ func (s *Summary) add(a Action) {
 	if r := actionOf(a); r != nil {
 		*r.count(s)++
 	}
+}
+
+// closes names, on the change of the first running plugin that holds it,
+// each held socket that no desired plugin of its key lists any more: the
+// apply closes it.
+func (d *differ) closes() {
+	kept := map[string]bool{}
+	for _, p := range d.desired.Plugins {
+		for _, s := range sockets(p) {
+			kept[p.SocketKey()+"\x00"+address(s)] = true
+		}
+	}
+	named := map[string]bool{}
+	for i, name := range d.names {
+		r := d.running[name]
+		if r == nil || r.SocketKey == "" {
+			continue
+		}
+		for _, s := range r.Sockets {
+			key := r.SocketKey + "\x00" + address(s)
+			if kept[key] || named[key] {
+				continue
+			}
+			named[key] = true
+			c := &d.changes[i]
+			c.Closes = append(c.Closes, s)
+			c.Reason += "; closes socket " + s
+		}
+	}
+}
+
+// address is the address of a socket as a Record lists it.
+func address(s string) string {
+	_, a, _ := strings.Cut(s, " ")
+	return a
 }

@@ -57,6 +57,10 @@ type Change struct {
 	// starts beside the old one (spec.Update): one swap step, and its
 	// consumers go on. Empty for the others.
 	Order string `json:"order,omitempty"`
+	// Closes lists the held sockets its apply closes, each "NAME ADDRESS":
+	// those of its running process that neither it nor a replica that
+	// shares them keeps (docs/semantics.md, "Held sockets").
+	Closes []string `json:"closes,omitempty"`
 }
 
 // Step is one stop or start in the plan's graph.

@@ -64,6 +64,11 @@ type Record struct {
 	// Runner is the runner a runner plugin runs on, as the spec names it;
 	// empty for the runner embedded in the host.
 	Runner string `json:"runner,omitempty"`
+	// SocketKey and Sockets are the sockets held for it (listen:), under
+	// their key (spec.Plugin.SocketKey), each "NAME ADDRESS", so that a
+	// plan can name those it closes.
+	SocketKey string   `json:"socketKey,omitempty"`
+	Sockets   []string `json:"sockets,omitempty"`
 }
 
 // Where names the runner a runner plugin runs on, for messages.
@@ -84,9 +89,28 @@ func Applied(s *spec.Spec, name string) Record {
 		Hash:   s.Hash(name),
 		Uses:   slices.Sorted(slices.Values(p.Uses)),
 		Fields: spec.FieldDigests(s.Fields(name)),
-		KeyID:  s.KeyID(),
-		Runner: p.Runner,
+		KeyID:     s.KeyID(),
+		Runner:    p.Runner,
+		SocketKey: socketKey(p),
+		Sockets:   sockets(p),
 	}
+}
+
+// socketKey is the key of p's held sockets, if it has any.
+func socketKey(p *spec.Plugin) string {
+	if len(p.Listen) == 0 {
+		return ""
+	}
+	return p.SocketKey()
+}
+
+// sockets are p's held sockets as a Record lists them.
+func sockets(p *spec.Plugin) []string {
+	var out []string
+	for _, l := range p.Listen {
+		out = append(out, l.Name+" "+l.Address())
+	}
+	return out
 }
 
 // UnconfirmedDigest stands for a field whose value in effect is not

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -122,3 +123,8 @@ func (s *Spec) Named(name string) []string {
 	}
 	return names
 }
+
+// SocketKey is the key p's held sockets are kept under where they are
+// held: shared with its replicas, else its instance's (a runner's), else
+// its own name's.
+func (p *Plugin) SocketKey() string { return cmp.Or(p.listenKey(), p.Instance, p.Name) }
