@@ -84,11 +84,11 @@ func (r *Record) Where() string {
 func Applied(s *spec.Spec, name string) Record {
 	p := s.Plugins[name]
 	return Record{
-		Name:   name,
-		Run:    p.Run,
-		Hash:   s.Hash(name),
-		Uses:   slices.Sorted(slices.Values(p.Uses)),
-		Fields: spec.FieldDigests(s.Fields(name)),
+		Name:      name,
+		Run:       p.Run,
+		Hash:      s.Hash(name),
+		Uses:      slices.Sorted(slices.Values(p.Uses)),
+		Fields:    spec.FieldDigests(s.Fields(name)),
 		KeyID:     s.KeyID(),
 		Runner:    p.Runner,
 		SocketKey: socketKey(p),
