@@ -330,7 +330,7 @@ func (x executor) Start(ctx context.Context, name string, until spec.Condition, 
 		return apply.Result{}, err
 	}
 	if x.replaces(name) {
-		st, err := x.awaitNew(ctx, e, p, until, reached)
+		st, err := x.awaitNew(ctx, e, p, false, until, reached)
 		if err != nil && p.RollsBack() {
 			return x.rollback(ctx, name, err)
 		}
@@ -400,7 +400,7 @@ func (x executor) Swap(ctx context.Context, name string, until spec.Condition, r
 	if err != nil {
 		return apply.Result{}, err
 	}
-	st, err := x.awaitNew(ctx, e, p, until, reached)
+	st, err := x.awaitNew(ctx, e, p, true, until, reached)
 	if err != nil {
 		return apply.Result{}, fmt.Errorf("start %s start-first: its new process did not get %s, and was stopped; the old one runs on: %w", name, want, err)
 	}
@@ -445,19 +445,30 @@ func (x executor) replaces(name string) bool {
 	return x.stopped[name] != nil
 }
 
-// awaitNew waits until e, the new process of a replacement of p, has
-// reached newCondition within update.deadline, and stops it when it does
-// not (it exited, failed its checks, or the deadline passed). An apply
+// awaitNew starts e, the new process of a replacement of p (beside the
+// running one, with overlap: start-first), waits until it has reached
+// newCondition within update.deadline, and stops it when it does not (it exited, failed its checks, or the deadline passed). An apply
 // that ends meanwhile ends the wait alone, as for any start.
-func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, until spec.Condition, reached func(spec.Condition)) (runtime.State, error) {
+func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, overlap bool, until spec.Condition, reached func(spec.Condition)) (runtime.State, error) {
 	want := newCondition(p, until)
 	wait, cancel := x.waits, context.CancelFunc(func() {})
+	deadline := time.Duration(0)
 	if u := p.Update; u != nil && u.Deadline.Std() > 0 {
-		// The deadline bounds it all: the ready wait as its ready timeout
-		// would, and the wait for healthy after it.
-		e.supervisor.BoundNextReady(u.Deadline.Std())
-		wait, cancel = context.WithTimeout(x.waits, u.Deadline.Std())
+		deadline = u.Deadline.Std()
+		wait, cancel = context.WithTimeout(x.waits, deadline)
 	}
+	// Until it is the plugin's, its restarts (after a failed health
+	// check, say) start beside the old process too: a runner's start
+	// without overlap would replace that one.
+	e.supervisor.ForStarts(func(r *runtime.Request) {
+		if deadline > 0 {
+			// The deadline bounds it all: the ready wait as its ready
+			// timeout would, and the wait for healthy after it.
+			r.BoundReady(deadline)
+		}
+		r.Overlap = overlap
+	})
+	defer e.supervisor.ForStarts(nil)
 	defer cancel()
 	st, err := e.supervisor.StartUntil(wait, want, reached)
 	if err == nil || x.waits.Err() != nil {

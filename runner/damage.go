@@ -184,8 +184,11 @@ func (r *replay) settle() {
 
 // records are the live records and the extra ones.
 func (r *replay) records() []record {
-	out := make([]record, 0, len(r.live)+len(r.extra))
+	out := make([]record, 0, len(r.live)+len(r.kept)+len(r.extra))
 	for _, rec := range r.live {
+		out = append(out, rec)
+	}
+	for _, rec := range r.kept {
 		out = append(out, rec)
 	}
 	return append(out, r.extra...)

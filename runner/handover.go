@@ -155,7 +155,9 @@ func (r *Runner) settle(wait time.Duration) error {
 		r.mu.Lock()
 		busy := r.ops > 0 || len(r.starting) > 0
 		for _, inst := range r.instances {
-			busy = busy || inst.busy || inst.recovered != nil || inst.cur != nil && inst.cur.state != procRunning
+			// A start-first overlap ends first: a handover hands one
+			// process an instance.
+			busy = busy || inst.busy || inst.recovered != nil || inst.old != nil || inst.cur != nil && inst.cur.state != procRunning
 		}
 		r.mu.Unlock()
 		if !busy {

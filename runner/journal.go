@@ -38,6 +38,10 @@ const (
 // instance, of one generation.
 type entry struct {
 	Op string `json:"op"`
+	// Keep, on a start, says that the instance's record of an earlier
+	// generation stays: a start-first start left its process running
+	// beside the new one, until the end entry of its own.
+	Keep bool `json:"keep,omitempty"`
 	record
 }
 
@@ -92,7 +96,10 @@ type replay struct {
 	last    map[string]int64
 	oldLast map[string]int64 // by escaped name: opOldGen
 	live    map[string]record
-	torn    int // damaged lines: len(damaged)
+	// kept are the records of the generations that start-first starts
+	// left running beside their instance's live one (entry.Keep).
+	kept map[string]record
+	torn int // damaged lines: len(damaged)
 	// damaged are the lines that are not whole entries, in order.
 	damaged []*damage
 	// extra are the records read from damaged entries that no instance's
@@ -105,7 +112,7 @@ type replay struct {
 }
 
 func newReplay() *replay {
-	return &replay{last: map[string]int64{}, oldLast: map[string]int64{}, live: map[string]record{}}
+	return &replay{last: map[string]int64{}, oldLast: map[string]int64{}, live: map[string]record{}, kept: map[string]record{}}
 }
 
 // read replays the journal's data.
@@ -142,8 +149,22 @@ func (r *replay) apply(e entry) {
 	}
 	r.last[name] = max(r.last[name], gen)
 	cur, live := r.live[name]
+	if k, ok := r.kept[name]; ok && k.Generation == gen && e.Op != opStart {
+		// The generation a start-first start left running beside the
+		// live one.
+		if e.Op == opEnd {
+			delete(r.kept, name)
+		} else if e.Op == opPID {
+			k.PID, k.StartTime, k.StartedAt = e.PID, e.StartTime, e.StartedAt
+			r.kept[name] = k
+		}
+		return
+	}
 	switch e.Op {
 	case opStart:
+		if e.Keep && live && !cur.salvaged && cur.Generation < gen {
+			r.kept[name] = cur
+		}
 		if !live || cur.Generation <= gen || cur.salvaged {
 			r.take(e.record)
 		}
@@ -167,6 +188,11 @@ func (r *replay) apply(e entry) {
 	case opEnd:
 		if live && cur.Generation == gen {
 			delete(r.live, name)
+			if k, ok := r.kept[name]; ok {
+				// The live one ended before the one kept beside it.
+				r.live[name] = k
+				delete(r.kept, name)
+			}
 		}
 	}
 }
@@ -209,8 +235,18 @@ func (r *replay) compacted() ([]byte, error) {
 		}
 		buf.Write(line)
 	}
-	for _, rec := range r.live {
+	// A kept record's start goes before the live one's of its instance,
+	// which keeps it.
+	for _, rec := range r.kept {
 		line, err := encodeEntry(entry{Op: opStart, record: rec})
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+	}
+	for name, rec := range r.live {
+		_, keep := r.kept[name]
+		line, err := encodeEntry(entry{Op: opStart, Keep: keep, record: rec})
 		if err != nil {
 			return nil, err
 		}

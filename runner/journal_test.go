@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestJournalTornTail(t *testing.T) {
 	dir := t.TempDir()
 	st := openTestState(t, dir)
 	for gen := int64(1); gen <= 3; gen++ {
-		_, err := st.next("torn", record{Invocation: "inv"})
+		_, err := st.next("torn", record{Invocation: "inv"}, false)
 		require.NoError(t, err)
 		require.NoError(t, st.removeRecord("torn", gen))
 	}
@@ -111,7 +112,7 @@ func TestJournalTornTail(t *testing.T) {
 			}
 
 			st := openTestState(t, dir)
-			gen, err := st.next("torn", record{Invocation: "inv"})
+			gen, err := st.next("torn", record{Invocation: "inv"}, false)
 			require.NoError(t, err)
 			assert.Equal(t, tc.last+1, gen, "above every generation it reads")
 			require.NoError(t, st.removeRecord("torn", gen))
@@ -131,7 +132,7 @@ func TestJournalTornTail(t *testing.T) {
 func TestJournalNotCompacted(t *testing.T) {
 	dir := t.TempDir()
 	st := openTestState(t, dir)
-	_, err := st.next("nc", record{Invocation: "inv"})
+	_, err := st.next("nc", record{Invocation: "inv"}, false)
 	require.NoError(t, err)
 	require.NoError(t, st.close())
 	torn, err := encodeEntry(entry{Op: opStart, record: record{Instance: "nc", Generation: 2, Invocation: "inv"}})
@@ -146,7 +147,7 @@ func TestJournalNotCompacted(t *testing.T) {
 	st = openTestState(t, dir)
 	require.Error(t, st.notCompacted)
 	assert.Contains(t, st.notCompacted.Error(), "compact the journal")
-	gen, err := st.next("nc", record{Invocation: "inv"})
+	gen, err := st.next("nc", record{Invocation: "inv"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), gen, "above the generation read in the torn line")
 	rp := journalOf(t, dir)
@@ -157,7 +158,7 @@ func TestJournalNotCompacted(t *testing.T) {
 	restore()
 	st = openTestState(t, dir)
 	require.NoError(t, st.notCompacted)
-	gen, err = st.next("nc", record{Invocation: "inv"})
+	gen, err = st.next("nc", record{Invocation: "inv"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), gen)
 }
@@ -217,7 +218,7 @@ func TestCompaction(t *testing.T) {
 	for i := range instances {
 		name := fmt.Sprintf("c.%d", i)
 		for range 3 {
-			gen, err := st.next(name, record{Invocation: "inv", BootID: "boot"})
+			gen, err := st.next(name, record{Invocation: "inv", BootID: "boot"}, false)
 			require.NoError(t, err)
 			require.NoError(t, st.recordPID(record{Instance: name, Generation: gen, PID: 100 + i, StartTime: uint64(gen)}))
 			if i%2 == 0 || gen < 3 {
@@ -233,7 +234,7 @@ func TestCompaction(t *testing.T) {
 	st.mu.Lock()
 	st.compactAt = st.size
 	st.mu.Unlock()
-	_, err = st.next("c.last", record{Invocation: "inv"})
+	_, err = st.next("c.last", record{Invocation: "inv"}, false)
 	require.NoError(t, err)
 	after := journalOf(t, dir)
 	small, err := os.Stat(journalPath(dir))
@@ -259,7 +260,7 @@ func TestCompaction(t *testing.T) {
 	delete(after.live, "c.last")
 	assert.Equal(t, after.last, again.last)
 	assert.Equal(t, after.live, again.live)
-	gen, err := st.next("c.1", record{Invocation: "inv"})
+	gen, err := st.next("c.1", record{Invocation: "inv"}, false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), gen)
 }
@@ -297,4 +298,51 @@ func marshal(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestJournalKeeps: a start-first start keeps the instance's record of
+// the generation it starts beside (entry.Keep): both are in the journal,
+// read back or compacted, until each one's end; the older is the live
+// one again when the newer ends first.
+func TestJournalKeeps(t *testing.T) {
+	dir := t.TempDir()
+	st := openTestState(t, dir)
+	gens := func(st *state) []int64 {
+		recs, _, err := st.records()
+		require.NoError(t, err)
+		var out []int64
+		for _, r := range recs {
+			out = append(out, r.Generation)
+		}
+		slices.Sort(out)
+		return out
+	}
+	_, err := st.next("api", record{Invocation: "one"}, false)
+	require.NoError(t, err)
+	gen, err := st.next("api", record{Invocation: "two"}, true)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), gen)
+	assert.Equal(t, []int64{1, 2}, gens(st))
+	rp := journalOf(t, dir)
+	assert.Equal(t, int64(2), rp.live["api"].Generation, "read back without a compaction")
+	assert.Equal(t, int64(1), rp.kept["api"].Generation)
+	require.NoError(t, st.close())
+
+	st = openTestState(t, dir) // a compaction
+	assert.Equal(t, []int64{1, 2}, gens(st))
+	require.NoError(t, st.removeRecord("api", 2)) // the new one failed
+	assert.Equal(t, []int64{1}, gens(st))
+	assert.Equal(t, "one", st.live["api"].Invocation, "the old one is the live one again")
+	require.NoError(t, st.close())
+	st = openTestState(t, dir)
+	assert.Equal(t, []int64{1}, gens(st))
+	gen, err = st.next("api", record{Invocation: "three"}, true)
+	require.NoError(t, err)
+	require.NoError(t, st.removeRecord("api", 1)) // the swap: the old one stops
+	require.NoError(t, st.close())
+	st = openTestState(t, dir)
+	assert.Equal(t, []int64{gen}, gens(st))
+	require.NoError(t, st.close())
+	rp = journalOf(t, dir)
+	assert.Empty(t, rp.kept)
 }

@@ -243,3 +243,36 @@ func TestReplicaSockets(t *testing.T) {
 		assert.Equal(t, i == 0, listening(), "after session %d ended", i+1)
 	}
 }
+
+// TestOverlap: a start-first start (Overlap) leaves the instance's
+// running process running beside the new one, each its own generation,
+// until a stop names it; meanwhile the instance takes no other start.
+func TestOverlap(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(10 * time.Second)
+	one := h.start("test.api", plugin(t, sess, "cooperative"))
+	req := plugin(t, sess, "cooperative")
+	req.Overlap = true
+	two := h.start("test.api", req)
+	assert.Equal(t, one.Generation+1, two.Generation)
+	assert.True(t, alive(one.PID), "the old one runs on")
+	assert.True(t, alive(two.PID))
+	assert.Len(t, h.status().Instances, 2)
+
+	_, status, e := h.tryStart("test.api", req)
+	assert.Equal(t, http.StatusConflict, status)
+	assert.Equal(t, runnerapi.KindBusy, e.Kind)
+	assert.Contains(t, e.Error, "which a start-first start left running, has not stopped yet")
+
+	res, status, e := h.stop(sess, "test.api", one.Generation, time.Second)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.Equal(t, runnerapi.Exited, res.Outcome)
+	assert.False(t, alive(one.PID))
+	assert.True(t, alive(two.PID), "the new one is the instance's")
+	insts := h.status().Instances
+	require.Len(t, insts, 1)
+	assert.Equal(t, two.Generation, insts[0].Generation)
+	three := h.start("test.api", plugin(t, sess, "cooperative")) // a stop-first start replaces it
+	assert.False(t, alive(two.PID))
+	assert.True(t, alive(three.PID))
+}

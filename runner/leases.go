@@ -182,8 +182,12 @@ func (r *Runner) stop(name string, req *runnerapi.Stop) (*runnerapi.StopResult, 
 	// one.
 	inst := r.instances[name]
 	var p *process
-	if inst != nil && inst.cur != nil && inst.cur.gen == req.Generation {
-		p = inst.cur
+	if inst != nil {
+		for _, q := range []*process{inst.cur, inst.old} {
+			if q != nil && q.gen == req.Generation {
+				p = q
+			}
+		}
 	}
 	if p == nil {
 		defer r.mu.Unlock()
@@ -284,16 +288,22 @@ func (r *Runner) status() *runnerapi.Status {
 		st.Instances = append(st.Instances, runnerapi.InstanceStatus{Instance: p.name, Generation: p.gen, PID: p.pid,
 			Session: p.session.id, Status: status, StartedAt: p.startedAt})
 	}
+	statusOf := func(p *process) string {
+		switch {
+		case p.state == procUnconfirmed:
+			return runnerapi.StatusUnconfirmed
+		case p.state.requested():
+			return runnerapi.StatusStopping
+		}
+		return runnerapi.StatusRunning
+	}
 	for _, inst := range r.instances {
-		switch p := inst.cur; {
-		case p != nil && p.state == procUnconfirmed:
-			add(p, runnerapi.StatusUnconfirmed)
-		case p != nil && p.state.requested():
-			add(p, runnerapi.StatusStopping)
-		case p != nil:
-			add(p, runnerapi.StatusRunning)
-		case inst.recovered != nil:
-			rec := inst.recovered
+		for _, p := range []*process{inst.old, inst.cur} {
+			if p != nil {
+				add(p, statusOf(p))
+			}
+		}
+		if rec := inst.recovered; inst.cur == nil && rec != nil {
 			st.Instances = append(st.Instances, runnerapi.InstanceStatus{Instance: rec.Instance, Generation: rec.Generation,
 				PID: rec.PID, Status: runnerapi.StatusUnconfirmed, StartedAt: rec.StartedAt})
 		}

@@ -84,7 +84,9 @@ func (r *Runner) start(ctx context.Context, name string, req *runnerapi.Start) (
 	if err := r.state.canAdvance(name); err != nil {
 		return nil, r.noGeneration(name, err)
 	}
-	if old != nil {
+	if old != nil && req.Overlap {
+		r.log.Info("starting beside", "instance", name, "generation", old.gen, "pid", old.pid, "session", req.Session)
+	} else if old != nil {
 		r.log.Info("replacing", "instance", name, "generation", old.gen, "pid", old.pid, "session", req.Session)
 		if _, ok := r.stopProcess(old, stopReplace, defaultShutdown); !ok {
 			return nil, unconfirmed("start", name, old.gen)
@@ -130,6 +132,8 @@ func (r *Runner) admit(name, id string) (*session, *instance, *process, error) {
 		return nil, nil, nil, unconfirmed("start", name, inst.recovered.Generation)
 	case inst.cur != nil && inst.cur.state == procUnconfirmed:
 		return nil, nil, nil, unconfirmed("start", name, inst.cur.gen)
+	case inst.old != nil:
+		return nil, nil, nil, kindErr(runnerapi.KindBusy, "start %s: generation %d, which a start-first start left running, has not stopped yet", name, inst.old.gen)
 	}
 	inst.busy = true
 	r.wg.Add(1) // Close waits for the start: it may be about to spawn
@@ -150,7 +154,7 @@ func (r *Runner) release(s *session, inst *instance) {
 // and records it, before anything is spawned.
 func (r *Runner) newProcess(name string, req *runnerapi.Start, s *session) (*process, error) {
 	inv := uuid.NewString()
-	gen, err := r.state.next(name, record{Invocation: inv, BootID: r.bootID})
+	gen, err := r.state.next(name, record{Invocation: inv, BootID: r.bootID}, req.Overlap)
 	if gen > 0 {
 		r.metrics.generations.Inc()
 	}
@@ -207,8 +211,14 @@ func (r *Runner) spawn(ctx context.Context, s *session, p *process, req *runnera
 // once, and the start fails.
 func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*runnerapi.Started, error) {
 	r.mu.Lock()
-	if closed := r.closed; s.ended || closed {
+	overlap := func() {
+		if inst.cur != nil && inst.cur != p && p.start.Overlap {
+			inst.old = inst.cur // a start-first start: it runs on until its own stop
+		}
 		inst.cur = p
+	}
+	if closed := r.closed; s.ended || closed {
+		overlap()
 		p.to(procRunning)
 		r.wg.Add(1)
 		go r.watch(p)
@@ -226,7 +236,7 @@ func (r *Runner) adopt(s *session, inst *instance, p *process, plugin string) (*
 		}
 		return nil, noSession(s.id)
 	}
-	inst.cur = p
+	overlap()
 	p.to(procRunning)
 	s.procs[p] = true
 	r.wg.Add(1)

@@ -107,6 +107,9 @@ type instance struct {
 	// cur is its process, from its start's answer until its exit is
 	// confirmed.
 	cur *process
+	// old is the process a start-first start (runnerapi.Start.Overlap)
+	// left running beside cur, until its exit is confirmed.
+	old *process
 	// recovered is a process a previous runner recorded that may still
 	// live, until it is confirmed gone.
 	recovered *record
@@ -294,8 +297,10 @@ func (r *Runner) Close() error {
 		r.detach(s)
 	}
 	for _, inst := range r.instances {
-		if inst.cur != nil {
-			procs = append(procs, inst.cur)
+		for _, p := range []*process{inst.cur, inst.old} {
+			if p != nil {
+				procs = append(procs, p)
+			}
 		}
 	}
 	r.mu.Unlock()

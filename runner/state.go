@@ -100,6 +100,9 @@ type state struct {
 	// which cannot always be turned back into the instance's.
 	oldLast map[string]int64
 	live    map[string]record // the records without an end
+	// kept are the records without an end of the generations that
+	// start-first starts left running beside live ones (entry.Keep).
+	kept map[string]record
 	// extra are records read from damaged entries of the journal that no
 	// instance's record took, looked for at recovery (replay.extra); the
 	// journal keeps their damaged entries until they are gone.
@@ -135,7 +138,7 @@ func openState(dir string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, extra: rp.extra, damaged: rp.damaged, bad: bad}
+	s := &state{dir: dir, last: rp.last, oldLast: rp.oldLast, live: rp.live, kept: rp.kept, extra: rp.extra, damaged: rp.damaged, bad: bad}
 	removeTemporary(dir)
 	if err := s.compact(); err != nil {
 		if err := s.reuse(rp, old, err); err != nil {
@@ -218,7 +221,7 @@ func removeTemporary(dir string) {
 // compact writes a fresh journal holding what s holds, and appends to it
 // from then on. The caller holds s.mu, or has s to itself.
 func (s *state) compact() error {
-	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live, extra: s.extra}
+	rp := &replay{last: s.last, oldLast: s.oldLast, live: s.live, kept: s.kept, extra: s.extra}
 	data, err := rp.compacted()
 	if err != nil {
 		return err
@@ -323,8 +326,10 @@ func (s *state) lastLocked(name string) int64 {
 // the other starts under way (committer.sync): it is on disk, synced,
 // before next returns the generation; an *ExhaustedError after
 // math.MaxInt64, a *StateError when the append or its sync failed. Callers
-// never ask for one instance from two goroutines at once.
-func (s *state) next(name string, rec record) (int64, error) {
+// never ask for one instance from two goroutines at once. With keep, the
+// instance's live record stays, kept, until its own end: a start-first
+// start leaves its process running.
+func (s *state) next(name string, rec record, keep bool) (int64, error) {
 	s.mu.Lock()
 	last := s.lastLocked(name)
 	if last == math.MaxInt64 {
@@ -334,8 +339,13 @@ func (s *state) next(name string, rec record) (int64, error) {
 	gen := last + 1
 	s.last[name] = gen // taken now, whatever the write does
 	rec.Instance, rec.Generation = name, gen
-	err := s.appendEntry(entry{Op: opStart, record: rec})
+	cur, live := s.live[name]
+	keep = keep && live
+	err := s.appendEntry(entry{Op: opStart, Keep: keep, record: rec})
 	if err == nil {
+		if keep {
+			s.kept[name] = cur
+		}
 		s.live[name] = rec
 	}
 	s.mu.Unlock()
@@ -381,6 +391,7 @@ func (s *state) recordPID(rec record) error {
 	}
 	cur.PID, cur.StartTime, cur.StartedAt = rec.PID, rec.StartTime, rec.StartedAt
 	s.live[rec.Instance] = cur
+	// (A kept record got its pid when it was live.)
 	if err := s.appendEntry(entry{Op: opPID, record: rec}); err != nil {
 		return &StateError{Op: fmt.Sprintf("record the pid of generation %d of %s", rec.Generation, rec.Instance), Err: err}
 	}
@@ -395,8 +406,20 @@ func (s *state) recordPID(rec record) error {
 func (s *state) removeRecord(name string, gen int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if k, ok := s.kept[name]; ok && k.Generation == gen {
+		delete(s.kept, name)
+		return s.appendEntry(entry{Op: opEnd, record: record{Instance: name, Generation: gen}})
+	}
 	if cur, live := s.live[name]; !live || cur.Generation != gen {
 		return nil
+	}
+	if _, ok := s.kept[name]; ok {
+		// The live one ended before the one it was started beside (a
+		// start-first start whose new process failed): that one is the
+		// instance's live record again.
+		s.live[name] = s.kept[name]
+		delete(s.kept, name)
+		return s.appendEntry(entry{Op: opEnd, record: record{Instance: name, Generation: gen}})
 	}
 	delete(s.live, name)
 	return s.appendEntry(entry{Op: opEnd, record: record{Instance: name, Generation: gen}})
@@ -408,6 +431,10 @@ func (s *state) removeRecord(name string, gen int64) error {
 func (s *state) forget(rec record) error {
 	s.mu.Lock()
 	if cur, live := s.live[rec.Instance]; live && cur.Generation == rec.Generation && cur.Invocation == rec.Invocation {
+		s.mu.Unlock()
+		return s.removeRecord(rec.Instance, rec.Generation)
+	}
+	if k, ok := s.kept[rec.Instance]; ok && k.Generation == rec.Generation && k.Invocation == rec.Invocation {
 		s.mu.Unlock()
 		return s.removeRecord(rec.Instance, rec.Generation)
 	}
@@ -434,6 +461,9 @@ func (s *state) records() (recs []record, bad []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, rec := range s.live {
+		recs = append(recs, rec)
+	}
+	for _, rec := range s.kept {
 		recs = append(recs, rec)
 	}
 	recs = append(recs, s.extra...)

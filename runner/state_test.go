@@ -338,7 +338,7 @@ func TestGenerationExhausted(t *testing.T) {
 	assert.Equal(t, int64(1), h.start("big.next", plugin(t, sess, "cooperative")).Generation, "other instances start")
 
 	var exhausted *ExhaustedError
-	_, err := h.r.state.next("big", record{Invocation: "inv"})
+	_, err := h.r.state.next("big", record{Invocation: "inv"}, false)
 	require.ErrorAs(t, err, &exhausted)
 	assert.Contains(t, exhausted.Hint(), "another instance name")
 }

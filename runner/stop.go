@@ -42,8 +42,15 @@ func (r *Runner) watch(p *process) {
 	p.exit = exit
 	s := p.session
 	inst := r.instance(p.name)
-	if inst.cur == p {
+	switch {
+	case inst.cur == p && inst.old != nil:
+		// The new process of a start-first start ended first: the one it
+		// started beside is the instance's again.
+		inst.cur, inst.old = inst.old, nil
+	case inst.cur == p:
 		inst.cur = nil
+	case inst.old == p:
+		inst.old = nil
 	}
 	inst.remember(p.gen, exit)
 	delete(s.procs, p)

@@ -187,6 +187,12 @@ type Start struct {
 	Session string `json:"session"`
 	Plugin  string `json:"plugin"`
 	Project string `json:"project"`
+	// Overlap leaves the instance's running process running beside the
+	// new one (a start-first replacement): the host stops it, by its
+	// generation, once the new one is ready; until then both are the
+	// instance's. Refused (busy) while the process an earlier overlap
+	// left running still runs.
+	Overlap bool `json:"overlap,omitempty"`
 	launch.Spec
 }
 

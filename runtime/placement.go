@@ -86,6 +86,11 @@ type Request struct {
 	// host, never past a crash: a floating plugin's, whose lease another
 	// host may take once its host is gone.
 	UpgradeOnly bool
+	// Overlap says that the plugin's running process runs on beside this
+	// start's (a start-first replacement): a runner keeps the instance's
+	// running generation (runnerapi.Start.Overlap); a local placement
+	// runs any two processes side by side.
+	Overlap bool
 }
 
 // For is r made the request to start plugin p: with p's name, its

@@ -31,9 +31,8 @@ type Supervisor struct {
 	lastExit Exit // how the last handle ended
 	attempt  int  // restarts since the schedule was last reset
 	stopping bool // Stop was called: no more starts
-	// nextReady, when set, bounds the ready wait of the next start alone
-	// (BoundNextReady).
-	nextReady time.Duration
+	// change, when set, changes the request of each start (ForStarts).
+	change func(*Request)
 	// starting is closed when the start under way ends; nil when none is.
 	starting    chan struct{}
 	cancelStart context.CancelFunc
@@ -132,12 +131,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.state.Health, s.state.HealthError = "", ""
 	s.set(Starting, "")
 	req := s.req // Update may change it meanwhile
-	if r := req.Launch.Ready; r != nil && s.nextReady > 0 && (r.Timeout == 0 || time.Duration(r.Timeout) > s.nextReady) {
-		bounded := *r
-		bounded.Timeout = launch.Duration(s.nextReady)
-		req.Launch.Ready = &bounded
+	if s.change != nil {
+		s.change(&req)
 	}
-	s.nextReady = 0
 	s.mu.Unlock()
 
 	h, err := s.placement.Start(ctx, req)
@@ -363,13 +359,24 @@ func (s *Supervisor) Stop(ctx context.Context) (Outcome, error) {
 	return outcome, err
 }
 
-// BoundNextReady bounds the ready wait of the next start to d, when its
-// ready timeout is longer: a replacement's update.deadline, which bounds
-// its new process's ready wait and not those of its later restarts.
-func (s *Supervisor) BoundNextReady(d time.Duration) {
+// ForStarts has change change the request of every start from now on,
+// until ForStarts(nil): what a replacement asks of its new process while
+// it is not yet the plugin's (a shorter ready wait, a start beside the
+// old one), its restarts meanwhile included, and not once it is.
+func (s *Supervisor) ForStarts(change func(*Request)) {
 	s.mu.Lock()
-	s.nextReady = d
+	s.change = change
 	s.mu.Unlock()
+}
+
+// BoundReady bounds r's ready wait to d, when its ready timeout is
+// longer.
+func (r *Request) BoundReady(d time.Duration) {
+	if rd := r.Launch.Ready; rd != nil && (rd.Timeout == 0 || time.Duration(rd.Timeout) > d) {
+		bounded := *rd
+		bounded.Timeout = launch.Duration(d)
+		r.Launch.Ready = &bounded
+	}
 }
 
 // abortPending cancels an armed retry and aborts a start under way,

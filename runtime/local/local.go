@@ -147,6 +147,18 @@ func environ(base, parent []string, req runtime.Request, id runtime.Identity, us
 	return out
 }
 
+// marker is the variable of its environment that marks a process and its
+// family (proc.Cmd.Marker): its invocation, one process's alone, when it
+// has one; else its instance, whose id a local start makes afresh. Two
+// generations of a runner's instance run side by side in a start-first
+// replacement: each family is its own.
+func marker(req runtime.Request, id runtime.Identity) string {
+	if inv := req.Env[EnvInvocation]; inv != "" {
+		return EnvInvocation + "=" + inv
+	}
+	return instance.EnvID + "=" + id.ID
+}
+
 // workDir is where the plugin runs: its dir, relative to the spec's.
 func workDir(req runtime.Request) string { return req.Path(req.Launch.Dir) }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/graftland/graft/instance"
 	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/ready"
 	"github.com/graftland/graft/runtime"
@@ -103,7 +102,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		Dir:     workDir(req),
 		Env:     env,
 		Output:  w,
-		Marker:  instance.EnvID + "=" + id.ID,
+		Marker:  marker(req, id),
 		Isolate: !l.opt.NoNamespace,
 		// What the namespace's init keeps for the next host
 		// (handover_linux.go).

@@ -147,7 +147,7 @@ func (r *Remote) Start(ctx context.Context, req runtime.Request) (runtime.Handle
 	if err != nil {
 		return nil, err
 	}
-	body := runnerapi.Start{Session: s.id, Plugin: req.Name, Project: req.Project, Spec: req.Launch}
+	body := runnerapi.Start{Session: s.id, Plugin: req.Name, Project: req.Project, Overlap: req.Overlap, Spec: req.Launch}
 	body.Env, body.Dir = env(req.Launch.Env, req.Env), r.dir(req)
 	// The call ends with its caller or the session. The runner stops a
 	// start whose caller went away, and its process with it.
