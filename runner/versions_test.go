@@ -4,10 +4,12 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,12 +43,13 @@ func TestNewerProtocolRefused(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 
-	status, hd, body := open(skew.VersionHeader, "v1.3.0", skew.ProtocolHeader, "2")
+	newer := strconv.Itoa(runnerapi.Protocol + 1)
+	status, hd, body := open(skew.VersionHeader, "v1.3.0", skew.ProtocolHeader, newer)
 	assert.Equal(t, http.StatusBadRequest, status)
 	var e runnerapi.ErrorBody
 	require.NoError(t, json.Unmarshal([]byte(body), &e))
 	assert.Equal(t, "newer-protocol", e.Kind)
-	assert.Equal(t, "this runner runs graft v1.2.0 (protocol 1); the client is graft v1.3.0 (protocol 2), which it does not understand: start the runner with a later graft, or use graft v1.2.0", e.Error)
+	assert.Equal(t, fmt.Sprintf("this runner runs graft v1.2.0 (protocol %d); the client is graft v1.3.0 (protocol %s), which it does not understand: start the runner with a later graft, or use graft v1.2.0", runnerapi.Protocol, newer), e.Error)
 	assert.Equal(t, "v1.2.0", hd.Get(skew.VersionHeader))
 	assert.Empty(t, h.r.status().Sessions, "no session was opened")
 
@@ -54,7 +57,7 @@ func TestNewerProtocolRefused(t *testing.T) {
 		status, hd, body := open(headers...)
 		assert.Equal(t, http.StatusOK, status, body)
 		assert.Equal(t, "v1.2.0", hd.Get(skew.VersionHeader))
-		assert.Equal(t, "1", hd.Get(skew.ProtocolHeader))
+		assert.Equal(t, strconv.Itoa(runnerapi.Protocol), hd.Get(skew.ProtocolHeader))
 	}
 	assert.Len(t, h.r.status().Sessions, 2)
 }

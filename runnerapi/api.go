@@ -29,7 +29,7 @@ const MaxBody = 1 << 20
 // that a runner of the previous protocol would not understand (a field,
 // a route, a new meaning), so that such a runner refuses the request,
 // naming both versions, rather than misread it.
-const Protocol = 1
+const Protocol = 2
 
 // The kinds of error answers (docs/runner-api.md, "Errors"), each with
 // the HTTP status of its answer (internal/errkind).
