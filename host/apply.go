@@ -58,7 +58,7 @@ func (h *Host) applyLocked(ctx context.Context, req ApplyRequest, desired *spec.
 		return nil, err
 	}
 	p = planned
-	if err := h.holdSockets(desired); err != nil {
+	if err := h.holdSockets(ctx, desired); err != nil {
 		return nil, err
 	}
 	if save {

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -8,10 +9,13 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/graftland/graft/internal/statedir"
+	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
+	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/spec"
 )
 
@@ -25,15 +29,30 @@ import (
 // the next program, across graft upgrade.
 func socketsFile(dir string) string { return filepath.Join(dir, statedir.Sockets) }
 
-// holdSockets binds, or keeps, the sockets of desired's local plugins.
-func (h *Host) holdSockets(desired *spec.Spec) error {
+// socketHolder is a placement that holds sockets elsewhere than the
+// host: a runner's (remote.Remote).
+type socketHolder interface {
+	HoldSockets(ctx context.Context, req runtime.Request) error
+}
+
+// holdSockets binds, or keeps, the sockets of desired's local plugins,
+// and has each runner do the same for its plugins'. A runner that cannot
+// be reached now is left to the start, which says so; one that cannot
+// bind an address fails the apply as the host does.
+func (h *Host) holdSockets(ctx context.Context, desired *spec.Spec) error {
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(desired.Plugins)) {
 		p := desired.Plugins[name]
-		if p.Run != spec.Local || len(p.Listen) == 0 {
+		if len(p.Listen) == 0 || p.Run != spec.Local && p.Run != spec.OnRunner {
 			continue
 		}
 		req := runtime.Request{Project: desired.Name, Dir: desired.Dir}.For(p)
+		if p.Run == spec.OnRunner {
+			if err := h.holdRemote(ctx, desired, p, req); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: plugins.%s.listen: %v", desired.File, p.FileName(), err))
+			}
+			continue
+		}
 		err := h.local.HoldSockets(req, p.Listen)
 		if errors.Is(err, syscall.EADDRINUSE) && h.adopted(name) {
 			// A host that crashed took its sockets with it, and the
@@ -51,6 +70,30 @@ func (h *Host) holdSockets(desired *spec.Spec) error {
 	}
 	return nil
 }
+
+// holdRemote has the runner of p hold its sockets: an error only when
+// the runner refused them.
+func (h *Host) holdRemote(ctx context.Context, desired *spec.Spec, p *spec.Plugin, req runtime.Request) error {
+	pl, err := h.runners.Placement(desired, p)
+	holder, ok := pl.(socketHolder)
+	if err != nil || !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, holdWait)
+	defer cancel()
+	err = holder.HoldSockets(ctx, req)
+	var api *remote.APIError
+	if errors.As(err, &api) && api.Kind == runnerapi.KindStartFailed {
+		return err
+	}
+	if err != nil {
+		h.log.Warn("the runner could not be asked to hold the sockets now: its start binds them", "plugin", p.Name, "err", err)
+	}
+	return nil
+}
+
+// holdWait bounds the wait for a runner to hold a plugin's sockets.
+const holdWait = 10 * time.Second
 
 // pruneSockets closes the sockets of the plugins that are no local
 // plugins of desired, or list none.

@@ -100,7 +100,7 @@ func (r *Runner) route(w http.ResponseWriter, req *http.Request) {
 }
 
 // instanceOps are the last segments of POST /v1/instances/NAME/...
-var instanceOps = []string{"start", "stop", "reload", "health"}
+var instanceOps = []string{"start", "stop", "reload", "health", "sockets"}
 
 // instanceOp serves POST /v1/instances/NAME/start, .../stop, .../reload
 // and .../health, op, once the name is checked.
@@ -121,6 +121,13 @@ func (r *Runner) instanceOp(w http.ResponseWriter, req *http.Request, name, op s
 		var body runnerapi.Reload
 		if decodeRequest(w, req, &body, validateReload) {
 			v, err := r.reload(req.Context(), name, &body)
+			answer(w, v, err)
+		}
+		return
+	case "sockets":
+		var body runnerapi.HoldSockets
+		if decodeRequest(w, req, &body, validateHoldSockets) {
+			v, err := r.holdSockets(name, &body)
 			answer(w, v, err)
 		}
 		return

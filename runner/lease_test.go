@@ -276,3 +276,50 @@ func TestOverlap(t *testing.T) {
 	assert.False(t, alive(two.PID))
 	assert.True(t, alive(three.PID))
 }
+
+// TestHoldSocketsAhead: a host has the runner hold an instance's sockets
+// before its start (POST .../sockets): bound then, taken by the start as
+// they are, refused whole when one cannot be bound, and closed with the
+// session.
+func TestHoldSocketsAhead(t *testing.T) {
+	h := newHarness(t, short)
+	sess := h.open(10 * time.Second)
+	free, taken := freeTCP(t), freeTCP(t)
+	other, err := net.Listen("tcp", taken)
+	require.NoError(t, err)
+	defer other.Close()
+	listening := func(addr string) bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	hold := func(ls ...launch.Listen) (int, runnerapi.ErrorBody) {
+		return h.call("POST", "/v1/instances/test.api/sockets", runnerapi.HoldSockets{Session: sess, Listen: ls}, nil)
+	}
+	status, e := hold(launch.Listen{Name: "http", TCP: free}, launch.Listen{Name: "extra", TCP: taken})
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Equal(t, runnerapi.KindStartFailed, e.Kind)
+	assert.Contains(t, e.Error, "listen[1] (extra)")
+	assert.False(t, listening(free), "refused whole")
+
+	status, e = hold(launch.Listen{Name: "http", TCP: free})
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.True(t, listening(free), "bound before any start")
+	req := plugin(t, sess, "cooperative")
+	req.Spec.Listen = []launch.Listen{{Name: "http", TCP: free}}
+	h.start("test.api", req) // would fail to bind it again
+
+	status, e = h.call("DELETE", "/v1/sessions/"+sess, nil, nil)
+	require.Equal(t, http.StatusOK, status, "%+v", e)
+	assert.False(t, listening(free), "closed with the session")
+}
+
+// freeTCP is a loopback address no one listens on.
+func freeTCP(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}

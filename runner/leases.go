@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"maps"
 	"os"
 	"sort"
 	"time"
@@ -133,7 +134,10 @@ func (r *Runner) detach(s *session) []*process {
 	s.cancel()
 	s.close()
 	var procs []*process
-	ended := map[string]bool{}
+	ended := maps.Clone(s.sockets)
+	if ended == nil {
+		ended = map[string]bool{}
+	}
 	for p := range s.procs {
 		procs = append(procs, p)
 		ended[r.socketKey(p)] = true
@@ -145,6 +149,9 @@ func (r *Runner) detach(s *session) []*process {
 		for p := range other.procs {
 			delete(ended, r.socketKey(p))
 		}
+		for key := range other.sockets {
+			delete(ended, key)
+		}
 	}
 	for key := range ended {
 		r.local.ReleaseSockets(runtime.Request{Launch: launch.Spec{ListenKey: key}})
@@ -155,6 +162,31 @@ func (r *Runner) detach(s *session) []*process {
 // socketKey is the key of p's held sockets (local.SocketKey).
 func (r *Runner) socketKey(p *process) string {
 	return local.SocketKey(r.request(p, &runtime.Identity{ID: p.name}))
+}
+
+// holdSockets carries out a request to hold the sockets of instance
+// name's next start now (docs/runner-api.md): bound, or kept, under the
+// key its start will hold them under; an address that cannot be bound
+// fails it, and nothing changes.
+func (r *Runner) holdSockets(name string, req *runnerapi.HoldSockets) (*struct{}, error) {
+	r.mu.Lock()
+	s, err := r.liveSession(req.Session)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	p := &process{name: name, session: s, start: runnerapi.Start{Spec: launch.Spec{Dir: req.Dir, Listen: req.Listen, ListenKey: req.ListenKey}}}
+	lr := r.request(p, &runtime.Identity{ID: name}) // as its start's
+	key := local.SocketKey(lr)
+	if s.sockets == nil {
+		s.sockets = map[string]bool{}
+	}
+	s.sockets[key] = true
+	r.mu.Unlock()
+	if err := r.local.HoldSockets(lr, req.Listen); err != nil {
+		return nil, kindErr(runnerapi.KindStartFailed, "hold the sockets of %s: %v", name, err)
+	}
+	return &struct{}{}, nil
 }
 
 // liveSession is the session id names, for a start or a stop: none while

@@ -19,6 +19,9 @@ type session struct {
 	timer   *time.Timer // runs out the lease: Runner.expire
 	ended   bool        // the lease ran out or the session was ended
 	procs   map[*process]bool
+	// sockets are the keys of the sockets held for its instances ahead
+	// of their starts (holdSockets), released with it as its processes'.
+	sockets map[string]bool
 	// starts counts the starts under way under the session, and late
 	// lists the processes they stopped because it ended meanwhile: its
 	// end answers once they are done.

@@ -82,3 +82,15 @@ func noNUL(field, v string) error {
 	}
 	return nil
 }
+
+func validateHoldSockets(h *runnerapi.HoldSockets) error {
+	if h.Session == "" {
+		return errors.New("no session")
+	}
+	if err := noNUL("dir", h.Dir); err != nil {
+		return err
+	}
+	// The rules of a start's listen and listenKey.
+	l := launch.Spec{Command: []string{"-"}, Listen: h.Listen, ListenKey: h.ListenKey}
+	return l.Validate()
+}

@@ -196,6 +196,17 @@ type Start struct {
 	launch.Spec
 }
 
+// HoldSockets is the body of POST /v1/instances/{instance}/sockets: bind
+// now, or keep, the sockets the instance's next start lists, before its
+// host stops anything (docs/runner-api.md, "Held sockets"). Dir is the
+// start's dir, which relative unix paths resolve in.
+type HoldSockets struct {
+	Session   string          `json:"session"`
+	Dir       string          `json:"dir,omitempty"`
+	Listen    []launch.Listen `json:"listen"`
+	ListenKey string          `json:"listenKey,omitempty"`
+}
+
 // Started answers a start.
 type Started struct {
 	Instance   string    `json:"instance"`

@@ -279,3 +279,18 @@ func (r *Remote) dropClient(c *client) {
 		c.close()
 	}
 }
+
+// HoldSockets has the runner bind, or keep, the sockets req's start will
+// list, now, in the session that start will use (runnerapi.HoldSockets):
+// what an apply does before it stops anything, so that an address that
+// cannot be bound fails it first. Such a refusal is an *APIError of kind
+// start-failed.
+func (r *Remote) HoldSockets(ctx context.Context, req runtime.Request) error {
+	inst := Instance(req)
+	s, err := r.session(ctx)
+	if err != nil {
+		return err
+	}
+	body := runnerapi.HoldSockets{Session: s.id, Dir: r.dir(req), Listen: req.Launch.Listen, ListenKey: req.Launch.ListenKey}
+	return s.c.call(ctx, "hold the sockets of "+inst, "POST", "/v1/instances/"+url.PathEscape(inst)+"/sockets", body, nil)
+}
