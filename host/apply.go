@@ -447,8 +447,9 @@ func (x executor) replaces(name string) bool {
 
 // awaitNew starts e, the new process of a replacement of p (beside the
 // running one, with overlap: start-first), waits until it has reached
-// newCondition within update.deadline, and stops it when it does not (it exited, failed its checks, or the deadline passed). An apply
-// that ends meanwhile ends the wait alone, as for any start.
+// newCondition within update.deadline, and stops it when it does not
+// (it exited, failed its checks, or the deadline passed). An apply that
+// ends meanwhile ends the wait alone, as for any start.
 func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, overlap bool, until spec.Condition, reached func(spec.Condition)) (runtime.State, error) {
 	want := newCondition(p, until)
 	wait, cancel := x.waits, context.CancelFunc(func() {})
@@ -482,8 +483,9 @@ func (x executor) awaitNew(ctx context.Context, e *entry, p *spec.Plugin, overla
 }
 
 // rollback runs again the previous version of name, from the spec this
-// apply's stop of it found it started from, once its new process failed with cause (and was stopped): the
-// step fails with cause, and says what runs.
+// apply's stop of it found it started from, once its new process failed
+// with cause (and was stopped): the step fails with cause, and says what
+// runs.
 func (x executor) rollback(ctx context.Context, name string, cause error) (apply.Result, error) {
 	x.h.mu.Lock()
 	from := x.stopped[name]

@@ -100,7 +100,8 @@ func answerCompletion(parser *kong.Kong, exit func(int)) {
 
 // predictPlugins lists the plugins of the plugins file the command line
 // names (--file FILE or --file=FILE, before or after the command), else
-// of plugins.yaml. It reads only the names, so that a file with a problem
+// of plugins.yaml, and the replicas of those that have replicas. It reads
+// only the names and counts, so that a file with a problem
 // elsewhere still completes, but only names a plugin may have; a file
 // that cannot be read completes nothing.
 func predictPlugins(complete.Args) []string {
@@ -115,11 +116,21 @@ func predictPlugins(complete.Args) []string {
 		return nil
 	}
 	names := make([]string, 0, len(doc.Plugins))
-	for name := range doc.Plugins {
+	for name, node := range doc.Plugins {
 		// A name that is not a plugin's (an escape sequence, a $(…))
 		// would be put on the command line as it is: it is left out.
-		if spec.ValidName(name) {
-			names = append(names, name)
+		if !spec.ValidName(name) {
+			continue
+		}
+		names = append(names, name)
+		// Its replicas too, for graft logs api/2.
+		var p struct {
+			Replicas int `yaml:"replicas"`
+		}
+		if node.Decode(&p) == nil && p.Replicas <= spec.MaxReplicas {
+			for i := 1; i <= p.Replicas; i++ {
+				names = append(names, spec.ReplicaName(name, i))
+			}
 		}
 	}
 	slices.Sort(names)

@@ -183,3 +183,18 @@ func TestCompletionFish(t *testing.T) {
 		assert.Equal(t, want, string(out), "%q", line)
 	}
 }
+
+// TestCompletionReplicas: a plugin with replicas completes as itself and
+// as each replica, for graft logs api/2.
+func TestCompletionReplicas(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "name: shop\nplugins:\n  api: {command: [a], replicas: 2}\n  web: {command: [w]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plugins.yaml"), []byte(yaml), 0o644))
+	line := "graft logs "
+	cmd := exec.Command("graft")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "COMP_LINE="+line, "COMP_POINT="+strconv.Itoa(len(line)))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "api\napi/1\napi/2\nweb\n", string(out))
+}
