@@ -127,15 +127,10 @@ func (h *Host) pruneDigests() {
 // host's own start-up apply, which any apply waits for. A preemptible
 // apply is one graft down may preempt (preempt.go).
 func (h *Host) lockApply(ctx context.Context, req ApplyRequest, preemptible bool) error {
-	select {
-	case h.applying <- struct{}{}:
-		h.setHolder(req.Holder, preemptible)
+	held, freed, ok := h.tryLock(req.Holder, preemptible)
+	if ok {
 		return nil
-	default:
 	}
-	h.mu.Lock()
-	held := h.holder
-	h.mu.Unlock()
 	wait := req.LockWait
 	if held.who == startupHolder {
 		wait = forever // part of starting the host: wait for it
@@ -145,22 +140,33 @@ func (h *Host) lockApply(ctx context.Context, req ApplyRequest, preemptible bool
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	select {
-	case h.applying <- struct{}{}:
-		h.setHolder(req.Holder, preemptible)
-		return nil
-	case <-timer.C:
-		return &hostapi.LockedError{Holder: held.who, Since: held.since}
-	case <-ctx.Done():
-		return ctx.Err()
+	for {
+		select {
+		case <-freed:
+		case <-timer.C:
+			return &hostapi.LockedError{Holder: held.who, Since: held.since}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if held, freed, ok = h.tryLock(req.Holder, preemptible); ok {
+			return nil
+		}
 	}
 }
 
-// forever is how long an apply waits for the lock when it must have it:
-// the host's start-up, graft down. Its client's going away ends the wait.
-const forever = 24 * time.Hour
-
-func (h *Host) setHolder(who string, preemptible bool) {
+// tryLock takes the apply lock for who, if it is free; else it returns
+// who holds it, and a channel closed when it is let go. The lock and its
+// holder change together, under h.mu: no one sees the lock held by no
+// one.
+func (h *Host) tryLock(who string, preemptible bool) (holder, <-chan struct{}, bool) {
+	h.mu.Lock()
+	select {
+	case h.applying <- struct{}{}:
+	default:
+		held, freed := h.holder, h.freed
+		h.mu.Unlock()
+		return held, freed, false
+	}
 	if who == "" {
 		who = "an unnamed client"
 	}
@@ -168,11 +174,16 @@ func (h *Host) setHolder(who string, preemptible bool) {
 	if preemptible {
 		hd.preempted, hd.preempt = context.WithCancelCause(context.Background())
 	}
-	h.mu.Lock()
 	h.holder = hd
+	h.freed = make(chan struct{})
 	h.mu.Unlock()
 	h.changed.notify()
+	return holder{}, nil, true
 }
+
+// forever is how long an apply waits for the lock when it must have it:
+// the host's start-up, graft down. Its client's going away ends the wait.
+const forever = 24 * time.Hour
 
 func (h *Host) unlockApply() {
 	h.mu.Lock()
@@ -180,9 +191,10 @@ func (h *Host) unlockApply() {
 		h.holder.preempt(nil)
 	}
 	h.holder = holder{}
+	<-h.applying
+	close(h.freed)
 	h.mu.Unlock()
 	h.changed.notify()
-	<-h.applying
 }
 
 // desired parses the spec to bring about, its digests keyed with the

@@ -105,6 +105,7 @@ type Host struct {
 
 	applying chan struct{} // a token: held by the apply under way
 	holder   holder        // who holds it, while one does
+	freed    chan struct{} // closed when the apply under way lets it go
 
 	down     chan struct{} // closed when graft down asks the host to end
 	downOnce sync.Once

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/graftland/graft/internal/statedir"
-	"github.com/graftland/graft/runnerapi"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/local"
-	"github.com/graftland/graft/runtime/remote"
 	"github.com/graftland/graft/spec"
 )
 
@@ -28,12 +26,6 @@ import (
 // socketsFile is where the host's local placement records its sockets for
 // the next program, across graft upgrade.
 func socketsFile(dir string) string { return filepath.Join(dir, statedir.Sockets) }
-
-// socketHolder is a placement that holds sockets elsewhere than the
-// host: a runner's (remote.Remote).
-type socketHolder interface {
-	HoldSockets(ctx context.Context, req runtime.Request) error
-}
 
 // holdSockets binds, or keeps, the sockets of desired's local plugins,
 // and has each runner do the same for its plugins'. A runner that cannot
@@ -75,15 +67,14 @@ func (h *Host) holdSockets(ctx context.Context, desired *spec.Spec) error {
 // the runner refused them.
 func (h *Host) holdRemote(ctx context.Context, desired *spec.Spec, p *spec.Plugin, req runtime.Request) error {
 	pl, err := h.runners.Placement(desired, p)
-	holder, ok := pl.(socketHolder)
+	holder, ok := pl.(runtime.SocketHolder)
 	if err != nil || !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, holdWait)
 	defer cancel()
 	err = holder.HoldSockets(ctx, req)
-	var api *remote.APIError
-	if errors.As(err, &api) && api.Kind == runnerapi.KindStartFailed {
+	if errors.As(err, new(*runtime.SocketError)) {
 		return err
 	}
 	if err != nil {

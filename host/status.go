@@ -35,7 +35,8 @@ func (h *Host) Status() *hostapi.Status {
 	for _, name := range slices.Sorted(maps.Keys(h.plugins)) {
 		e := h.plugins[name]
 		rec := e.record
-		r := hostapi.PluginStatus{Name: rec.Name, Run: string(rec.Run), Hash: rec.Hash, Uses: rec.Uses, Fields: rec.Fields, KeyID: rec.KeyID, Runner: rec.Runner}
+		r := hostapi.PluginStatus{Name: rec.Name, Run: string(rec.Run), Hash: rec.Hash, Uses: rec.Uses, Fields: rec.Fields, KeyID: rec.KeyID, Runner: rec.Runner,
+			SocketKey: rec.SocketKey, Sockets: rec.Sockets}
 		s := e.supervisor.State()
 		r.Status = string(statusOf(s.Status))
 		r.Role, r.Address, r.Backend = s.Role, s.Address, s.Backend

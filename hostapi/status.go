@@ -74,6 +74,9 @@ type PluginStatus struct {
 	KeyID  string            `json:"keyID,omitempty"`
 	// Runner is the runner a runner plugin runs on, as the spec names it.
 	Runner string `json:"runner,omitempty"`
+	// SocketKey and Sockets are its held sockets (plan.Record's).
+	SocketKey string   `json:"socketKey,omitempty"`
+	Sockets   []string `json:"sockets,omitempty"`
 	// LastStop is how the plugin's last stop ended, when it has been
 	// stopped (a restart, a replacement).
 	LastStop *LastStop `json:"lastStop,omitempty"`

@@ -206,3 +206,21 @@ func (e Exit) String() string {
 	}
 	return "exit status " + strconv.Itoa(e.Code)
 }
+
+// SocketHolder is a placement that holds its plugins' sockets where they
+// run (a runner), and can be asked to hold those of a start ahead of it:
+// what an apply does before it stops anything (docs/semantics.md, "Held
+// sockets").
+type SocketHolder interface {
+	// HoldSockets binds now, or keeps, the sockets req's start will
+	// list. A socket that cannot be bound is a *SocketError; any other
+	// error is that the placement could not be asked now.
+	HoldSockets(ctx context.Context, req Request) error
+}
+
+// SocketError is a socket that a placement cannot hold: its address is
+// taken, say.
+type SocketError struct{ Err error }
+
+func (e *SocketError) Error() string { return e.Err.Error() }
+func (e *SocketError) Unwrap() error { return e.Err }

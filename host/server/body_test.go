@@ -85,7 +85,7 @@ func TestLargeApplyWaitsForTheLockWithoutItsTurn(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := &server{h: h, log: h.Log()}
-	s.opt.Limits.BodyTimeout = 2 * time.Second
+	s.opt.Limits.BodyTimeout = 4 * time.Second // a 2 MiB body is parsed well within it, under -race on a busy machine too
 	srv := &http.Server{Handler: s.api("")}
 	done := make(chan struct{})
 	go func() {
@@ -117,10 +117,10 @@ func TestLargeApplyWaitsForTheLockWithoutItsTurn(t *testing.T) {
 		return hostapi.Source{File: filepath.Join(dir, "plugins.yaml"), Dir: dir, YAML: yaml}
 	}
 
-	// An apply that holds the lock for 6 seconds: its plugin is never ready.
+	// An apply that holds the lock for 10 seconds: its plugin is never ready.
 	slow := make(chan string, 1)
 	go func() {
-		_, answer := post("/v1/apply", hostapi.ApplyRequest{Source: src("name: t\nplugins:\n  slow: {command: [sleep, '60'], ready: {log: never, timeout: 6 seconds}}\n")})
+		_, answer := post("/v1/apply", hostapi.ApplyRequest{Source: src("name: t\nplugins:\n  slow: {command: [sleep, '60'], ready: {log: never, timeout: 10 seconds}}\n")})
 		slow <- answer
 	}()
 	require.Eventually(t, func() bool {

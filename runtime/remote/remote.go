@@ -281,10 +281,8 @@ func (r *Remote) dropClient(c *client) {
 }
 
 // HoldSockets has the runner bind, or keep, the sockets req's start will
-// list, now, in the session that start will use (runnerapi.HoldSockets):
-// what an apply does before it stops anything, so that an address that
-// cannot be bound fails it first. Such a refusal is an *APIError of kind
-// start-failed.
+// list, now, in the session that start will use (runtime.SocketHolder,
+// runnerapi.HoldSockets). The runner's refusal is a *runtime.SocketError.
 func (r *Remote) HoldSockets(ctx context.Context, req runtime.Request) error {
 	inst := Instance(req)
 	s, err := r.session(ctx)
@@ -292,5 +290,10 @@ func (r *Remote) HoldSockets(ctx context.Context, req runtime.Request) error {
 		return err
 	}
 	body := runnerapi.HoldSockets{Session: s.id, Dir: r.dir(req), Listen: req.Launch.Listen, ListenKey: req.Launch.ListenKey}
-	return s.c.call(ctx, "hold the sockets of "+inst, "POST", "/v1/instances/"+url.PathEscape(inst)+"/sockets", body, nil)
+	err = s.c.call(ctx, "hold the sockets of "+inst, "POST", "/v1/instances/"+url.PathEscape(inst)+"/sockets", body, nil)
+	var api *APIError
+	if errors.As(err, &api) && api.Kind == runnerapi.KindStartFailed {
+		return &runtime.SocketError{Err: err}
+	}
+	return err
 }
