@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/spec"
@@ -42,6 +43,34 @@ type StopSignalSetter interface {
 	// SetStopMode makes mode (launch.StopModes; empty: group) who gets
 	// the signal.
 	SetStopMode(mode string)
+}
+
+// TermSetter is a Handle whose placement can stop its process at a
+// deadline by means outside this process (the init of the host's PID
+// namespace), so that the stop happens even while this process cannot
+// run: a floating leader's plugin at the end of its term, its host frozen
+// (docs/semantics.md, "Floating plugins: the election").
+type TermSetter interface {
+	Handle
+	// SetTerm has the process stopped in d unless SetTerm comes again
+	// first; d of 0 ends the term. An error says its placement cannot.
+	SetTerm(d time.Duration) error
+}
+
+// SetTerm sets the term of the plugin's current process (TermSetter),
+// if it has one; an error when its placement cannot end a term.
+func (s *Supervisor) SetTerm(d time.Duration) error {
+	s.mu.Lock()
+	h := s.handle
+	s.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	t, ok := h.(TermSetter)
+	if !ok {
+		return errors.New("its placement cannot end a term")
+	}
+	return t.SetTerm(d)
 }
 
 // Update gives the supervisor p, its plugin's new spec, which differs

@@ -545,20 +545,21 @@ func TestFloatingFrozenLeader(t *testing.T) {
 	oldPID := r.PID
 	require.NotZero(t, oldPID)
 
-	// Frozen past ttl: the others elect a new leader. The old relay still
-	// runs meanwhile: nothing of its host runs to stop it.
+	// Frozen past ttl: the others elect a new leader. The old relay is
+	// gone before: the init of the frozen host's namespace, which the
+	// freeze does not stop, ended it at the end of its term, a stop
+	// budget before its deadline (docs/semantics.md, "Floating plugins:
+	// the election").
 	frozen.signal(syscall.SIGSTOP)
+	froze := time.Now()
+	testsupport.WaitGone(t, fTTL, oldPID)
+	t.Logf("the frozen leader's relay was stopped %s after SIGSTOP (ttl %s)", time.Since(froze).Round(time.Millisecond), fTTL)
+	assert.Equal(t, l.Epoch, f.lease().Epoch, "no other host led before it was gone")
 	l2, _ := f.leaderAfter(l.Epoch, fTTL+fPoll+fSlack+5*time.Second)
 	require.NotEqual(t, frozen.id, l2.Holder)
-	require.True(t, pidAlive(oldPID))
 
-	// Resumed, it finds the higher epoch at its next renewal and stops its
-	// relay first: the two run side by side for at most renew after that.
+	// Resumed, it finds its renewal too late and follows.
 	frozen.signal(syscall.SIGCONT)
-	resumed := time.Now()
-	overlap := testsupport.WaitGone(t, fRenew+fSlack+5*time.Second, oldPID).Sub(resumed)
-	t.Logf("the resumed leader's relay stopped %s after SIGCONT (renew = %s)", overlap, fRenew)
-	assert.Less(t, overlap, fRenew+fSlack)
 	require.Eventually(t, func() bool {
 		r, err := frozen.relay()
 		return err == nil && r.Role == "follower" && r.Status == string(plan.Standby) && r.Generation == l2.Epoch

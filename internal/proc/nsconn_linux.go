@@ -1,11 +1,15 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +41,10 @@ type nsInit struct {
 	reaps  map[int]chan syscall.WaitStatus // by pid in the namespace
 	err    error                           // why it ended
 	done   chan struct{}                   // closed when it has ended
+
+	// terms: it takes "term NSPID MS" (Process.SetTerm), which an init
+	// of an earlier graft, kept across an upgrade, may not.
+	terms bool
 }
 
 // initEnded is the error of a start the init could not answer: it ended,
@@ -66,6 +74,7 @@ func startInit(pid, pidfd int, w *wire, waiting *sync.WaitGroup) (*nsInit, error
 		return nil, err
 	}
 	in := newNsInit(pid, proc, w)
+	in.terms = true // this graft's own
 	msg, fd, err := w.receive()
 	if fd >= 0 {
 		unix.Close(fd)
@@ -343,4 +352,42 @@ func (in *nsInit) reap(nspid int) syscall.WaitStatus {
 	delete(in.reaps, nspid)
 	in.mu.Unlock()
 	return status
+}
+
+// termsSince is the first init version that takes "term".
+const termsSince = 7
+
+// takesTerms reports whether the init of pid, which this process did not
+// start, takes "term": its version, in its environment, is termsSince or
+// later.
+func takesTerms(pid int) bool {
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, initEnv+"="); ok {
+			n, err := strconv.Atoi(v)
+			return err == nil && n >= termsSince
+		}
+	}
+	return false
+}
+
+// setTerm has the init stop the plugin of nspid in d, unless told again
+// first; d of 0 ends its term (initState.setTerm).
+func (in *nsInit) setTerm(nspid int, d time.Duration) error {
+	if !in.terms {
+		return errors.New("its init, of an earlier graft, cannot end its term: the next start of the host's namespace can")
+	}
+	ms := max(d.Milliseconds(), 1)
+	if d == 0 {
+		ms = 0
+	}
+	var err error
+	in.send(func() error {
+		err = in.w.sendf(-1, "term %d %d", nspid, ms)
+		return err
+	})
+	return err
 }

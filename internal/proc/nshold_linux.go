@@ -180,6 +180,7 @@ func (s *Spawner) adopt(w *wire) (*nsInit, []Held, error) {
 		return nil, nil, err
 	}
 	in := newNsInit(pid, proc, w)
+	in.terms = takesTerms(pid)
 	var held []Held
 	fail := func(err error) (*nsInit, []Held, error) {
 		for _, h := range held {
@@ -396,17 +397,7 @@ func (in *initState) killPlugins(nspids []int, gone time.Time) {
 		if h == nil {
 			continue
 		}
-		syscall.Kill(-nspid, syscall.SIGKILL)
-		if h.Marker != "" {
-			members, _ := Marked([]string{h.Marker})
-			for _, m := range members {
-				// Found by the machine's pids (the init's /proc is the
-				// machine's); signalled by their pids here.
-				if p := innermostPid(m.Pid); p > 1 {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
-			}
-		}
+		killFamily(nspid, h)
 		in.mu.Lock()
 		ws := reap(nspid)
 		in.forget(nspid, h)

@@ -22,7 +22,7 @@ import (
 const (
 	initArg0    = "graft-init"
 	initEnv     = "GRAFT_PROC_INIT"
-	initVersion = "6"
+	initVersion = "7" // termsSince: "term NSPID MS"
 	// The init's end of the socket pair (see nswire_linux.go).
 	initCtlFD = 3
 	// With initHandoverEnv=1 in its environment, the init also has the
@@ -287,6 +287,9 @@ type heldPlugin struct {
 	held
 	host int // its pid on the machine; 0 until known
 	keep int // the read end of its output pipe, or -1
+	// term, when set, stops the plugin at the end of its term, unless
+	// the host extends it first ("term NSPID MS").
+	term *time.Timer
 }
 
 // readRequest reads a request: "start ID LEN", a newline and the first
@@ -303,6 +306,7 @@ func readRequest(w *wire) (request, error) {
 	switch {
 	case err == nil && word == "reap" && len(nums) == 1 && len(fds) == 0,
 		err == nil && word == "hold" && len(nums) == 2 && len(fds) == 0,
+		err == nil && word == "term" && len(nums) == 2 && len(fds) == 0,
 		err == nil && word == "quit" && len(nums) == 0 && len(fds) == 0:
 		return request{word: word, nums: nums, out: -1, keep: -1}, nil
 	case err == nil && word == "start" && len(nums) == 2 && len(fds) >= 1 && len(fds) <= 2 && len(first) <= nums[1],
@@ -353,6 +357,75 @@ func (in *initState) serve(r request) {
 		in.w.sendf(-1, "status %d %d", nspid, uint32(ws))
 	case "hold":
 		in.window, in.all = time.Duration(max(r.nums[0], 0))*time.Millisecond, r.nums[1] == 1
+	case "term":
+		in.setTerm(r.nums[0], time.Duration(r.nums[1])*time.Millisecond)
+	}
+}
+
+// setTerm has the plugin of nspid stopped in d unless the host sets its
+// term again first; a d of 0 ends the term: no stop. It is how a
+// floating leader's plugin is stopped in time while its host cannot run
+// (frozen, stalled): the init runs on (docs/semantics.md, "Floating
+// plugins: the election"). The host holds in.mu.
+func (in *initState) setTerm(nspid int, d time.Duration) {
+	h := in.held[nspid]
+	if h == nil {
+		return
+	}
+	if h.term != nil {
+		h.term.Stop()
+		h.term = nil
+	}
+	if d <= 0 {
+		return
+	}
+	h.term = time.AfterFunc(d, func() { in.endTerm(nspid, h) })
+}
+
+// endTerm stops the plugin of nspid, held as h, whose term ran out: its
+// stop signal to its group, then, after its stop timeout, SIGKILL to the
+// group and every member of its family. Its host reaps it, as any
+// plugin's, once it runs again.
+func (in *initState) endTerm(nspid int, h *heldPlugin) {
+	in.mu.Lock()
+	held := in.held[nspid] == h
+	in.mu.Unlock()
+	if !held {
+		return
+	}
+	sig := h.StopSignal
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	syscall.Kill(-nspid, sig)
+	for end := time.Now().Add(h.StopTimeout); time.Now().Before(end); time.Sleep(orphanPause) {
+		if exited(nspid) {
+			break
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.held[nspid] != h {
+		return // reaped meanwhile
+	}
+	killFamily(nspid, h)
+}
+
+// killFamily sends SIGKILL to the plugin of nspid, held as h, its group
+// and every member of its family (by its marker), as the kernel would
+// kill the namespace.
+func killFamily(nspid int, h *heldPlugin) {
+	syscall.Kill(-nspid, syscall.SIGKILL)
+	if h.Marker == "" {
+		return
+	}
+	members, _ := Marked([]string{h.Marker})
+	for _, m := range members {
+		// Found by the machine's pids (the init's /proc is the
+		// machine's); signalled by their pids here.
+		if p := innermostPid(m.Pid); p > 1 {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
 	}
 }
 
@@ -360,6 +433,9 @@ func (in *initState) serve(r request) {
 func (in *initState) forget(nspid int, h *heldPlugin) {
 	if h.keep >= 0 {
 		unix.Close(h.keep)
+	}
+	if h.term != nil {
+		h.term.Stop()
 	}
 	delete(in.held, nspid)
 }

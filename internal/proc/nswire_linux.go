@@ -22,6 +22,7 @@ import (
 //	host → init   start ID LEN\n… + the plugin's output, and the pipe's read end when it has one; after the newline the first of the LEN bytes of its initSpec (initSpec.encode), the rest in the next messages
 //	              reap NSPID      the plugin has terminated: reap it
 //	              hold MS ALL     when this host goes, keep the plugins MS milliseconds for the next (ALL 1: those started without Hold too)
+//	              term NSPID MS   stop the plugin in MS milliseconds unless told again first (MS 0: no more); from init version 7
 //	              quit            end now: the host stopped its plugins
 //	init → host   ready           once, when the init runs
 //	              pid ID NSPID    + a pidfd of the plugin, once its program runs (its pid here: pidOfPidfd)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -181,4 +182,17 @@ func statusOf(ws syscall.WaitStatus) Status {
 		return Status{Code: -1, Signal: ws.Signal()}
 	}
 	return Status{Code: ws.ExitStatus()}
+}
+
+// SetTerm has the init of the process's namespace stop it in d (its stop
+// signal to its group, SIGKILL to its family after its stop timeout),
+// unless SetTerm comes again first; d of 0 ends the term. The init runs
+// whatever becomes of this process: a floating leader's plugin is stopped
+// at the end of its term even while its host is frozen. Only in a PID
+// namespace.
+func (p *Process) SetTerm(d time.Duration) error {
+	if p.ns == nil {
+		return errors.New("no term without the host's PID namespace: its init is what ends it")
+	}
+	return p.ns.setTerm(p.nspid, d)
 }

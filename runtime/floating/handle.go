@@ -200,6 +200,8 @@ func (h *handle) lead(term elect.Leadership, w *watch, r *resumed) {
 		w.wg.Add(1)
 		go w.probe(sup)
 	}
+	w.wg.Add(1)
+	go w.keepTerm(sup, term)
 	// A term lost while the plugin starts (a ready check may take long)
 	// aborts the start at once.
 	ctx, cancel := context.WithCancel(h.ctx)

@@ -133,6 +133,37 @@ func (w *watch) probe(sup *runtime.Supervisor) {
 	}
 }
 
+// keepTerm has the init of the host's PID namespace stop the leader's
+// plugin at the end of its term unless this host renews it, every half
+// renew: so that the plugin is gone by the term's deadline even while
+// this host cannot run at all, frozen or stalled (docs/semantics.md,
+// "Floating plugins: the election"). The init begins its stop a stop
+// budget before the deadline, later than the host itself would have
+// (once a renewal is late): it acts only for a host that could not.
+func (w *watch) keepTerm(sup *runtime.Supervisor, term elect.Leadership) {
+	defer w.wg.Done()
+	t := w.h.p.timing()
+	budget := t.ShutdownTimeout + t.ExitWindow + t.KillAfter
+	e := w.h.req.Plugin.Elect
+	clock, every := w.h.clock(), e.Renew.Std()/2
+	if every <= 0 {
+		every = e.LeaseTTL() / 6 // etcd's session keeps itself alive
+	}
+	every = max(every, 10*time.Millisecond)
+	warned := false
+	for {
+		if left := term.Deadline().Sub(clock.Now()) - budget; left > 0 {
+			if err := sup.SetTerm(left); err != nil && !warned {
+				warned = true
+				w.h.p.log.Warn("the leader's plugin is stopped at the end of its term by this host alone, which a freeze of it would keep running", "plugin", w.h.req.Plugin.Name, "err", err)
+			}
+		}
+		if elect.Sleep(w.ctx, clock, every) != nil {
+			return
+		}
+	}
+}
+
 // probeOnce checks once that the plugin answers, within a renew and at
 // most elect.DialTimeout: with its ready check when that is tcp or http,
 // else with a TCP connect to the address it is published at. Only a check

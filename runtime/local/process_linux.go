@@ -323,6 +323,18 @@ func (p *process) SignalMain(sig syscall.Signal) error {
 	return p.p.Signal(sig)
 }
 
+// SetTerm has the init of the namespace stop the process in d unless
+// SetTerm comes again first (runtime.TermSetter); once reaped it does
+// nothing.
+func (p *process) SetTerm(d time.Duration) error {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	if p.reaped {
+		return nil
+	}
+	return p.p.SetTerm(d)
+}
+
 // SetStopSignal makes sig the signal of the graceful stop
 // (runtime.StopSignalSetter).
 func (p *process) SetStopSignal(sig string) { p.signal.Store(int32(proc.SignalNamed(sig))) }
