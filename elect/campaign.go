@@ -44,7 +44,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			continue
 		}
-		if e.healthy(ctx, s) {
+		if e.healthy(s) {
 			if err := e.follow(ctx); err != nil {
 				return nil, e.ended(ctx, lastErr)
 			}
@@ -108,7 +108,7 @@ func (e *Election) contend(ctx context.Context) (*Term, error) {
 	if unreadable(s.err) {
 		return nil, s.err
 	}
-	if e.healthy(ctx, s) || ctx.Err() != nil {
+	if e.healthy(s) || ctx.Err() != nil {
 		return nil, nil
 	}
 	// The epoch only grows: also past what this host saw before, should the

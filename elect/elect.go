@@ -25,9 +25,9 @@ const (
 	DefaultLockStale = 15 * time.Second
 )
 
-// DialTimeout bounds the default leader-health probe, so a leader whose
-// host vanished from the network does not hold a contender for the OS's
-// connect timeout (tens of seconds) while it holds the lock.
+// DialTimeout bounds a leader's probe of its own plugin (a TCP connect
+// to its address), so a plugin whose address vanished from the network
+// does not hold the probe for the OS's connect timeout (tens of seconds).
 const DialTimeout = time.Second
 
 var (
@@ -85,9 +85,6 @@ type Config struct {
 	TTL, Renew, Poll, LockStale time.Duration
 	// Clock is nil for real time; tests pass a fake one.
 	Clock Clock
-	// Dial probes a leader's address; nil means a TCP connect bounded by
-	// DialTimeout. A nil error means the leader answers.
-	Dial func(ctx context.Context, address string) error
 	// StopBudget is how long the leader's host may take to confirm its
 	// plugin gone once it gives up a term; New refuses a TTL that cannot
 	// hold it (MinTTL). Zero checks nothing.
@@ -208,9 +205,6 @@ func (c *Config) fill() error {
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
-	}
-	if c.Dial == nil {
-		c.Dial = dialTCP
 	}
 	return nil
 }

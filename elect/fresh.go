@@ -1,10 +1,8 @@
 package elect
 
 import (
-	"context"
 	"errors"
 	"io/fs"
-	"net"
 	"time"
 )
 
@@ -64,34 +62,16 @@ func (e *Election) dead(s sighting) bool {
 }
 
 // healthy reports whether s shows a leader to follow rather than contend
-// with: a lease that is not released, not frozen past ttl, not this host's
-// own (left by its previous run), and either witnessed (its history says
-// its leader wrote it less than ttl ago) or, for a lease that was there
-// before this host first knew the file, whose address answers: the TCP
-// connect stands in for the missing history (docs/semantics.md, "Floating
-// plugins: the election"). A read that fails changes nothing: the lease
-// last read, and its history, stand.
-//
-// A witnessed lease is never dialled: a leader whose plugin still starts
-// (or restarts) does not answer, and taking its lease then would start a
-// second plugin beside its own until its next renewal. For the same
-// reason a leader not yet renewed (renewCount 0), seen unchanged for at
-// most one renew, need not answer: it was elected a moment ago.
-func (e *Election) healthy(ctx context.Context, s sighting) bool {
-	if !s.seen || e.dead(s) || s.lease.Holder == e.cfg.HostID {
-		return false
-	}
-	if s.witnessed || s.lease.RenewCount == 0 && s.age <= e.cfg.Renew {
-		return true
-	}
-	return e.cfg.Dial(ctx, s.lease.Address) == nil
-}
-
-func dialTCP(ctx context.Context, address string) error {
-	d := net.Dialer{Timeout: DialTimeout}
-	c, err := d.DialContext(ctx, "tcp", address)
-	if err != nil {
-		return err
-	}
-	return c.Close()
+// with: a lease that is not released, not frozen past ttl, and not this
+// host's own (left by its previous run). A host that has just started,
+// with no history of a lease it finds there, follows it as any other
+// host does (docs/semantics.md, "Floating plugins: the election"): a
+// live leader renews it, and one that does not has lost its term but may
+// still be stopping its plugin until ttl after its last renewal, which is
+// no later than when this host first saw the lease. Nothing is dialled: a
+// leader whose plugin is restarting does not answer, and taking its lease
+// then started a second plugin beside its own. A read that fails changes
+// nothing: the lease last read, and its history, stand.
+func (e *Election) healthy(s sighting) bool {
+	return s.seen && !e.dead(s) && s.lease.Holder != e.cfg.HostID
 }

@@ -3,7 +3,6 @@ package elect
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,36 +17,19 @@ const instance = "relay"
 // cluster is a few hosts sharing one directory and one fake clock. Their
 // addresses answer unless marked down, as if each host's plugin listened.
 type cluster struct {
-	t    *testing.T
-	dir  string
-	clk  *fakeClock
-	mu   sync.Mutex
-	down map[string]bool
+	t   *testing.T
+	dir string
+	clk *fakeClock
 }
 
 func newCluster(t *testing.T) *cluster {
-	return &cluster{t: t, dir: t.TempDir(), clk: newFakeClock(), down: map[string]bool{}}
-}
-
-func (c *cluster) dial(_ context.Context, address string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down[address] {
-		return errors.New("connection refused")
-	}
-	return nil
-}
-
-func (c *cluster) setDown(address string, down bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down[address] = down
+	return &cluster{t: t, dir: t.TempDir(), clk: newFakeClock()}
 }
 
 // host makes an election with the default durations; edit changes its
 // config first.
 func (c *cluster) host(id string, edit ...func(*Config)) *Election {
-	cfg := Config{Dir: c.dir, Instance: instance, HostID: id, Address: id + ":9530", Clock: c.clk, Dial: c.dial}
+	cfg := Config{Dir: c.dir, Instance: instance, HostID: id, Address: id + ":9530", Clock: c.clk}
 	for _, f := range edit {
 		f(&cfg)
 	}
