@@ -17,6 +17,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 
+	harness "github.com/graftland/graft/internal/fleet"
 	"github.com/graftland/graft/internal/loadgen"
 )
 
@@ -54,6 +55,11 @@ func plugMain() {
 		return
 	}
 	switch args[0] {
+	case "hold": // DIR PLUGIN HOST: the fleet's plugin (internal/fleet)
+		if err := harness.Hold(args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "serve":
 		serve(args[1], nil)
 	case "listen":

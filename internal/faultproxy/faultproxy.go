@@ -6,6 +6,7 @@ package faultproxy
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,15 +26,25 @@ type Proxy struct {
 // New starts a proxy to target (host:port); the test's end closes it and
 // every connection through it.
 func New(t testing.TB, target string) *Proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := Start(target)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Start starts a proxy to target (host:port), for a program that closes
+// it itself.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	p := &Proxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.accept()
-	t.Cleanup(p.close)
-	return p
+	return p, nil
 }
 
 // Addr is where the proxy listens, host:port.
@@ -70,16 +81,14 @@ func (p *Proxy) accept() {
 			continue
 		}
 		p.track(up)
-		p.wg.Add(2)
-		go p.pipe(up, c)
-		go p.pipe(c, up)
+		p.wg.Add(1)
+		go p.forward(c, up)
 	}
 }
 
 // pipe copies src to dst while the network is up; dark, it reads and
 // drops.
 func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -97,13 +106,40 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 }
 
+// forward copies both ways until both copies end, then forgets the pair.
+func (p *Proxy) forward(c, up net.Conn) {
+	defer p.wg.Done()
+	var both sync.WaitGroup
+	both.Add(2)
+	go func() {
+		defer both.Done()
+		p.pipe(up, c)
+	}()
+	go func() {
+		defer both.Done()
+		p.pipe(c, up)
+	}()
+	both.Wait()
+	p.untrack(c, up)
+}
+
+// untrack forgets connections whose copy ended, so that a long run does
+// not keep every connection it saw.
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conns = slices.DeleteFunc(p.conns, func(c net.Conn) bool { return slices.Contains(cs, c) })
+}
+
 func (p *Proxy) track(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
 	p.mu.Unlock()
 }
 
-func (p *Proxy) close() {
+// Close ends the proxy and every connection through it, and waits for
+// its goroutines.
+func (p *Proxy) Close() {
 	p.ln.Close()
 	p.mu.Lock()
 	for _, c := range p.conns {

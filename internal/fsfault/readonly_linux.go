@@ -1,6 +1,7 @@
 package fsfault
 
 import (
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -17,35 +18,44 @@ const fsImmutableFL = 0x00000010
 // otherwise with mode 0555. It fails the test when it cannot.
 func ReadOnly(t testing.TB, dir string) (restore func()) {
 	t.Helper()
+	undo, err := MakeReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cleanup(t, undo)
+}
+
+// MakeReadOnly is ReadOnly for a program that is not a test: it returns
+// the function that makes dir writable again.
+func MakeReadOnly(dir string) (undo func() error, err error) {
 	if os.Geteuid() != 0 {
 		fi, err := os.Stat(dir)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		return cleanup(t, func() error { return os.Chmod(dir, fi.Mode().Perm()) })
+		return func() error { return os.Chmod(dir, fi.Mode().Perm()) }, nil
 	}
-	return immutable(t, dir)
+	return immutable(dir)
 }
 
 // immutable sets the immutable attribute of the file or directory at
 // path (root needs CAP_LINUX_IMMUTABLE, and the file system the
-// attribute) until restore, or the test's end.
-func immutable(t testing.TB, path string) (restore func()) {
-	t.Helper()
+// attribute), and returns the function that clears it.
+func immutable(path string) (undo func() error, err error) {
 	flags, err := attributes(path, 0, false)
 	if err != nil {
-		t.Fatalf("read the attributes of %s: %v", path, err)
+		return nil, fmt.Errorf("read the attributes of %s: %w", path, err)
 	}
 	if _, err := attributes(path, flags|fsImmutableFL, true); err != nil {
-		t.Fatalf("make %s immutable (root needs CAP_LINUX_IMMUTABLE, and the file system the attribute): %v", path, err)
+		return nil, fmt.Errorf("make %s immutable (root needs CAP_LINUX_IMMUTABLE, and the file system the attribute): %w", path, err)
 	}
-	return cleanup(t, func() error {
+	return func() error {
 		_, err := attributes(path, flags&^fsImmutableFL, true)
 		return err
-	})
+	}, nil
 }
 
 // attributes reads the inode flags of the file or directory at path, or
