@@ -54,10 +54,32 @@ func (e *Election) newTerm(el *concurrency.Election, id clientv3.LeaseID, stopSe
 }
 
 // check renews the lease once and reads the key, both by deadline: a
-// lease that expired, or a key gone or put again, ends the term.
+// lease that expired, or a key gone or put again, ends the term. A member
+// that fails the request (it died, or lost its leader) is not the end of
+// the term: the request is made again, through the members that answer,
+// until the deadline, when the next renewal is due, as for a renewal that
+// takes long.
 func (t *term) check(deadline time.Time) error {
 	ctx, cancel := context.WithTimeout(t.e.ctx, deadline.Sub(t.e.cfg.Clock.Now()))
 	defer cancel()
+	for {
+		err := t.checkOnce(ctx)
+		if err == nil || errors.Is(err, elect.ErrSuperseded) || errors.Is(err, ErrNoAnswer) || t.e.ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrNoAnswer, err)
+		case <-time.After(retryPause):
+		}
+	}
+}
+
+// retryPause is the pause between two tries of a renewal that a member
+// failed.
+const retryPause = 50 * time.Millisecond
+
+func (t *term) checkOnce(ctx context.Context) error {
 	ka, err := t.e.client.KeepAliveOnce(ctx, t.id)
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
