@@ -19,11 +19,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/graftland/graft/elect"
 	"github.com/graftland/graft/internal/group"
-	"github.com/graftland/graft/internal/tlsconf"
 )
 
 // dialTimeout bounds the connection to an endpoint, so a host that cannot
@@ -37,9 +35,12 @@ var ErrNoLeader = errors.New("no host leads")
 // elect.Backend; Close stops every goroutine it started and closes its
 // client.
 type Election struct {
-	cfg    elect.EtcdConfig
-	key    string // the candidates' key prefix
-	client *clientv3.Client
+	cfg elect.EtcdConfig
+	key string // the candidates' key prefix
+	// client is shared with the process's other elections on the same
+	// cluster (clients.go); release gives it back.
+	client  *clientv3.Client
+	release func()
 
 	ctx        context.Context // ends with Close
 	cancel     context.CancelFunc
@@ -65,41 +66,23 @@ func Open(cfg elect.EtcdConfig) (*Election, error) {
 	if err := cfg.Fill(); err != nil {
 		return nil, err
 	}
-	cc := clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: dialTimeout,
-		Username:    cfg.Username,
-		Password:    cfg.Password,
-		// The client logs its retries through zap, the logger it ships
-		// with, to stderr; what matters reaches the host's log through
-		// the errors the election returns.
-		Logger: zap.NewNop(),
-	}
-	if cfg.CA != "" || cfg.Cert != "" || cfg.Key != "" {
-		tc, err := tlsconf.Client(cfg.CA, cfg.Cert, cfg.Key)
-		if err != nil {
-			return nil, fmt.Errorf("elect on etcd: %w", err)
-		}
-		cc.TLS = tc
-	}
-	client, err := clientv3.New(cc)
+	client, release, err := clientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("elect on etcd %v: %w", cfg.Endpoints, err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Election{cfg: cfg, key: cfg.Candidates(), client: client, ctx: ctx, cancel: cancel}, nil
+	return &Election{cfg: cfg, key: cfg.Candidates(), client: client, release: release, ctx: ctx, cancel: cancel}, nil
 }
 
-// Close stops every goroutine of the election and closes its client. A
-// term still held is abandoned, as by a crash: its lease expires after the
-// session TTL.
+// Close stops every goroutine of the election and gives its client back.
+// A term still held is abandoned, as by a crash: its lease expires after
+// the session TTL.
 func (e *Election) Close() {
-	e.goroutines.Close(func() {
-		e.cancel()
-		// The client's close ends what waits on etcd (a campaign's watch,
-		// a resign that does not answer).
-		e.client.Close()
-	})
+	// Every request of the election is bound to its context, so that the
+	// cancel ends what waits on etcd (a campaign's watch, a resign that does
+	// not answer) without closing the client its neighbours share.
+	e.goroutines.Close(e.cancel)
+	e.release()
 }
 
 // goroutine runs f on a goroutine the election owns, or returns false if
