@@ -2,8 +2,12 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -17,7 +21,7 @@ import (
 // follows the leader; it takes over as soon as the leader's key goes:
 // resigned, or deleted with its lease SessionTTL after the leader's last
 // keepalive. An attempt that fails (etcd unreachable, the session lost
-// while in line) gives its lease up and is tried again after renew.
+// while in line) gives its lease up and is tried again after retryAfter.
 //
 // Cancelling ctx ends the wait and returns ctx's error (with the last
 // error, if any); Close returns elect.ErrClosed.
@@ -25,7 +29,7 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 	ctx, stop := elect.Join(ctx, e.ctx)
 	defer stop()
 	var lastErr error
-	for {
+	for failed := 0; ; failed++ {
 		t, err := e.attempt(ctx)
 		if t != nil {
 			return t, nil
@@ -33,7 +37,7 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 		if err != nil && ctx.Err() == nil {
 			lastErr = err
 		}
-		if ctx.Err() != nil || elect.Sleep(ctx, e.cfg.Clock, e.cfg.Renew) != nil {
+		if ctx.Err() != nil || elect.Sleep(ctx, e.cfg.Clock, e.retryAfter(failed)) != nil {
 			if lastErr != nil {
 				return nil, fmt.Errorf("campaign: %w (last error: %w)", context.Cause(ctx), lastErr)
 			}
@@ -44,6 +48,7 @@ func (e *Election) Campaign(ctx context.Context) (elect.Leadership, error) {
 
 // attempt is one campaign on a session of its own.
 func (e *Election) attempt(ctx context.Context) (*term, error) {
+	e.revokeStale(ctx)
 	gctx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
 	grant, err := e.client.Grant(gctx, int64(e.cfg.SessionTTL.Seconds()))
 	cancel()
@@ -107,11 +112,60 @@ func (e *Election) wait(ctx context.Context, sess *concurrency.Session, el *conc
 
 // revoke gives lease id up, on a goroutine of the election and for at most
 // renew, so that the keys put with it go at once: a candidate that left
-// the line, or a leader that released its term once its plugin stopped.
+// the line. One etcd did not take (it was unreachable) is given up again
+// at the next attempt.
 func (e *Election) revoke(id clientv3.LeaseID) {
 	e.goroutine(func() {
 		ctx, cancel := context.WithTimeout(e.ctx, e.cfg.Renew)
 		defer cancel()
-		_, _ = e.client.Revoke(ctx, id) // else it expires after the TTL
+		if _, err := e.client.Revoke(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) && e.ctx.Err() == nil {
+			e.mu.Lock()
+			e.stale = append(e.stale, id)
+			e.mu.Unlock()
+		}
 	})
+}
+
+// revokeStale gives up, before an attempt, the leases of earlier
+// attempts whose revoke etcd did not take (it was unreachable): their keys
+// would stand in line for a whole sessionTTL more, since etcd extends every
+// lease when a new leader is elected, so that after an outage the line of
+// each plugin would be every candidate twice over. The lease of a term
+// that was lost is left to expire: its key keeps the next in line waiting
+// for sessionTTL, as the rule for a leader that cannot renew says, and so
+// a cluster too slow to answer renewals in time does not also hand each
+// plugin from host to host as fast as leaders lose their terms. Each
+// revoke waits at most renew; those that fail wait for the next attempt.
+func (e *Election) revokeStale(ctx context.Context) {
+	e.mu.Lock()
+	ids := e.stale
+	e.stale = nil
+	e.mu.Unlock()
+	for i, id := range ids {
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
+		_, err := e.client.Revoke(rctx, id)
+		cancel()
+		if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			// etcd does not answer: keep these for the next attempt.
+			e.mu.Lock()
+			e.stale = append(e.stale, ids[i:]...)
+			e.mu.Unlock()
+			return
+		}
+	}
+}
+
+// retryAfter is the wait before the attempt after failed ones failed in a
+// row: renew, doubled with each failure up to 4 × renew, and a part of
+// renew that is this host's and this instance's own. When a cluster comes
+// back from an outage every candidate of every host has lost its session
+// at once; the same wait for all would bring them back at once too, and a
+// cluster busy with a thousand campaigns answers renewals late, so that
+// the leaders they elect lose their terms again (docs/semantics.md, "On
+// etcd").
+func (e *Election) retryAfter(failed int) time.Duration {
+	h := fnv.New32a()
+	h.Write([]byte(e.cfg.HostID + "\x00" + e.cfg.Instance))
+	spread := time.Duration(h.Sum32()%1000) * e.cfg.Renew / 1000
+	return e.cfg.Renew<<min(failed, 2) + spread
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,11 @@ type Election struct {
 	goroutines group.Group // renewals, observers: ended by Close
 
 	following atomic.Bool
+
+	mu sync.Mutex
+	// stale are leases given up whose revoke etcd did not take:
+	// revokeStale gives them up before an attempt.
+	stale []clientv3.LeaseID
 }
 
 var _ elect.Backend = (*Election)(nil)

@@ -53,6 +53,12 @@ const (
 	File = "file"
 )
 
+// Names are the kinds' short names, for flags.
+var Names = map[string]Kind{
+	"kill": KillHost, "freeze": FreezeHost, "member": KillMember, "leader": KillLeader,
+	"partition": Partition, "cluster": StopCluster, "readonly": ReadOnly,
+}
+
 // Kinds are the kinds of fault on a backend.
 func Kinds(backend string) []Kind {
 	if backend == File {
@@ -78,8 +84,10 @@ type Config struct {
 	// TTL is elect.ttl on the file backend and the session TTL on etcd
 	// (whole seconds there); Renew, Poll and LockStale are those of elect.
 	TTL, Renew, Poll, LockStale time.Duration
-	// Faults is how many faults of each kind, at random moments.
+	// Faults is how many faults of each kind, at random moments; Only,
+	// when not empty, keeps only those kinds.
 	Faults int
+	Only   []Kind
 	// Steady is how long the load is measured before the first fault.
 	Steady time.Duration
 	// Seed starts the random source that picks the moments and targets.
@@ -121,6 +129,9 @@ type Report struct {
 	// its resident memory at the window's end, in bytes.
 	CPU []float64
 	RSS []int64
+	// EtcdCPU is the etcd members' share of one core, together, in the
+	// steady window.
+	EtcdCPU float64
 }
 
 // Run runs the fleet through its faults and reports. It stops every host
@@ -146,12 +157,23 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	f.measure(ctx, rep)
 	var faults []Kind
 	for _, k := range Kinds(cfg.Backend) {
+		if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, k) {
+			continue
+		}
 		for range cfg.Faults {
 			faults = append(faults, k)
 		}
 	}
 	f.rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
 	for i, k := range faults {
+		// Each fault finds the fleet whole, so that what follows it is its
+		// own doing: a fleet still recovering from the last one gets
+		// another while.
+		if len(f.leaderless()) > 0 {
+			if err := f.settle(ctx, f.settleWait()); err != nil {
+				f.cfg.Logf("fleet: before %s: %v", k, err)
+			}
+		}
 		// A random moment: up to three renewals into the lease's cycle.
 		if !sleep(ctx, time.Duration(f.rng.Int64N(int64(3*cfg.Renew)+1))) {
 			return rep, ctx.Err()
@@ -195,8 +217,11 @@ func (f *fleet) plugins() []string {
 }
 
 // settleWait bounds the wait for every plugin to have a leader: a ttl for
-// the lease to run out, the stop window, and a loaded machine's slack.
-func (f *fleet) settleWait() time.Duration { return 2*f.cfg.TTL + 15*time.Second }
+// the lease to run out, the stop window, a loaded machine's slack, and
+// time for a large fleet's campaigns after an outage.
+func (f *fleet) settleWait() time.Duration {
+	return 2*f.cfg.TTL + 15*time.Second + time.Duration(f.cfg.Hosts*f.cfg.Plugins)*20*time.Millisecond
+}
 
 func (f *fleet) setUp() error {
 	for _, d := range []string{"records", "locks", "elect"} {
@@ -270,8 +295,16 @@ func (f *fleet) inject(ctx context.Context, k Kind) (Fault, error) {
 	case KillHost, FreezeHost, Partition:
 		h := f.leading()
 		if h == nil {
-			return fault, errors.New("no host leads a plugin")
+			// The fleet has not recovered from the fault before: give it
+			// another while.
+			if err := f.settle(ctx, f.settleWait()); err != nil {
+				f.cfg.Logf("fleet: %v", err)
+			}
+			if h = f.leading(); h == nil {
+				return fault, errors.New("no host leads a plugin")
+			}
 		}
+		fault.At = time.Now()
 		fault.Target = h.id
 		switch k {
 		case KillHost:
@@ -394,7 +427,7 @@ func (f *fleet) measure(ctx context.Context, rep *Report) {
 	if window <= 0 {
 		return
 	}
-	etcd0 := f.etcdRequests()
+	etcd0, etcdCPU0 := f.etcdRequests(), f.etcdCPU()
 	cpu0 := make([]time.Duration, len(f.hosts))
 	for i, h := range f.hosts {
 		cpu0[i], _ = h.usage()
@@ -404,6 +437,7 @@ func (f *fleet) measure(ctx context.Context, rep *Report) {
 	took := time.Since(start)
 	if f.etcd != nil {
 		rep.EtcdPerHost = (f.etcdRequests() - etcd0) / took.Seconds() / float64(len(f.hosts))
+		rep.EtcdCPU = float64(f.etcdCPU()-etcdCPU0) / float64(took)
 	}
 	for i, h := range f.hosts {
 		cpu, rss := h.usage()
@@ -421,6 +455,18 @@ func (f *fleet) etcdRequests() float64 {
 		n += m.Metric("grpc_server_msg_received_total")
 	}
 	return n
+}
+
+func (f *fleet) etcdCPU() time.Duration {
+	if f.etcd == nil {
+		return 0
+	}
+	var cpu time.Duration
+	for _, m := range f.etcd.Members {
+		c, _ := processUsage(m.PID())
+		cpu += c
+	}
+	return cpu
 }
 
 // close stops every host (each stops its plugins), then etcd and the

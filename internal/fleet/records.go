@@ -225,7 +225,7 @@ func (r *Report) String() string {
 	tw.Flush()
 	if len(r.CPU) > 0 {
 		if r.Backend == Etcd {
-			fmt.Fprintf(&b, "etcd: %.1f requests/s per host\n", r.EtcdPerHost)
+			fmt.Fprintf(&b, "etcd: %.1f requests/s per host; the 3 members use %.1f%% of a core\n", r.EtcdPerHost, 100*r.EtcdCPU)
 		}
 		fmt.Fprintf(&b, "host CPU: mean %.2f%%, max %.2f%% of a core; RSS: mean %.1f MB, max %.1f MB\n",
 			100*mean(r.CPU), 100*slices.Max(r.CPU), mean(toFloat(r.RSS))/(1<<20), float64(slices.Max(r.RSS))/(1<<20))
