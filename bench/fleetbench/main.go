@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/graftland/graft/internal/fleet"
@@ -56,7 +57,7 @@ func main() {
 		}
 		kinds = append(kinds, k)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	failed := false
 	for _, b := range strings.Split(*backends, ",") {

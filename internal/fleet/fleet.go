@@ -38,7 +38,7 @@ type Kind string
 
 // The kinds of fault.
 const (
-	KillHost    Kind = "kill -9 of a leading host, restarted"
+	KillHost    Kind = "kill -9 of a leading host, restarted after"
 	FreezeHost  Kind = "SIGSTOP of a leading host past the ttl, then SIGCONT"
 	KillMember  Kind = "kill -9 of an etcd follower, restarted"
 	KillLeader  Kind = "kill -9 of the etcd leader, restarted"
@@ -310,7 +310,13 @@ func (f *fleet) inject(ctx context.Context, k Kind) (Fault, error) {
 		case KillHost:
 			h.signal(syscall.SIGKILL)
 			h.wait()
-			// It comes back, as systemd would start it again.
+			// It comes back once others lead its plugins, as a machine
+			// that died does: a host started again at once on its state dir
+			// would take back at once a lease file naming it, knowing its
+			// holder dead, which is not a failover.
+			if err := f.settle(ctx, f.settleWait()); err != nil {
+				f.cfg.Logf("fleet: after %s on %s: %v", k, h.id, err)
+			}
 			if err := h.start(); err != nil {
 				return fault, err
 			}
