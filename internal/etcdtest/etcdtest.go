@@ -231,6 +231,14 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
+// PID is the server's process id, 0 before it starts.
+func (s *Server) PID() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Running reports whether the server's process runs.
 func (s *Server) Running() bool {
 	if s.cmd == nil {
