@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,4 +193,23 @@ func TestVariableWrittenAsEscape(t *testing.T) {
 	s, err := ParseWith("plugins.yaml", t.TempDir(), []byte(src), Options{Lookup: VarsLookup(map[string]string{"WHO": "me"})})
 	require.NoError(t, err)
 	require.Equal(t, []string{"me", "me"}, s.Plugins["a"].Command)
+}
+
+// TestEmptyFlowValue: the scan finds what the pattern it stands for
+// finds, on chosen lines and on random ones over the bytes that matter.
+func TestEmptyFlowValue(t *testing.T) {
+	pattern := regexp.MustCompile(`[^:\[]:[ \t]*[\]},]`)
+	cases := []string{"", ":", ":]", "a:]", "[a: ]", "{a: }", "{a: 1}", "[:]", "a::]", "a:\t ,", "x: [a: b]", "é:}", "a: b\nc:]"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "a:[]{}, \t\n"
+	for range 20000 {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, c := range cases {
+		require.Equal(t, pattern.MatchString(c), emptyFlowValue([]byte(c)), "%q", c)
+	}
 }
