@@ -88,7 +88,10 @@ func TestConformance(t *testing.T) {
 			}
 			return p
 		},
-		Timing:     short,
+		// A shutdown timeout of a second: the cases that cancel a stop
+		// check it ended before the timeout would have ended it, which
+		// 300 ms did not leave a loaded machine.
+		Timing:     runtime.Timing{ShutdownTimeout: time.Second, ExitWindow: short.ExitWindow, KillAfter: short.KillAfter},
 		Forced:     func(err error) bool { var e *runtime.LocalTerminationTimeout; return errors.As(err, &e) },
 		Generation: 1,
 		Gone: func(t *testing.T, h runtime.Handle) bool {
