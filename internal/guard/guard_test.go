@@ -358,17 +358,23 @@ func TestPanicAnswered500(t *testing.T) {
 }
 
 // TestConnectionLimit: a listener serves MaxConns connections at once;
-// the next waits until one closes.
+// while each serves a request, the next waits until one closes.
 func TestConnectionLimit(t *testing.T) {
-	s := serve(t, Config{Limits: Limits{MaxConns: 3}}, echo)
-	var idle []net.Conn
+	s := serve(t, Config{Limits: Limits{MaxConns: 3}}, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	})
+	var busy []net.Conn
 	for range 3 {
 		c := dial(t, s)
-		fmt.Fprint(c, "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")
+		fmt.Fprint(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
-		resp.Body.Close()
-		idle = append(idle, c)
+		require.Equal(t, 200, resp.StatusCode)
+		busy = append(busy, c)
 	}
 	answered := make(chan int, 1)
 	go func() {
@@ -384,10 +390,10 @@ func TestConnectionLimit(t *testing.T) {
 	}()
 	select {
 	case code := <-answered:
-		t.Fatalf("a fourth connection was served (%d) while three were open", code)
+		t.Fatalf("a fourth connection was served (%d) while three were busy", code)
 	case <-time.After(300 * time.Millisecond):
 	}
-	idle[0].Close()
+	busy[0].Close()
 	select {
 	case code := <-answered:
 		assert.Equal(t, 200, code)

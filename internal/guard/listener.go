@@ -21,15 +21,17 @@ import (
 //     l.MaxUnauthenticated are open at once; see admit for the next.
 //   - An authenticated connection holds one of l.MaxConns slots until it
 //     closes (by l.IdleTimeout when kept idle). A request that passes the
-//     token check while every slot is taken waits for one, at most
-//     l.AuthTimeout, then is answered 503.
+//     token check while every slot is taken gets the slot of the
+//     connection kept idle the longest, which is closed; with none idle,
+//     it waits for one to close or go idle, at most l.AuthTimeout, then
+//     is answered 503.
 //
 // Each listener has its own pools: a flood on a TCP port leaves the
 // owner's unix socket free. Server makes the server that tells Handler
 // which connection a request came on.
 func Listener(ln net.Listener, l Limits) net.Listener {
 	l = l.withDefaults()
-	return &limited{Listener: ln, lim: l, auth: make(chan struct{}, l.MaxConns)}
+	return &limited{Listener: ln, lim: l, changed: make(chan struct{})}
 }
 
 // Unwrap is the listener l guards.
@@ -37,11 +39,13 @@ func (l *limited) Unwrap() net.Listener { return l.Listener }
 
 type limited struct {
 	net.Listener
-	lim  Limits
-	auth chan struct{} // a slot for each authenticated connection
+	lim Limits
 
-	mu     sync.Mutex
-	unauth []*conn // the unauthenticated connections, oldest first
+	mu      sync.Mutex
+	unauth  []*conn       // the unauthenticated connections, oldest first
+	authed  []*conn       // the connections that hold a slot
+	used    int           // the slots held: by authed, and by pending ones that took one
+	changed chan struct{} // closed, and replaced, when a slot frees or a connection holding one goes idle
 }
 
 // The states of a conn, under its listener's mu.
@@ -59,7 +63,8 @@ type conn struct {
 	group   string      // its remote address's group, for admit
 	expires *time.Timer // closes it if still unauthenticated
 
-	state int // under l.mu
+	state     int       // under l.mu
+	idleSince time.Time // under l.mu: when it went idle, holding a slot; zero while it serves a request
 }
 
 func (l *limited) Accept() (net.Conn, error) {
@@ -168,10 +173,71 @@ func (c *conn) Close() error {
 		c.l.dropUnauth(c)
 		c.expires.Stop()
 	case authenticated:
-		<-c.l.auth
+		c.l.release(c)
 	}
 	c.state = closed
 	return err
+}
+
+// release gives back the slot of c, which holds one; under mu.
+func (l *limited) release(c *conn) {
+	l.dropAuthed(c)
+	c.state = closed
+	l.used--
+	l.signal()
+}
+
+// dropAuthed takes c out of the connections that hold a slot; under mu.
+func (l *limited) dropAuthed(c *conn) {
+	for i, a := range l.authed {
+		if a == c {
+			l.authed = append(l.authed[:i], l.authed[i+1:]...)
+			return
+		}
+	}
+}
+
+// signal wakes the requests waiting for a slot, to look again; under mu.
+func (l *limited) signal() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// setIdle notes that c, once it holds a slot, serves a request (idle
+// false) or is kept alive between two (idle true), and so may give its
+// slot up to a request that waits for one.
+func (c *conn) setIdle(idle bool) {
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.state != authenticated {
+		return
+	}
+	if !idle {
+		c.idleSince = time.Time{}
+		return
+	}
+	c.idleSince = time.Now()
+	l.signal()
+}
+
+// evictIdle takes the connection that holds a slot and has been idle the
+// longest, if any, out of the pool, for its slot to pass to the caller,
+// who closes it; under mu. The client's next request on it finds it
+// closed before it writes (an HTTP client sends such a request again on
+// a fresh connection), and a client's stack of idle connections takes
+// the one it used last first: the one evicted last.
+func (l *limited) evictIdle() (victim *conn) {
+	for _, a := range l.authed {
+		if !a.idleSince.IsZero() && (victim == nil || a.idleSince.Before(victim.idleSince)) {
+			victim = a
+		}
+	}
+	if victim != nil {
+		l.dropAuthed(victim)
+		victim.state = closed
+	}
+	return victim
 }
 
 // authenticate moves c, whose request passed the token check, to the
@@ -199,29 +265,50 @@ func (c *conn) authenticate(ctx context.Context) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c.state != pending { // closed meanwhile, or another request took one
-		<-l.auth
-		return c.state == authenticated
+	if c.state != pending { // closed meanwhile
+		l.used--
+		l.signal()
+		return false
 	}
 	c.state = authenticated
+	l.authed = append(l.authed, c)
 	return true
 }
 
+// takeSlot takes a free slot, or else the slot of the connection idle the
+// longest, which it closes; with neither, it waits for one to free or go
+// idle, at most AuthTimeout, or until ctx ends.
 func (c *conn) takeSlot(ctx context.Context) bool {
-	select {
-	case c.l.auth <- struct{}{}:
-		return true
-	default:
+	l := c.l
+	var timeout <-chan time.Time
+	l.mu.Lock()
+	for {
+		if l.used < l.lim.MaxConns {
+			l.used++
+			l.mu.Unlock()
+			return true
+		}
+		if victim := l.evictIdle(); victim != nil {
+			l.mu.Unlock()
+			victim.Conn.Close()
+			return true
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if timeout == nil {
+			t := time.NewTimer(l.lim.AuthTimeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		case <-timeout:
+			return false
+		}
+		l.mu.Lock()
 	}
-	t := time.NewTimer(c.l.lim.AuthTimeout)
-	defer t.Stop()
-	select {
-	case c.l.auth <- struct{}{}:
-		return true
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return false
 }
 
 // connKey is the request context's key of the connection it came on, as
@@ -232,6 +319,12 @@ type connKey struct{}
 // listener was not made by Listener.
 func connOf(ctx context.Context) *conn {
 	nc, _ := ctx.Value(connKey{}).(net.Conn)
+	return unwrap(nc)
+}
+
+// unwrap returns the limited connection under nc: nil when its listener
+// was not made by Listener.
+func unwrap(nc net.Conn) *conn {
 	for nc != nil {
 		switch c := nc.(type) {
 		case *conn:

@@ -248,22 +248,30 @@ func TestStreamLimit(t *testing.T) {
 func TestDefaultLimits(t *testing.T) {
 	l := Limits{}.WithDefaults()
 	assert.Equal(t, DefaultAuthTimeout, l.AuthTimeout)
-	assert.Equal(t, 32, l.MaxUnauthenticated)
+	assert.Equal(t, 256, l.MaxUnauthenticated)
 	assert.Equal(t, 32, l.MaxStreams)
 	assert.Equal(t, 3, Limits{MaxConns: 4, MaxStreams: 10}.WithDefaults().MaxStreams)
 }
 
 // TestNoSlotAnswered503: a request that passed the token check while
-// every slot for an authenticated connection stays taken is answered 503
-// after AuthTimeout, naming the limit, and its connection closed.
+// every slot for an authenticated connection stays taken by a request
+// under way is answered 503 after AuthTimeout, naming the limit, and its
+// connection closed.
 func TestNoSlotAnswered503(t *testing.T) {
 	lim := Limits{MaxConns: 1, AuthTimeout: 300 * time.Millisecond}
-	s := serve(t, Config{Token: testToken, Limits: lim}, echo)
+	release := make(chan struct{})
+	s := serve(t, Config{Token: testToken, Limits: lim}, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	})
+	defer close(release)
 	held := dial(t, s)
-	fmt.Fprintf(held, "GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	fmt.Fprintf(held, "GET /hold HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
 	resp, err := http.ReadResponse(bufio.NewReader(held), nil)
 	require.NoError(t, err)
-	resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 
 	c := dial(t, s)
@@ -275,4 +283,125 @@ func TestNoSlotAnswered503(t *testing.T) {
 	assert.Contains(t, answer, "Connection: close")
 	assert.Contains(t, answer, "it serves 1 authenticated connections at once, and none came free within 300ms")
 	assert.Less(t, time.Since(start), 3*time.Second)
+}
+
+// keptAlive is a token holder's client that keeps its connections.
+func keptAlive(t *testing.T) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// TestIdleConnectionsGiveWay: connections kept idle do not keep other
+// token holders out. With every slot held by an idle connection, a new
+// client's request takes the slot of the one idle the longest, at once
+// (the wait for a slot is a minute here), and the clients whose
+// connections were closed are served again on fresh ones. A request
+// waiting while every slot serves one gets the first that goes idle.
+func TestIdleConnectionsGiveWay(t *testing.T) {
+	lim := Limits{MaxConns: 4, AuthTimeout: time.Minute}
+	release := make(chan struct{})
+	s := serve(t, Config{Token: testToken, Limits: lim}, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+	})
+	var clients []*http.Client
+	for range 2 * lim.MaxConns {
+		c := keptAlive(t)
+		clients = append(clients, c)
+		start := time.Now()
+		status, err := tokenGet(t, c, s.url, 10*time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, 200, status)
+		assert.Less(t, time.Since(start), 5*time.Second, "waited for a slot held by an idle connection")
+	}
+	for i, c := range clients {
+		status, err := tokenGet(t, c, s.url, 10*time.Second)
+		require.NoError(t, err, "client %d, whose idle connection was closed", i)
+		assert.Equal(t, 200, status)
+	}
+
+	// Every slot busy: the next request waits, and gets the slot of the
+	// first that ends, though that one is kept alive.
+	base := s.runs.Load()
+	var held []chan error
+	for range lim.MaxConns {
+		done := make(chan error, 1)
+		held = append(held, done)
+		c := keptAlive(t)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/hold", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := c.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return s.runs.Load() >= base+int64(lim.MaxConns) }, 5*time.Second, 10*time.Millisecond)
+	waiter := make(chan error, 1)
+	go func() {
+		status, err := tokenGet(t, keptAlive(t), s.url, 10*time.Second)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("answered %d", status)
+		}
+		waiter <- err
+	}()
+	select {
+	case err := <-waiter:
+		t.Fatalf("served while every slot was busy: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	for _, done := range held {
+		require.NoError(t, <-done)
+	}
+	select {
+	case err := <-waiter:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting request got no slot once the others went idle")
+	}
+}
+
+// TestBurstOfTokenHolders: ten clients, each opening a dozen fresh
+// connections at once (ten hosts starting an apply's plugins on one
+// runner), are all served with the default limits: the burst fits the
+// unauthenticated pool, and the idle connections it leaves give way.
+func TestBurstOfTokenHolders(t *testing.T) {
+	s := serve(t, Config{Token: testToken}, echo)
+	errs := make(chan error, 10*12)
+	for range 10 {
+		c := keptAlive(t)
+		for range 12 {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/v1/status", nil)
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				resp, err := c.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("answered %s", resp.Status)
+					}
+				}
+				errs <- err
+			}()
+		}
+	}
+	failed := 0
+	for range 10 * 12 {
+		if err := <-errs; err != nil {
+			failed++
+			t.Log(err)
+		}
+	}
+	assert.Zero(t, failed)
 }

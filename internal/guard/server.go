@@ -44,7 +44,9 @@ type Limits struct {
 	// once: 64.
 	MaxConns int
 	// MaxUnauthenticated is the unauthenticated connections a listener
-	// keeps at once; a newer one evicts one of them: half MaxConns, 32.
+	// keeps at once; a newer one evicts one of them: four times MaxConns,
+	// 256, so that a burst of token holders' fresh connections (hosts
+	// starting their plugins on one runner at once) gets in whole.
 	MaxUnauthenticated int
 	// MaxStreams is the answers that last until their client goes
 	// (status watches, log follows, a runner's event streams) that a
@@ -70,7 +72,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConns = DefaultMaxConns
 	}
 	if l.MaxUnauthenticated <= 0 {
-		l.MaxUnauthenticated = max(1, l.MaxConns/2)
+		l.MaxUnauthenticated = 4 * l.MaxConns
 	}
 	if l.MaxStreams <= 0 {
 		l.MaxStreams = l.MaxConns / 2
@@ -100,6 +102,11 @@ func Server(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
+		},
+		ConnState: func(nc net.Conn, s http.ConnState) {
+			if c := unwrap(nc); c != nil {
+				c.setIdle(s == http.StateIdle)
+			}
 		},
 		ErrorLog: log.New(&errorLog{log: logger, limit: limiter{every: l.LogEvery}}, "", 0),
 	}

@@ -105,11 +105,11 @@ const maxAnswer = 8 << 20
 func newClient(cfg Config) (*client, error) {
 	addr := cfg.Address
 	tr := &http.Transport{
-		// A runner serves a bounded number of connections at once
-		// (guard.DefaultMaxConns), each host's idle ones included; 12
-		// keeps one for each of an apply's starts or stops at once (10 by
-		// default), and a renewal besides: with fewer, the starts of an
-		// apply close connections and dial new ones all along.
+		// 12 keeps one for each of an apply's starts or stops at once
+		// (10 by default), and a renewal besides: with fewer, the starts
+		// of an apply close connections and dial new ones all along. A
+		// runner serving many hosts closes the idle ones it needs for
+		// others (docs/security.md#listeners).
 		MaxIdleConnsPerHost: 12,
 		// Less than the runner's guard.DefaultIdleTimeout, so that the
 		// client, not the runner, closes an idle connection.
