@@ -2,9 +2,11 @@ package bench
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -133,4 +135,24 @@ func BenchmarkLoadHash(b *testing.B) {
 		}
 		_ = s.Digest()
 	}
+}
+
+// TestSpecWithEnv checks the file of new plugins with env: each plugin has
+// 3 to 5 env entries, the uses edges are those of Spec, and with no env
+// SpecWith is Spec.
+func TestSpecWithEnv(t *testing.T) {
+	shape := Shape{MinEnv: 3, MaxEnv: 5}
+	s, err := spec.Parse("plugins.yaml", SpecWith(bigPlugins, bigEdges, 2, 100, shape))
+	require.NoError(t, err)
+	bare, err := spec.Parse("plugins.yaml", Spec(bigPlugins, bigEdges, 2, 100))
+	require.NoError(t, err)
+	require.Len(t, s.Plugins, bigPlugins)
+	counts := map[int]int{}
+	for name, p := range s.Plugins {
+		counts[len(p.Env)]++
+		require.Equal(t, bare.Plugins[name].Uses, p.Uses, name)
+		require.Equal(t, bare.Plugins[name].Command, p.Command, name)
+	}
+	require.Equal(t, []int{3, 4, 5}, slices.Sorted(maps.Keys(counts)))
+	require.Equal(t, Spec(bigPlugins, bigEdges, 2, 100), SpecWith(bigPlugins, bigEdges, 2, 100, Shape{}))
 }
