@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -69,6 +70,14 @@ func refDigest(fields map[string]string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// refEnvDigest is the digest of an env value as it was made, with a MAC
+// of its own.
+func refEnvDigest(k DigestKey, name, value string) string {
+	m := hmac.New(sha256.New, k[:])
+	m.Write([]byte("env\x00" + name + "\x00" + value))
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+}
+
 // refFields is computeFields as it was, with the reference encoding.
 func refFields(s *Spec, name string) map[string]string {
 	p := s.Plugins[name]
@@ -82,7 +91,7 @@ func refFields(s *Spec, name string) map[string]string {
 	}
 	maps.Copy(out, s.content[name])
 	for k, v := range p.Env {
-		out["env."+k] = refJSON(s.key.envDigest(k, v))
+		out["env."+k] = refJSON(refEnvDigest(s.key, k, v))
 	}
 	if p.Run == OnRunner {
 		addr := ""
@@ -256,4 +265,28 @@ func TestIndexConcurrent(t *testing.T) {
 	for _, h := range hashes {
 		require.Equal(t, want, h)
 	}
+}
+
+// TestEnvDigestReusesNoState: the MACs kept between env values give the
+// digest a MAC of its own would, under two keys taken in turns, on
+// several goroutines at once, for values longer and shorter than the last.
+func TestEnvDigestReusesNoState(t *testing.T) {
+	keys := []DigestKey{testKey, NewDigestKey()}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for i := range 2000 {
+				k := keys[rng.IntN(len(keys))]
+				name := oddStrings[rng.IntN(len(oddStrings))]
+				value := strings.Repeat(oddStrings[rng.IntN(len(oddStrings))], rng.IntN(100))
+				want := refJSON(refEnvDigest(k, name, value))
+				if got := k.envDigest(name, value); got != want {
+					t.Errorf("goroutine %d, value %d: %s, want %s", g, i, got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -29,8 +29,8 @@ func (s *Spec) Fields(name string) map[string]string {
 
 func (s *Spec) computeFields(name string) map[string]string {
 	p := s.Plugins[name]
-	out := make(map[string]string, 8)
-	flatten(reflect.ValueOf(p).Elem(), "", out)
+	out := make(map[string]string, 8+len(p.Env)+len(s.content[name]))
+	flattenPlugin(reflect.ValueOf(p).Elem(), out)
 	if len(p.Uses) > 0 {
 		out["uses"] = jsonSorted(p.Uses) // order of uses does not matter
 	}
@@ -40,7 +40,7 @@ func (s *Spec) computeFields(name string) map[string]string {
 	}
 	maps.Copy(out, s.content[name]) // digests of the executable and files
 	for k, v := range p.Env {
-		out["env."+k] = jsonString(s.key.envDigest(k, v))
+		out["env."+k] = s.key.envDigest(k, v)
 	}
 	if p.Run.Traits().Runner {
 		// The runner's address decides which machine runs the process; its
@@ -172,12 +172,28 @@ func (s *Spec) digestOf(hash func(name string) string) string {
 	return digestFields(all)
 }
 
+// flattenPlugin is flatten of a plugin, but for its env, whose entries
+// computeFields writes as their digests: flatten would write each value,
+// to be written over.
+func flattenPlugin(v reflect.Value, out map[string]string) {
+	flattenFields(v, "", out, func(fi fieldInfo) bool { return fi.name == "env" })
+}
+
 // flatten writes each set field of v under its yaml name, maps one entry
 // per key and nested structs with a dotted prefix. Unset (zero) fields are
 // left out, so adding a new optional field to graft does not change the
 // hash of plugins that do not use it.
 func flatten(v reflect.Value, prefix string, out map[string]string) {
+	flattenFields(v, prefix, out, nil)
+}
+
+// flattenFields is flatten, leaving out v's own fields for which skip,
+// when given, is true.
+func flattenFields(v reflect.Value, prefix string, out map[string]string, skip func(fieldInfo) bool) {
 	for _, fi := range fieldsOf(v.Type()) {
+		if skip != nil && skip(fi) {
+			continue
+		}
 		f := v.FieldByIndex(fi.index)
 		if f.IsZero() {
 			continue

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strings"
+	"sync"
 )
 
 // DigestKey keys the digests of env values: in Fields, and so in every
@@ -52,13 +54,40 @@ func (k DigestKey) ID() string {
 // not reveal it.
 func (k DigestKey) String() string { return "digest key " + k.ID() }
 
-// envDigest is what Fields holds for env variable name's value: an HMAC of
-// both under the key.
+// envDigest is what Fields holds for env variable name's value, as JSON:
+// the string "hmac-sha256:" and the hex of an HMAC of both under the key.
+// A file of 10,000 plugins has tens of thousands of env values: each HMAC
+// is made with a MAC taken from envMACs, reset to the state its key left
+// it in, instead of a new one, which would hash the key's two blocks
+// again (bench/README.md, "Planning").
 func (k DigestKey) envDigest(name, value string) string {
-	m := hmac.New(sha256.New, k[:])
-	m.Write([]byte("env\x00" + name + "\x00" + value))
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
+	m, _ := envMACs.Get().(*envMAC)
+	if m == nil || m.key != k {
+		m = &envMAC{key: k, mac: hmac.New(sha256.New, k[:])}
+	} else {
+		m.mac.Reset()
+	}
+	m.buf = append(append(append(append(m.buf[:0], "env\x00"...), name...), 0), value...)
+	m.mac.Write(m.buf)
+	sum := m.mac.Sum(m.sum[:0])
+	// No character of it needs escaping: this is jsonString's result.
+	m.buf = append(hex.AppendEncode(append(m.buf[:0], `"hmac-sha256:`...), sum), '"')
+	out := string(m.buf)
+	envMACs.Put(m)
+	return out
 }
+
+// envMAC is an HMAC under key, kept for the next env value, with room for
+// the text it digests and its sum.
+type envMAC struct {
+	key DigestKey
+	mac hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+// envMACs holds the envMACs not in use, on every core.
+var envMACs sync.Pool
 
 // KeyID is the ID of the key of s's digests.
 func (s *Spec) KeyID() string { return s.key.ID() }
