@@ -21,14 +21,19 @@ const maxNodes = 1 << 20
 // of a file at once, and it records where each field was written so that
 // validation can point at it.
 type decoder struct {
-	file  string
-	errs  Errors
-	pos   map[string]Pos        // where each field's value was written (see entry.node)
-	keys  map[string]Pos        // where each map entry's key was written
-	text  map[string]string     // what each scalar field was written as
-	seqs  map[string]*yaml.Node // each list, by path
-	until map[string]Condition  // the condition of each long-form uses entry, by path
-	bad   map[string]bool       // paths whose value could not be decoded
+	file string
+	errs Errors
+	pos  map[string]Pos        // where each field's value was written (see entry.node)
+	keys map[string]Pos        // where each map entry's key was written
+	text map[string]string     // what each scalar field was written as
+	seqs map[string]*yaml.Node // each list, by path
+	// values holds the entries of each mapping of strings (env), by path:
+	// where each of its entries was written is found through them
+	// (entryAt) rather than recorded, since a large file has tens of
+	// thousands.
+	values map[string][]entry
+	until  map[string]Condition // the condition of each long-form uses entry, by path
+	bad    map[string]bool      // paths whose value could not be decoded
 	// masked is what each value that used a variable was written as: an
 	// error at its path quotes that, never the value, which may be a
 	// secret (errorf).
@@ -50,7 +55,7 @@ type decoder struct {
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, until: map[string]Condition{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}, masked: map[string]mask{}}
+	return &decoder{file: file, pos: map[string]Pos{}, keys: map[string]Pos{}, text: map[string]string{}, seqs: map[string]*yaml.Node{}, values: map[string][]entry{}, until: map[string]Condition{}, bad: map[string]bool{}, open: map[*yaml.Node]bool{}, masked: map[string]mask{}}
 }
 
 func nodePos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
@@ -96,6 +101,9 @@ func (d *decoder) at(path string) Pos {
 		if p, ok := d.pos[path]; ok {
 			return p
 		}
+		if e, ok := d.entryAt(path); ok {
+			return nodePos(e.node(e.val))
+		}
 		if item, ok := d.item(path); ok {
 			return nodePos(item)
 		}
@@ -123,10 +131,39 @@ func (d *decoder) item(path string) (*yaml.Node, bool) {
 	return seq.Content[i], true
 }
 
+// entryAt returns the entry at path of a mapping of strings (values),
+// such as plugins.api.env.PORT: its mapping's path ends in ".env" (the
+// one field that is a mapping of strings), and the key may hold dots.
+func (d *decoder) entryAt(path string) (entry, bool) {
+	if len(d.values) == 0 {
+		return entry{}, false
+	}
+	const field = ".env."
+	for from := 0; ; {
+		i := strings.Index(path[from:], field)
+		if i < 0 {
+			return entry{}, false
+		}
+		i += from
+		if es, ok := d.values[path[:i+len(field)-1]]; ok {
+			key := path[i+len(field):]
+			for _, e := range es {
+				if e.key == key {
+					return e, true
+				}
+			}
+		}
+		from = i + 1
+	}
+}
+
 // atKey returns where the key of the map entry at path was written.
 func (d *decoder) atKey(path string) Pos {
 	if p, ok := d.keys[path]; ok {
 		return p
+	}
+	if e, ok := d.entryAt(path); ok {
+		return nodePos(e.keyNode)
 	}
 	return d.at(path)
 }
@@ -292,6 +329,10 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	entriesOf := v.Type().Elem().Kind() == reflect.Pointer // plugins and runners, not env
+	strs := v.Type().Elem().Kind() == reflect.String       // env
+	if strs {
+		d.values[path] = entries // entryAt finds each entry's position
+	}
 	elems := make([]reflect.Value, len(entries))
 	entry := func(d *decoder, i int) {
 		e := entries[i]
@@ -300,8 +341,10 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 			d.fixedShutdownTimeout(e.keyNode, p)
 			return
 		}
-		d.record(p, e.node(e.val))
-		d.keys[p] = nodePos(e.keyNode)
+		if !strs {
+			d.record(p, e.node(e.val))
+			d.keys[p] = nodePos(e.keyNode)
+		}
 		elems[i] = reflect.New(v.Type().Elem()).Elem()
 		d.element(e.val, elems[i], p)
 	}

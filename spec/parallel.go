@@ -50,10 +50,11 @@ func (d *decoder) child(shared bool, items int) *decoder {
 	c := newDecoder(d.file)
 	c.parent = d
 	if shared {
-		c.pos, c.keys, c.text, c.seqs, c.until = d.pos, d.keys, d.text, d.seqs, d.until
+		c.pos, c.keys, c.text, c.seqs, c.values, c.until = d.pos, d.keys, d.text, d.seqs, d.values, d.until
 	} else {
 		c.pos, c.text = make(map[string]Pos, 4*items), make(map[string]string, 4*items)
 		c.keys, c.seqs = make(map[string]Pos, items), make(map[string]*yaml.Node, 2*items)
+		c.values = make(map[string][]entry, items)
 	}
 	return c
 }
@@ -67,6 +68,7 @@ func (d *decoder) adopt(children []*decoder) {
 			d.keys = grown(d.keys, c.keys)
 			d.text = grown(d.text, c.text)
 			d.seqs = grown(d.seqs, c.seqs)
+			d.values = grown(d.values, c.values)
 			d.until = grown(d.until, c.until)
 		}
 		d.bad = grown(d.bad, c.bad)
