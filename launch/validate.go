@@ -79,8 +79,17 @@ const badEnvName = "bad environment variable name %q: it cannot be empty or hold
 
 func validEnvName(k string) bool { return k != "" && !strings.ContainsAny(k, "=\x00") }
 
-// env checks names an environment can hold, and no NUL in a value.
+// env checks names an environment can hold, and no NUL in a value. The
+// names are sorted, for the order of the problems, only when one has a
+// problem: a spec of thousands of plugins has tens of thousands of names.
 func (c *checker) env(env map[string]string) {
+	bad := false
+	for k, v := range env {
+		bad = bad || !validEnvName(k) || strings.IndexByte(v, 0) >= 0
+	}
+	if !bad {
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		switch {
 		case !validEnvName(k):

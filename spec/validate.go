@@ -213,7 +213,13 @@ func (d *decoder) problem(path string, pr *launch.Problem) {
 // reservedEnv refuses, in a plugin's env and inheritEnv, graft's reserved
 // GRAFT_ prefix: graft sets those variables itself.
 func (d *decoder) reservedEnv(p *Plugin, path string) {
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+	// The names are sorted, for the order of the errors, only when one is
+	// reserved: a large file has tens of thousands, none of them reserved.
+	reserved := false
+	for k := range p.Env {
+		reserved = reserved || instance.Reserved(k)
+	}
+	for _, k := range sortedIf(reserved, p.Env) {
 		if kp := path + ".env." + k; instance.Reserved(k) {
 			d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
 		}
@@ -322,4 +328,12 @@ func (d *decoder) positive(path string, v Duration) {
 func (d *decoder) written(path string) bool {
 	_, ok := d.pos[path]
 	return ok && !d.isBad(path)
+}
+
+// sortedIf is the keys of m, sorted, when want is true; else none.
+func sortedIf(want bool, m map[string]string) []string {
+	if !want {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
