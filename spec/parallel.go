@@ -44,15 +44,15 @@ func concurrent(root *yaml.Node) bool {
 // child returns a decoder for one worker of about items plugins. With
 // shared, it reads what d recorded (and must not record anything itself);
 // without, it records into maps of its own, made large enough for a
-// plugin of a few fields each. Either way its errors are its own until
-// adopted.
+// plugin of a few fields each, one of them written as a scalar. Either
+// way its errors are its own until adopted.
 func (d *decoder) child(shared bool, items int) *decoder {
 	c := newDecoder(d.file)
 	c.parent = d
 	if shared {
 		c.pos, c.keys, c.text, c.seqs, c.values, c.until = d.pos, d.keys, d.text, d.seqs, d.values, d.until
 	} else {
-		c.pos, c.text = make(map[string]Pos, 4*items), make(map[string]string, 4*items)
+		c.pos, c.text = make(map[string]Pos, 4*items), make(map[string]string, items)
 		c.keys, c.seqs = make(map[string]Pos, items), make(map[string]*yaml.Node, 2*items)
 		c.values = make(map[string][]entry, items)
 	}
@@ -60,17 +60,28 @@ func (d *decoder) child(shared bool, items int) *decoder {
 }
 
 // adopt takes in what the children found and recorded. A child records
-// the paths of its plugins only, which the parent never does.
+// the paths of its plugins only, which the parent never does. The first
+// child's maps were made for all the plugins (each): what d and the other
+// children recorded is copied into them, which then are d's, so that no
+// map grows while the others' are copied in.
 func (d *decoder) adopt(children []*decoder) {
-	for _, c := range children {
-		if !sameMap(c.pos, d.pos) {
-			d.pos = grown(d.pos, c.pos)
-			d.keys = grown(d.keys, c.keys)
-			d.text = grown(d.text, c.text)
-			d.seqs = grown(d.seqs, c.seqs)
-			d.values = grown(d.values, c.values)
-			d.until = grown(d.until, c.until)
+	if first := children[0]; !sameMap(first.pos, d.pos) {
+		d.pos = into(first.pos, d.pos)
+		d.keys = into(first.keys, d.keys)
+		d.text = into(first.text, d.text)
+		d.seqs = into(first.seqs, d.seqs)
+		d.values = into(first.values, d.values)
+		d.until = into(first.until, d.until)
+		for _, c := range children[1:] {
+			maps.Copy(d.pos, c.pos)
+			maps.Copy(d.keys, c.keys)
+			maps.Copy(d.text, c.text)
+			maps.Copy(d.seqs, c.seqs)
+			maps.Copy(d.values, c.values)
+			maps.Copy(d.until, c.until)
 		}
+	}
+	for _, c := range children {
 		d.bad = grown(d.bad, c.bad)
 		d.errs = append(d.errs, c.errs...)
 		d.nodes += c.nodes
@@ -83,6 +94,12 @@ func grown[V any](dst, src map[string]V) map[string]V {
 	if len(src) > len(dst) {
 		dst, src = src, dst
 	}
+	maps.Copy(dst, src)
+	return dst
+}
+
+// into is dst with src's entries added.
+func into[V any](dst, src map[string]V) map[string]V {
 	maps.Copy(dst, src)
 	return dst
 }
@@ -104,7 +121,11 @@ func (d *decoder) each(n int, shared bool, f func(c *decoder, i int)) {
 	workers := max(1, min(parallelism(), n))
 	children := make([]*decoder, workers)
 	for w := range children {
-		children[w] = d.child(shared, n/workers+1)
+		items := n/workers + 1
+		if w == 0 {
+			items = n // its maps take in the others' (adopt)
+		}
+		children[w] = d.child(shared, items)
 	}
 	parallelRange(workers, n, func(w, i int) { f(children[w], i) })
 	d.adopt(children)
