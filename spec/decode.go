@@ -342,7 +342,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		if !strs {
-			d.record(p, e.node(e.val))
+			d.record(p, e)
 			d.keys[p] = nodePos(e.keyNode)
 		}
 		elems[i] = reflect.New(v.Type().Elem()).Elem()
@@ -378,7 +378,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			// A field written as null (or left empty) is unset, as in
 			// yaml.v3 and Kubernetes: its default applies.
 		case known:
-			d.record(p, e.node(e.val))
+			d.record(p, e)
 			d.decode(e.val, v.FieldByIndex(i), p)
 		case e.key == "shutdownTimeout":
 			d.fixedShutdownTimeout(e.keyNode, p)
@@ -450,10 +450,14 @@ func (d *decoder) fixedShutdownTimeout(key *yaml.Node, path string) {
 	d.errorf(nodePos(key), path, "shutdownTimeout is fixed at 5 seconds in YAML; only the Go API can change it")
 }
 
-func (d *decoder) record(path string, n *yaml.Node) {
-	d.pos[path] = nodePos(n)
-	if n = resolve(n); n.Kind == yaml.ScalarNode {
-		d.text[path] = n.Value
+// record notes where the entry at path was written (entry.node) and,
+// when its value is a scalar, what it was written as, for messages that
+// quote it. A collection's text is never asked for: a large file has
+// tens of thousands.
+func (d *decoder) record(path string, e entry) {
+	d.pos[path] = nodePos(e.node(e.val))
+	if v := resolve(e.val); v.Kind == yaml.ScalarNode {
+		d.text[path] = v.Value
 	}
 }
 

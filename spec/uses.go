@@ -58,10 +58,10 @@ func (d *decoder) useItem(n *yaml.Node, name *string, path string) {
 		p := join(path, e.key)
 		switch e.key {
 		case "plugin":
-			d.record(p, e.node(e.val))
+			d.record(p, e)
 			d.element(e.val, reflect.ValueOf(name).Elem(), p)
 		case "until":
-			d.record(p, e.node(e.val))
+			d.record(p, e)
 			var s string
 			d.element(e.val, reflect.ValueOf(&s).Elem(), p)
 			cond = Condition(s)
