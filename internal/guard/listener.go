@@ -19,12 +19,13 @@ import (
 //     connection has l.AuthTimeout for its TLS handshake and its first
 //     request, headers included, and is closed past it. At most
 //     l.MaxUnauthenticated are open at once; see admit for the next.
-//   - An authenticated connection holds one of l.MaxConns slots until it
-//     closes (by l.IdleTimeout when kept idle). A request that passes the
-//     token check while every slot is taken gets the slot of the
-//     connection kept idle the longest, which is closed; with none idle,
-//     it waits for one to close or go idle, at most l.AuthTimeout, then
-//     is answered 503.
+//   - A connection that passed the token check holds one of l.MaxConns
+//     slots while it serves a request, and none while it is kept alive
+//     between two: idle connections cost a client's next requests nothing
+//     but keep no one else out. At most l.MaxIdle are kept; past it, the
+//     one idle the longest is closed. A request that passes the token
+//     check while every slot serves one waits for one, at most
+//     l.AuthTimeout, then is answered 503.
 //
 // Each listener has its own pools: a flood on a TCP port leaves the
 // owner's unix socket free. Server makes the server that tells Handler
@@ -43,16 +44,15 @@ type limited struct {
 
 	mu      sync.Mutex
 	unauth  []*conn       // the unauthenticated connections, oldest first
-	authed  []*conn       // the connections that hold a slot
-	used    int           // the slots held: by authed, and by pending ones that took one
-	changed chan struct{} // closed, and replaced, when a slot frees or a connection holding one goes idle
+	idle    []*conn       // the authenticated connections kept alive between requests, oldest first
+	used    int           // the slots held: one by each request under way that passed the token check
+	changed chan struct{} // closed, and replaced, when a slot frees
 }
 
 // The states of a conn, under its listener's mu.
 const (
 	unauthenticated = iota
-	pending         // passed the token check, waits for a slot
-	authenticated   // holds a slot
+	authenticated   // a request on it passed the token check
 	closed
 )
 
@@ -63,8 +63,8 @@ type conn struct {
 	group   string      // its remote address's group, for admit
 	expires *time.Timer // closes it if still unauthenticated
 
-	state     int       // under l.mu
-	idleSince time.Time // under l.mu: when it went idle, holding a slot; zero while it serves a request
+	state int  // under l.mu
+	holds bool // under l.mu: it holds a slot, for the request it serves
 }
 
 func (l *limited) Accept() (net.Conn, error) {
@@ -166,90 +166,80 @@ func (c *conn) expire() {
 // Close closes the connection and gives back what it holds, once.
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.l.mu.Lock()
-	defer c.l.mu.Unlock()
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	switch c.state {
 	case unauthenticated:
-		c.l.dropUnauth(c)
+		l.dropUnauth(c)
 		c.expires.Stop()
 	case authenticated:
-		c.l.release(c)
+		l.dropIdle(c)
+		if c.holds {
+			l.free()
+		}
 	}
-	c.state = closed
+	c.state, c.holds = closed, false
 	return err
 }
 
-// release gives back the slot of c, which holds one; under mu.
-func (l *limited) release(c *conn) {
-	l.dropAuthed(c)
-	c.state = closed
+// free gives a slot back; under mu.
+func (l *limited) free() {
 	l.used--
-	l.signal()
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
-// dropAuthed takes c out of the connections that hold a slot; under mu.
-func (l *limited) dropAuthed(c *conn) {
-	for i, a := range l.authed {
+// dropIdle takes c out of the idle connections; under mu.
+func (l *limited) dropIdle(c *conn) {
+	for i, a := range l.idle {
 		if a == c {
-			l.authed = append(l.authed[:i], l.authed[i+1:]...)
+			l.idle = append(l.idle[:i], l.idle[i+1:]...)
 			return
 		}
 	}
 }
 
-// signal wakes the requests waiting for a slot, to look again; under mu.
-func (l *limited) signal() {
-	close(l.changed)
-	l.changed = make(chan struct{})
-}
-
-// setIdle notes that c, once it holds a slot, serves a request (idle
-// false) or is kept alive between two (idle true), and so may give its
-// slot up to a request that waits for one.
+// setIdle notes that c, once authenticated, serves a request (idle
+// false) or is kept alive between two (idle true): its request is done,
+// and its slot free. Past MaxIdle idle connections, the one idle the
+// longest is closed.
 func (c *conn) setIdle(idle bool) {
 	l := c.l
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if c.state != authenticated {
+		l.mu.Unlock()
 		return
 	}
 	if !idle {
-		c.idleSince = time.Time{}
+		l.dropIdle(c)
+		l.mu.Unlock()
 		return
 	}
-	c.idleSince = time.Now()
-	l.signal()
-}
-
-// evictIdle takes the connection that holds a slot and has been idle the
-// longest, if any, out of the pool, for its slot to pass to the caller,
-// who closes it; under mu. The client's next request on it finds it
-// closed before it writes (an HTTP client sends such a request again on
-// a fresh connection), and a client's stack of idle connections takes
-// the one it used last first: the one evicted last.
-func (l *limited) evictIdle() (victim *conn) {
-	for _, a := range l.authed {
-		if !a.idleSince.IsZero() && (victim == nil || a.idleSince.Before(victim.idleSince)) {
-			victim = a
-		}
+	if c.holds {
+		c.holds = false
+		l.free()
 	}
-	if victim != nil {
-		l.dropAuthed(victim)
+	l.idle = append(l.idle, c)
+	var victim *conn
+	if len(l.idle) > l.lim.MaxIdle {
+		victim = l.idle[0]
+		l.idle = l.idle[1:]
 		victim.state = closed
 	}
-	return victim
+	l.mu.Unlock()
+	if victim != nil {
+		victim.Conn.Close()
+	}
 }
 
-// authenticate moves c, whose request passed the token check, to the
-// authenticated pool, waiting for a slot at most AuthTimeout, or until ctx
-// ends. It reports whether c holds one.
+// authenticate notes that a request on c passed the token check, and
+// takes a slot for it, waiting at most AuthTimeout, or until ctx ends. It
+// reports whether c holds one.
 func (c *conn) authenticate(ctx context.Context) bool {
 	l := c.l
 	l.mu.Lock()
 	switch c.state {
-	case authenticated:
-		l.mu.Unlock()
-		return true
 	case closed:
 		l.mu.Unlock()
 		return false
@@ -257,7 +247,11 @@ func (c *conn) authenticate(ctx context.Context) bool {
 		// Its token is good: no longer to be evicted or expired.
 		l.dropUnauth(c)
 		c.expires.Stop()
-		c.state = pending
+		c.state = authenticated
+	}
+	if c.holds {
+		l.mu.Unlock()
+		return true
 	}
 	l.mu.Unlock()
 	if !c.takeSlot(ctx) {
@@ -265,32 +259,24 @@ func (c *conn) authenticate(ctx context.Context) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c.state != pending { // closed meanwhile
-		l.used--
-		l.signal()
+	if c.state == closed { // meanwhile
+		l.free()
 		return false
 	}
-	c.state = authenticated
-	l.authed = append(l.authed, c)
+	c.holds = true
 	return true
 }
 
-// takeSlot takes a free slot, or else the slot of the connection idle the
-// longest, which it closes; with neither, it waits for one to free or go
-// idle, at most AuthTimeout, or until ctx ends.
+// takeSlot takes a free slot, or waits for one, at most AuthTimeout, or
+// until ctx ends.
 func (c *conn) takeSlot(ctx context.Context) bool {
 	l := c.l
 	var timeout <-chan time.Time
-	l.mu.Lock()
 	for {
+		l.mu.Lock()
 		if l.used < l.lim.MaxConns {
 			l.used++
 			l.mu.Unlock()
-			return true
-		}
-		if victim := l.evictIdle(); victim != nil {
-			l.mu.Unlock()
-			victim.Conn.Close()
 			return true
 		}
 		changed := l.changed
@@ -307,7 +293,6 @@ func (c *conn) takeSlot(ctx context.Context) bool {
 		case <-timeout:
 			return false
 		}
-		l.mu.Lock()
 	}
 }
 

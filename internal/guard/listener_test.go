@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,6 +250,7 @@ func TestDefaultLimits(t *testing.T) {
 	l := Limits{}.WithDefaults()
 	assert.Equal(t, DefaultAuthTimeout, l.AuthTimeout)
 	assert.Equal(t, 256, l.MaxUnauthenticated)
+	assert.Equal(t, 256, l.MaxIdle)
 	assert.Equal(t, 32, l.MaxStreams)
 	assert.Equal(t, 3, Limits{MaxConns: 4, MaxStreams: 10}.WithDefaults().MaxStreams)
 }
@@ -292,13 +294,30 @@ func keptAlive(t *testing.T) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// TestIdleConnectionsGiveWay: connections kept idle do not keep other
-// token holders out. With every slot held by an idle connection, a new
-// client's request takes the slot of the one idle the longest, at once
-// (the wait for a slot is a minute here), and the clients whose
-// connections were closed are served again on fresh ones. A request
-// waiting while every slot serves one gets the first that goes idle.
-func TestIdleConnectionsGiveWay(t *testing.T) {
+// reusedGet is tokenGet on client, which also reports whether the
+// request went on a connection the client kept from an earlier one.
+func reusedGet(t *testing.T, client *http.Client, url string) (status int, reused bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+	req, err := http.NewRequestWithContext(ctx, "GET", url+"/v1/status", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, reused
+}
+
+// TestIdleConnectionsHoldNoSlot: connections kept alive between requests
+// do not keep other token holders out, and are not closed for them. With
+// twice MaxConns clients each keeping one, every client is served, at
+// once (the wait for a slot is a minute here), and again on the
+// connection it kept. A request that comes while every slot serves one
+// waits, and gets the first that ends.
+func TestIdleConnectionsHoldNoSlot(t *testing.T) {
 	lim := Limits{MaxConns: 4, AuthTimeout: time.Minute}
 	release := make(chan struct{})
 	s := serve(t, Config{Token: testToken, Limits: lim}, func(w http.ResponseWriter, r *http.Request) {
@@ -311,15 +330,14 @@ func TestIdleConnectionsGiveWay(t *testing.T) {
 		c := keptAlive(t)
 		clients = append(clients, c)
 		start := time.Now()
-		status, err := tokenGet(t, c, s.url, 10*time.Second)
-		require.NoError(t, err)
+		status, _ := reusedGet(t, c, s.url)
 		assert.Equal(t, 200, status)
 		assert.Less(t, time.Since(start), 5*time.Second, "waited for a slot held by an idle connection")
 	}
 	for i, c := range clients {
-		status, err := tokenGet(t, c, s.url, 10*time.Second)
-		require.NoError(t, err, "client %d, whose idle connection was closed", i)
+		status, reused := reusedGet(t, c, s.url)
 		assert.Equal(t, 200, status)
+		assert.True(t, reused, "client %d: its idle connection was closed", i)
 	}
 
 	// Every slot busy: the next request waits, and gets the slot of the
@@ -346,7 +364,7 @@ func TestIdleConnectionsGiveWay(t *testing.T) {
 	require.Eventually(t, func() bool { return s.runs.Load() >= base+int64(lim.MaxConns) }, 5*time.Second, 10*time.Millisecond)
 	waiter := make(chan error, 1)
 	go func() {
-		status, err := tokenGet(t, keptAlive(t), s.url, 10*time.Second)
+		status, err := tokenGet(t, clients[0], s.url, 10*time.Second)
 		if err == nil && status != 200 {
 			err = fmt.Errorf("answered %d", status)
 		}
@@ -365,14 +383,38 @@ func TestIdleConnectionsGiveWay(t *testing.T) {
 	case err := <-waiter:
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting request got no slot once the others went idle")
+		t.Fatal("the waiting request got no slot once the others were done")
+	}
+}
+
+// TestMaxIdle: past MaxIdle connections kept alive, the one idle the
+// longest is closed: the first clients dial again, the last reuse theirs.
+func TestMaxIdle(t *testing.T) {
+	lim := Limits{MaxConns: 4, MaxIdle: 2}
+	s := serve(t, Config{Token: testToken, Limits: lim}, echo)
+	var clients []*http.Client
+	for range 4 {
+		c := keptAlive(t)
+		clients = append(clients, c)
+		status, _ := reusedGet(t, c, s.url)
+		require.Equal(t, 200, status)
+	}
+	// The closed ones' clients see the close on their own.
+	time.Sleep(100 * time.Millisecond)
+	// The kept ones first: the others' new connections, idle in turn,
+	// have the oldest idle closed.
+	for _, i := range []int{3, 2, 0, 1} {
+		status, reused := reusedGet(t, clients[i], s.url)
+		assert.Equal(t, 200, status)
+		assert.Equal(t, i >= 2, reused, "client %d", i)
 	}
 }
 
 // TestBurstOfTokenHolders: ten clients, each opening a dozen fresh
 // connections at once (ten hosts starting an apply's plugins on one
 // runner), are all served with the default limits: the burst fits the
-// unauthenticated pool, and the idle connections it leaves give way.
+// unauthenticated pool, the idle connections it leaves hold no slot, and
+// each client's next dozen at once reuse them.
 func TestBurstOfTokenHolders(t *testing.T) {
 	s := serve(t, Config{Token: testToken}, echo)
 	errs := make(chan error, 10*12)

@@ -38,11 +38,17 @@ type Limits struct {
 	AuthTimeout time.Duration
 	// BodyTimeout bounds the wait for its body: a minute.
 	BodyTimeout time.Duration
-	// IdleTimeout closes a kept-alive connection idle this long: 2 minutes.
+	// IdleTimeout closes a kept-alive connection idle this long: 2 minutes
+	// (or sooner, past MaxIdle).
 	IdleTimeout time.Duration
-	// MaxConns is the authenticated connections a listener serves at
-	// once: 64.
+	// MaxConns is the requests that passed the token check that a
+	// listener serves at once: 64. A connection kept alive between
+	// requests holds none.
 	MaxConns int
+	// MaxIdle is the authenticated connections kept alive between
+	// requests that a listener keeps; past it, the one idle the longest
+	// is closed: four times MaxConns, 256.
+	MaxIdle int
 	// MaxUnauthenticated is the unauthenticated connections a listener
 	// keeps at once; a newer one evicts one of them: four times MaxConns,
 	// 256, so that a burst of token holders' fresh connections (hosts
@@ -70,6 +76,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.LogEvery, DefaultLogEvery)
 	if l.MaxConns <= 0 {
 		l.MaxConns = DefaultMaxConns
+	}
+	if l.MaxIdle <= 0 {
+		l.MaxIdle = 4 * l.MaxConns
 	}
 	if l.MaxUnauthenticated <= 0 {
 		l.MaxUnauthenticated = 4 * l.MaxConns

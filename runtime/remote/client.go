@@ -108,8 +108,8 @@ func newClient(cfg Config) (*client, error) {
 		// 12 keeps one for each of an apply's starts or stops at once
 		// (10 by default), and a renewal besides: with fewer, the starts
 		// of an apply close connections and dial new ones all along. A
-		// runner serving many hosts closes the idle ones it needs for
-		// others (docs/security.md#listeners).
+		// runner's slots bound the requests it serves at once, not the
+		// connections its clients keep idle (docs/security.md#listeners).
 		MaxIdleConnsPerHost: 12,
 		// Less than the runner's guard.DefaultIdleTimeout, so that the
 		// client, not the runner, closes an idle connection.
