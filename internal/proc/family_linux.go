@@ -28,47 +28,68 @@ type Member struct {
 // left out. A process once found stays a member while it lives, wherever
 // it moves.
 func (p *Process) Family() ([]Member, error) {
-	t, err := snapshot()
-	if err != nil {
-		return nil, err
-	}
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
-	in := map[int]bool{}
-	var add func(pid int)
-	add = func(pid int) {
-		if in[pid] {
-			return
-		}
-		in[pid] = true
-		for _, c := range t.children[pid] {
-			add(c)
-		}
-	}
-	add(p.Pid)
-	for _, m := range p.known {
-		add(m.Pid)
-	}
-	for _, pid := range t.groups[p.Pid] {
-		add(pid)
-	}
-	if p.marker != "" {
-		for _, c := range adopted(t, p.ns) {
-			if !in[c] && hasEnv(c, p.marker) {
+	in := map[int]uint64{} // by pid, its start time in the table
+	var children []Member  // of this process or of its init, with their start time
+	err := withSnapshot(func(t *procs) {
+		var add func(pid int)
+		add = func(pid int) {
+			if _, ok := in[pid]; ok {
+				return
+			}
+			in[pid] = t.entries[pid].start
+			for _, c := range t.children[pid] {
 				add(c)
 			}
 		}
+		add(p.Pid)
+		for _, m := range p.known {
+			add(m.Pid)
+		}
+		for _, pid := range t.groups[p.Pid] {
+			add(pid)
+		}
+		if p.marker != "" {
+			for _, c := range t.strays[adopter(p.ns)] {
+				if _, ok := in[c]; !ok {
+					children = append(children, Member{Pid: c, start: t.entries[c].start})
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The marked orphans, with their descendants, from the table again:
+	// their environments are read without holding the snapshot.
+	if marked := marks(adopted(children), p.marker); len(marked) > 0 {
+		withSnapshot(func(t *procs) {
+			var add func(pid int)
+			add = func(pid int) {
+				if _, ok := in[pid]; ok {
+					return
+				}
+				in[pid] = t.entries[pid].start
+				for _, c := range t.children[pid] {
+					add(c)
+				}
+			}
+			for _, c := range marked {
+				add(c)
+			}
+		})
 	}
 	// The snapshot may be older than this call for all but the newest
 	// processes: each candidate is read again, and kept only if it is
 	// still the process seen (same start time) and alive.
 	var out []Member
-	for pid := range in {
+	for pid, start := range in {
 		if pid == p.Pid {
 			continue
 		}
 		e, err := stat(pid)
-		if err != nil || e.zombie || e.start != t.entries[pid].start {
+		if err != nil || e.zombie || e.start != start {
 			continue
 		}
 		out = append(out, Member{Pid: pid, Pgid: e.pgid, start: e.start})
@@ -77,26 +98,42 @@ func (p *Process) Family() ([]Member, error) {
 	return out, nil
 }
 
-// adopted lists the processes in t that may be orphans adopted by this
-// process or, for a process in a namespace, by its init: children of
-// either, neither started by a Spawner (or an init) and alive, nor reaped
-// since.
-func adopted(t *procs, ns *nsInit) []int {
-	parent := os.Getpid()
+// adopter is the process orphans of a family go to: this one, a child
+// subreaper, or the init of the family's namespace.
+func adopter(ns *nsInit) int {
 	if ns != nil {
-		parent = ns.pid
+		return ns.pid
 	}
+	return os.Getpid()
+}
+
+// adopted lists, of the children of this process or of an init that no
+// Spawner had registered when the table read them (with their start time
+// there), those that may be orphans it adopted: neither started by a
+// Spawner (or an init) and alive, nor reaped since.
+func adopted(children []Member) []int {
 	registry.Lock()
 	defer registry.Unlock()
 	var out []int
-	for _, c := range t.children[parent] {
-		if registry.pids[c] {
+	for _, c := range children {
+		if registry.pids[c.Pid] {
 			continue
 		}
-		if start, ok := registry.reaped[c]; ok && start == t.entries[c].start {
+		if start, ok := registry.reaped[c.Pid]; ok && start == c.start {
 			continue
 		}
-		out = append(out, c)
+		out = append(out, c.Pid)
+	}
+	return out
+}
+
+// marks lists those of pids whose environment holds kv.
+func marks(pids []int, kv string) []int {
+	var out []int
+	for _, pid := range pids {
+		if hasEnv(pid, kv) {
+			out = append(out, pid)
+		}
 	}
 	return out
 }

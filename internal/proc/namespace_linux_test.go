@@ -333,13 +333,16 @@ func TestSnapshotLeavesThreadsOut(t *testing.T) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.ns.pid))
 	require.NoError(t, err)
 	require.Greater(t, len(tasks), 1, "the init has threads")
-	tbl, err := snapshot()
-	require.NoError(t, err)
-	require.Contains(t, tbl.entries, p.ns.pid)
+	in := map[int]bool{}
+	require.NoError(t, withSnapshot(func(tbl *procs) {
+		for _, task := range tasks {
+			tid, _ := strconv.Atoi(task.Name())
+			_, in[tid] = tbl.entries[tid]
+		}
+	}))
 	for _, task := range tasks {
 		tid, _ := strconv.Atoi(task.Name())
-		_, in := tbl.entries[tid]
-		assert.Equal(t, tid == p.ns.pid, in, "%d: the init, not its other threads", tid)
+		assert.Equal(t, tid == p.ns.pid, in[tid], "%d: the init, not its other threads", tid)
 	}
 	assert.Empty(t, mustFamily(t, p))
 }

@@ -164,7 +164,7 @@ func (p *Process) Reap() (Status, error) {
 // forget takes pid, just reaped, out of the registry's children, and
 // notes it as reaped while the process table may still list it.
 func forget(pid int) {
-	e, seen := snapshotEntry(pid) // never under the registry's lock: see snapshot
+	e, seen := snapshotEntry(pid) // never under the registry's lock: see index
 	registry.Lock()
 	delete(registry.pids, pid)
 	if seen {
