@@ -205,7 +205,7 @@ func runInit() int {
 	if err != nil {
 		return 1
 	}
-	in := &initState{w: w, held: map[int]*heldPlugin{}, listen: -1, record: -1}
+	in := &initState{w: w, held: map[int]*heldPlugin{}, hosts: map[int]bool{}, listen: -1, record: -1}
 	if os.Getenv(initHandoverEnv) == "1" {
 		syscall.CloseOnExec(initListenFD)
 		syscall.CloseOnExec(initRecordFD)
@@ -216,15 +216,17 @@ func runInit() int {
 		for {
 			select {
 			case <-chld:
-				in.mu.Lock()
-				in.reapOrphans()
-				in.mu.Unlock()
 				// A look at the orphans reads the whole list of the
-				// init's children. Exits come in bursts (whole families
-				// stopped): one look after orphanPause serves a burst,
-				// whose signals wait meanwhile as one, instead of a look
-				// for each exit. An orphan stays a zombie that long.
+				// init's children, a third of a millisecond with a
+				// thousand plugins. Exits come in bursts (whole
+				// families stopped): one look orphanPause after the
+				// first serves a burst, whose signals wait meanwhile as
+				// one, instead of a look for each exit. And most exits
+				// are a plugin's, whose host asks at once to reap it:
+				// the look waits until that is done. An orphan stays a
+				// zombie that long.
 				time.Sleep(orphanPause)
+				in.reapOrphans()
 			case <-drop:
 			}
 		}
@@ -271,6 +273,8 @@ type initState struct {
 
 	mu   sync.Mutex // serving a request, or reaping orphans
 	held map[int]*heldPlugin
+	// hosts are the pids on the machine of the plugins held, once known.
+	hosts map[int]bool
 
 	// window is how long the plugins are kept for the next host once the
 	// host is gone (0: not at all); all keeps those without Hold too.
@@ -438,6 +442,7 @@ func (in *initState) forget(nspid int, h *heldPlugin) {
 		h.term.Stop()
 	}
 	delete(in.held, nspid)
+	delete(in.hosts, h.host)
 }
 
 // start starts the plugin of spec in a process group of its own, with
@@ -483,6 +488,7 @@ func (in *initState) start(id int, b []byte, out, keep int, files []int) {
 	in.w.sendf(pidfd, "pid %d %d", id, pid)
 	if host, err := pidfdPid(pidfd); err == nil {
 		h.host = host
+		in.hosts[host] = true
 	}
 }
 
@@ -509,20 +515,30 @@ const orphanPause = 10 * time.Millisecond
 // reapOrphans reaps the terminated children of the init that are not its
 // plugins: the orphans of the namespace. Its children are listed by their
 // pids on the machine (its /proc is the machine's), and waited for by
-// their pids here.
+// their pids here. The list is read without in.mu, so that the host's
+// requests are not held up meanwhile; each orphan is told from a plugin,
+// and waited for, under it.
 func (in *initState) reapOrphans() {
-	plugins := make(map[int]bool, len(in.held))
-	for _, h := range in.held {
-		plugins[h.host] = true
+	children := childrenOf(in.self)
+	in.mu.Lock()
+	var orphans []int
+	for _, c := range children {
+		if !in.hosts[c] {
+			orphans = append(orphans, c)
+		}
 	}
-	for _, c := range childrenOf(in.self) {
-		if plugins[c] {
+	in.mu.Unlock()
+	for _, c := range orphans {
+		nspid := innermostPid(c)
+		if nspid <= 0 {
 			continue
 		}
-		if nspid := innermostPid(c); nspid > 0 && !in.isHeld(nspid) {
+		in.mu.Lock()
+		if !in.isHeld(nspid) {
 			var ws syscall.WaitStatus
 			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
 		}
+		in.mu.Unlock()
 	}
 }
 
