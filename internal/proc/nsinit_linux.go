@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -519,6 +520,9 @@ const orphanPause = 10 * time.Millisecond
 // requests are not held up meanwhile; each orphan is told from a plugin,
 // and waited for, under it.
 func (in *initState) reapOrphans() {
+	if in.reapZombies() {
+		return
+	}
 	children := childrenOf(in.self)
 	in.mu.Lock()
 	var orphans []int
@@ -540,6 +544,44 @@ func (in *initState) reapOrphans() {
 		}
 		in.mu.Unlock()
 	}
+}
+
+// reapZombies reaps the terminated orphans of the init one by one, as
+// waitid finds them, and reports true once no child is left terminated:
+// most often at once, since an exit is most often a plugin's, which its
+// host had the init reap before this look. It reports false when it finds
+// a plugin's exit (not yet reaped, as its host has it dealt with first),
+// which hides any orphan's behind it: reapOrphans then reads the list of
+// children.
+func (in *initState) reapZombies() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || info.Signo == 0 {
+			return true // no child, or none terminated
+		}
+		nspid := siginfoPid(&info)
+		in.mu.Lock()
+		held := in.isHeld(nspid)
+		if !held {
+			var ws syscall.WaitStatus
+			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
+		}
+		in.mu.Unlock()
+		if held {
+			return false
+		}
+	}
+}
+
+// siginfoPid is the si_pid of a SIGCHLD's siginfo: the first field of its
+// union, after three ints and the padding to a pointer's alignment.
+func siginfoPid(info *unix.Siginfo) int {
+	const off = (12 + unsafe.Sizeof(uintptr(0)) - 1) &^ (unsafe.Sizeof(uintptr(0)) - 1)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
 }
 
 // fdsOf is fds as ProcAttr.Files takes them.

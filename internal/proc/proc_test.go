@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 		hostMain(role == "true")
 		return
 	}
+	if os.Getenv(orphansRole) != "" {
+		os.Exit(orphansMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,10 +2,15 @@ package proc
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"os/exec"
+	goruntime "runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,4 +122,93 @@ func pidsOf(ms []Member) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestInitReapsAnOrphanBehindAPluginsExit: the init reaps an orphan that
+// exits while a plugin that exited earlier is still held for its host's
+// reap (waitid finds the plugin's exit first, and the init then reads its
+// list of children); the plugin stays unreaped until Reap.
+func TestInitReapsAnOrphanBehindAPluginsExit(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	testsupport.NeedNamespace(t, s.Isolation().Err)
+	first := startIsolated(t, s, "exit 3", nil)
+	<-first.Exited()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	p := startIsolated(t, s, `(setsid sh -c 'echo daemon $$; exec sleep 60' & ) ; sleep 60`, w)
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(line, "daemon "), "it said %q", line)
+	ms := waitFamilyOf(t, p, 2, 1)
+	var daemon Member
+	for _, m := range ms {
+		if m.Pgid != p.Pid {
+			daemon = m
+		}
+	}
+	d, err := stat(daemon.Pid)
+	require.NoError(t, err)
+	require.Equal(t, p.ns.pid, d.ppid, "the init adopted the daemon")
+	require.NoError(t, daemon.Signal(syscall.SIGKILL))
+	require.Eventually(t, func() bool { _, err := stat(daemon.Pid); return err != nil }, 5*time.Second, 5*time.Millisecond,
+		"the init reaps the orphan: not even a zombie is left")
+	e, err := stat(first.Pid)
+	require.NoError(t, err, "the plugin that exited first is held for its host")
+	assert.True(t, e.zombie)
+	st, err := first.Reap()
+	require.NoError(t, err)
+	assert.Equal(t, Status{Code: 3}, st)
+}
+
+// orphansRole makes this test binary an init's stand-in for
+// TestInitLooksBehindAPluginsExit: see orphansMain.
+const orphansRole = "GRAFT_PROC_TEST_ORPHANS"
+
+// TestInitLooksBehindAPluginsExit: an init's look for orphans that finds a
+// plugin's exit first (held for its host's reap, it hides every later
+// exit from waitid) reads the list of its children, and reaps the orphan
+// behind it; the plugin stays unreaped. In a process of its own, whose
+// children are the test's alone.
+func TestInitLooksBehindAPluginsExit(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), orphansRole+"=1", "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "ok\n", string(out))
+}
+
+// orphansMain forks two children from one thread, so that waitid finds
+// them in that order, lets both exit, makes the first a plugin of an
+// initState, and has it look for orphans.
+func orphansMain() int {
+	goruntime.LockOSThread()
+	fork := func(code string) int {
+		pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "exit " + code}, &syscall.ProcAttr{})
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		for !exited(pid) {
+			time.Sleep(time.Millisecond)
+		}
+		return pid
+	}
+	plugin, orphan := fork("3"), fork("4")
+	in := &initState{held: map[int]*heldPlugin{plugin: {keep: -1, host: plugin}}, hosts: map[int]bool{plugin: true}, self: os.Getpid()}
+	in.reapOrphans()
+	if _, err := stat(orphan); err == nil {
+		fmt.Println("the orphan was not reaped")
+		return 1
+	}
+	if e, err := stat(plugin); err != nil || !e.zombie {
+		fmt.Println("the plugin was reaped:", err)
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
 }
