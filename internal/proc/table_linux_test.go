@@ -79,9 +79,12 @@ func TestFamilyFindsTheInitsOrphanAfterAWholeRead(t *testing.T) {
 	require.NoError(t, err)
 	ms := waitFamilyOf(t, p, 2, 1)
 	var daemon Member
+	var group []Member
 	for _, m := range ms {
 		if m.Pgid != p.Pid {
 			daemon = m
+		} else {
+			group = append(group, m)
 		}
 	}
 	d, err := stat(daemon.Pid)
@@ -101,6 +104,7 @@ func TestFamilyFindsTheInitsOrphanAfterAWholeRead(t *testing.T) {
 
 	require.NoError(t, p.SignalGroup(syscall.SIGKILL))
 	<-p.Exited()
+	require.True(t, WaitMembers(group, nil), "the group's sleep, killed with it")
 	ms = mustFamily(t, p)
 	assert.Equal(t, []int{daemon.Pid}, pidsOf(ms), "the daemon outlives the plugin, and is still family")
 	require.NoError(t, daemon.Signal(syscall.SIGKILL))
