@@ -321,10 +321,15 @@ func refresh() *procs {
 			if pid++; pid > max {
 				pid = 1
 			}
-			if e, err := stat(pid); err == nil && leader(pid) {
+			// Most pids handed out meanwhile on a busy machine are
+			// threads, or processes gone already: pidfd_open tells
+			// both in one call, before the stat is read.
+			if !leader(pid) {
+				snap.cur.remove(pid) // an old entry for a pid now free
+			} else if e, err := stat(pid); err == nil {
 				snap.cur.set(e)
 			} else {
-				snap.cur.remove(pid) // an old entry for a pid now free
+				snap.cur.remove(pid)
 			}
 		}
 	}
