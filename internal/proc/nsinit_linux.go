@@ -217,17 +217,21 @@ func runInit() int {
 		for {
 			select {
 			case <-chld:
-				// A look at the orphans reads the whole list of the
-				// init's children, a third of a millisecond with a
-				// thousand plugins. Exits come in bursts (whole
-				// families stopped): one look orphanPause after the
-				// first serves a burst, whose signals wait meanwhile as
-				// one, instead of a look for each exit. And most exits
-				// are a plugin's, whose host asks at once to reap it:
-				// the look waits until that is done. An orphan stays a
-				// zombie that long.
-				time.Sleep(orphanPause)
-				in.reapOrphans()
+				// Exits come in bursts (whole families stopped): one
+				// look orphanPause after the first serves a burst,
+				// whose signals wait meanwhile as one, instead of a
+				// look for each exit. And most exits are a plugin's,
+				// whose host asks at once to reap it: the look waits
+				// until that is done. A look that finds a plugin's
+				// exit still held, which hides the rest from waitid,
+				// is made again after another pause, then whole (see
+				// reapOrphans). An orphan stays a zombie that long.
+				for whole := false; ; whole = true {
+					time.Sleep(orphanPause)
+					if in.reapOrphans(whole) {
+						break
+					}
+				}
 			case <-drop:
 			}
 		}
@@ -514,14 +518,21 @@ func reap(pid int) syscall.WaitStatus {
 const orphanPause = 10 * time.Millisecond
 
 // reapOrphans reaps the terminated children of the init that are not its
-// plugins: the orphans of the namespace. Its children are listed by their
-// pids on the machine (its /proc is the machine's), and waited for by
-// their pids here. The list is read without in.mu, so that the host's
-// requests are not held up meanwhile; each orphan is told from a plugin,
-// and waited for, under it.
-func (in *initState) reapOrphans() {
+// plugins: the orphans of the namespace, and reports whether it looked at
+// them all. It asks waitid first (reapZombies); when a plugin's exit,
+// held for its host, hides the rest, it reports false, unless whole:
+// then it lists the init's children, which takes a third of a
+// millisecond with a thousand plugins. They are listed by their pids on
+// the machine (its /proc is the machine's), and waited for by their pids
+// here. The list is read without in.mu, so that the host's requests are
+// not held up meanwhile; each orphan is told from a plugin, and waited
+// for, under it.
+func (in *initState) reapOrphans(whole bool) bool {
 	if in.reapZombies() {
-		return
+		return true
+	}
+	if !whole {
+		return false // the host reaps its plugin meanwhile, most often
 	}
 	children := childrenOf(in.self)
 	in.mu.Lock()
@@ -544,6 +555,7 @@ func (in *initState) reapOrphans() {
 		}
 		in.mu.Unlock()
 	}
+	return true
 }
 
 // reapZombies reaps the terminated orphans of the init one by one, as
@@ -551,8 +563,7 @@ func (in *initState) reapOrphans() {
 // most often at once, since an exit is most often a plugin's, which its
 // host had the init reap before this look. It reports false when it finds
 // a plugin's exit (not yet reaped, as its host has it dealt with first),
-// which hides any orphan's behind it: reapOrphans then reads the list of
-// children.
+// which hides any orphan's behind it.
 func (in *initState) reapZombies() bool {
 	for {
 		var info unix.Siginfo

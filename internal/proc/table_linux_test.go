@@ -173,9 +173,9 @@ const orphansRole = "GRAFT_PROC_TEST_ORPHANS"
 
 // TestInitLooksBehindAPluginsExit: an init's look for orphans that finds a
 // plugin's exit first (held for its host's reap, it hides every later
-// exit from waitid) reads the list of its children, and reaps the orphan
-// behind it; the plugin stays unreaped. In a process of its own, whose
-// children are the test's alone.
+// exit from waitid) says so; made whole, it reads the list of its
+// children, and reaps the orphan behind it; the plugin stays unreaped. In
+// a process of its own, whose children are the test's alone.
 func TestInitLooksBehindAPluginsExit(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -204,7 +204,18 @@ func orphansMain() int {
 	}
 	plugin, orphan := fork("3"), fork("4")
 	in := &initState{held: map[int]*heldPlugin{plugin: {keep: -1, host: plugin}}, hosts: map[int]bool{plugin: true}, self: os.Getpid()}
-	in.reapOrphans()
+	if in.reapOrphans(false) {
+		fmt.Println("a look not whole said it saw every exit")
+		return 1
+	}
+	if _, err := stat(orphan); err != nil {
+		fmt.Println("a look not whole reaped behind the plugin's exit:", err)
+		return 1
+	}
+	if !in.reapOrphans(true) {
+		fmt.Println("a whole look said it did not see every exit")
+		return 1
+	}
 	if _, err := stat(orphan); err == nil {
 		fmt.Println("the orphan was not reaped")
 		return 1
