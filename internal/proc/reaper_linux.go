@@ -60,12 +60,18 @@ func (r *Reaper) Stop() {
 var reapMu sync.Mutex
 
 // reapOrphans reaps every terminated child of this process that no
-// Spawner registered. It holds the registry's lock while it lists them, as
-// Spawner.Start does while it forks, so a new child is either registered
-// or not yet there.
+// Spawner registered. It holds the registry's lock while it tells them
+// from a Spawner's, as Spawner.Start does while it forks, so a new child
+// is either registered or not yet there. It asks waitid first, and reads
+// the whole process table only when a Spawner's child, not yet reaped by
+// its owner, hides the rest from waitid: a look at each exit of a host's
+// probe (or of a plugin outside a PID namespace) read the whole table.
 func reapOrphans() {
 	reapMu.Lock()
 	defer reapMu.Unlock()
+	if reapUnregistered() {
+		return
+	}
 	t, err := table()
 	if err != nil {
 		return
@@ -79,5 +85,33 @@ func reapOrphans() {
 		}
 		var ws syscall.WaitStatus
 		syscall.Wait4(e.pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// reapUnregistered reaps the terminated children no Spawner registered,
+// one by one as waitid finds them, and reports true once no child is left
+// terminated; false when it finds a Spawner's, which hides any other
+// behind it.
+func reapUnregistered() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || info.Signo == 0 {
+			return true // no child, or none terminated
+		}
+		pid := siginfoPid(&info)
+		registry.Lock()
+		registered := registry.pids[pid]
+		if !registered {
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		}
+		registry.Unlock()
+		if registered {
+			return false
+		}
 	}
 }

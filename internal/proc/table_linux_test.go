@@ -168,7 +168,8 @@ func TestInitReapsAnOrphanBehindAPluginsExit(t *testing.T) {
 }
 
 // orphansRole makes this test binary an init's stand-in for
-// TestInitLooksBehindAPluginsExit: see orphansMain.
+// TestInitLooksBehindAPluginsExit, or a host's for
+// TestReaperLooksBehindASpawnersChild: see orphansMain.
 const orphansRole = "GRAFT_PROC_TEST_ORPHANS"
 
 // TestInitLooksBehindAPluginsExit: an init's look for orphans that finds a
@@ -181,6 +182,21 @@ func TestInitLooksBehindAPluginsExit(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), orphansRole+"=1", "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, "ok\n", string(out))
+}
+
+// TestReaperLooksBehindASpawnersChild: the Reaper's look that finds a
+// Spawner's child terminated first (its owner reaps it, and it hides
+// every later exit from waitid) reads the process table, and reaps the
+// orphan behind it; the Spawner's child is left to its owner. In a
+// process of its own, whose children are the test's alone.
+func TestReaperLooksBehindASpawnersChild(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), orphansRole+"=reaper", "GORACE=atexit_sleep_ms=0")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Equal(t, "ok\n", string(out))
@@ -203,6 +219,22 @@ func orphansMain() int {
 		return pid
 	}
 	plugin, orphan := fork("3"), fork("4")
+	if os.Getenv(orphansRole) == "reaper" {
+		registry.Lock()
+		registry.pids[plugin] = true // a Spawner's child
+		registry.Unlock()
+		reapOrphans()
+		if _, err := stat(orphan); err == nil {
+			fmt.Println("the orphan was not reaped")
+			return 1
+		}
+		if e, err := stat(plugin); err != nil || !e.zombie {
+			fmt.Println("the Spawner's child was reaped:", err)
+			return 1
+		}
+		fmt.Println("ok")
+		return 0
+	}
 	in := &initState{held: map[int]*heldPlugin{plugin: {keep: -1, host: plugin}}, hosts: map[int]bool{plugin: true}, self: os.Getpid()}
 	if in.reapOrphans(false) {
 		fmt.Println("a look not whole said it saw every exit")
