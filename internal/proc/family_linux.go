@@ -33,16 +33,7 @@ func (p *Process) Family() ([]Member, error) {
 	in := map[int]uint64{} // by pid, its start time in the table
 	var children []Member  // of this process or of its init, with their start time
 	err := withSnapshot(func(t *procs) {
-		var add func(pid int)
-		add = func(pid int) {
-			if _, ok := in[pid]; ok {
-				return
-			}
-			in[pid] = t.entries[pid].start
-			for _, c := range t.children[pid] {
-				add(c)
-			}
-		}
+		add := func(pid int) { t.addTree(in, pid) }
 		add(p.Pid)
 		for _, m := range p.known {
 			add(m.Pid)
@@ -65,18 +56,8 @@ func (p *Process) Family() ([]Member, error) {
 	// their environments are read without holding the snapshot.
 	if marked := marks(adopted(children), p.marker); len(marked) > 0 {
 		withSnapshot(func(t *procs) {
-			var add func(pid int)
-			add = func(pid int) {
-				if _, ok := in[pid]; ok {
-					return
-				}
-				in[pid] = t.entries[pid].start
-				for _, c := range t.children[pid] {
-					add(c)
-				}
-			}
 			for _, c := range marked {
-				add(c)
+				t.addTree(in, c)
 			}
 		})
 	}
@@ -96,6 +77,18 @@ func (p *Process) Family() ([]Member, error) {
 	}
 	p.known = out
 	return out, nil
+}
+
+// addTree adds pid and its descendants in t to in, with their start
+// times, but for those in already.
+func (t *procs) addTree(in map[int]uint64, pid int) {
+	if _, ok := in[pid]; ok {
+		return
+	}
+	in[pid] = t.entries[pid].start
+	for _, c := range t.children[pid] {
+		t.addTree(in, c)
+	}
 }
 
 // adopter is the process orphans of a family go to: this one, a child

@@ -565,27 +565,7 @@ func (in *initState) reapOrphans(whole bool) bool {
 // a plugin's exit (not yet reaped, as its host has it dealt with first),
 // which hides any orphan's behind it.
 func (in *initState) reapZombies() bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || info.Signo == 0 {
-			return true // no child, or none terminated
-		}
-		nspid := siginfoPid(&info)
-		in.mu.Lock()
-		held := in.isHeld(nspid)
-		if !held {
-			var ws syscall.WaitStatus
-			syscall.Wait4(nspid, &ws, syscall.WNOHANG, nil)
-		}
-		in.mu.Unlock()
-		if held {
-			return false
-		}
-	}
+	return reapTerminatedBut(&in.mu, in.isHeld)
 }
 
 // siginfoPid is the si_pid of a SIGCHLD's siginfo: the first field of its

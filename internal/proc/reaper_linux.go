@@ -93,6 +93,15 @@ func reapOrphans() {
 // terminated; false when it finds a Spawner's, which hides any other
 // behind it.
 func reapUnregistered() bool {
+	return reapTerminatedBut(&registry, func(pid int) bool { return registry.pids[pid] })
+}
+
+// reapTerminatedBut reaps this process's terminated children one by one,
+// as waitid finds them, but for one that keep reports true of (asked
+// under mu, which the reap is made under too): it reports false at the
+// first such, whose exit hides any other's behind it, and true once no
+// child is left terminated.
+func reapTerminatedBut(mu sync.Locker, keep func(pid int) bool) bool {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
@@ -103,14 +112,14 @@ func reapUnregistered() bool {
 			return true // no child, or none terminated
 		}
 		pid := siginfoPid(&info)
-		registry.Lock()
-		registered := registry.pids[pid]
-		if !registered {
+		mu.Lock()
+		kept := keep(pid)
+		if !kept {
 			var ws syscall.WaitStatus
 			syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
-		registry.Unlock()
-		if registered {
+		mu.Unlock()
+		if kept {
 			return false
 		}
 	}
