@@ -48,6 +48,7 @@ type config struct {
 	token        string
 	tokenFile    string
 	marker       string // RUNNERFLEET=<id>, in every plugin's environment
+	retry        string // every plugin's retry, in YAML; "" none
 
 	runners, plugins, kills int
 	down, waitApply         time.Duration
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&c.kills, "kills", 2, "part A: rounds of kill -9 of every runner, restart and re-apply")
 	flag.DurationVar(&c.down, "down", 12*time.Second, "part A: how long the runners stay dead while the host's status is sampled (the host gives a session up 10 s after its last renewal, with the default lease)")
 	flag.DurationVar(&c.waitApply, "wait-apply", 0, "part A: how long after the restart to wait before the first re-apply, the host's status sampled meanwhile (0: at once)")
+	flag.StringVar(&c.retry, "retry", "", "every plugin's retry, as in plugins.yaml, such as '{delay: 1 second, max: 5 seconds}' (default: none)")
 	flag.IntVar(&c.hosts, "hosts", 10, "part B: hosts against the one runner")
 	flag.IntVar(&c.hostPlugins, "host-plugins", 100, "part B: sleeps per host")
 	flag.DurationVar(&c.window, "window", 30*time.Second, "part B: each measuring window (one quiet, one probed)")
@@ -246,9 +248,13 @@ func writeSpec(c *config, file, project string, runners []runnerRef, n int, on f
 	}
 	b.WriteString("plugins:\n")
 	k, v, _ := strings.Cut(c.marker, "=")
+	retry := ""
+	if c.retry != "" {
+		retry = ", retry: " + c.retry
+	}
 	for i := range n {
-		fmt.Fprintf(&b, "  p%04d: {run: runner, runner: %s, command: [%q, \"3600\"], env: {%s: %q}}\n",
-			i, runners[on(i)].name, c.sleep, k, v)
+		fmt.Fprintf(&b, "  p%04d: {run: runner, runner: %s, command: [%q, \"3600\"], env: {%s: %q}%s}\n",
+			i, runners[on(i)].name, c.sleep, k, v, retry)
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err
