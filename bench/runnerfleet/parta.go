@@ -38,13 +38,21 @@ func partA(ctx context.Context, c *config) error {
 		defer clients[i].close()
 	}
 	state := func(i int) string { return filepath.Join(c.dir, "a", refs[i].name) }
+	// startAll starts every runner at once, as a machine's service
+	// manager would after a crash, and waits until all listen.
 	startAll := func() error {
 		for i := range refs {
-			p, err := startRunner(ctx, c, "a-"+refs[i].name, state(i), refs[i].port)
+			p, err := spawn("a-"+refs[i].name, c.graft, filepath.Join(c.dir, "a-"+refs[i].name+".log"),
+				"runner", "--listen", fmt.Sprintf("tcp://127.0.0.1:%d", refs[i].port), "--state-dir", state(i), "--token-file", c.tokenFile)
 			if err != nil {
 				return err
 			}
 			rs[i] = p
+		}
+		for i, p := range rs {
+			if err := waitListen(ctx, fmt.Sprintf("127.0.0.1:%d", refs[i].port), p, 30*time.Second); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
