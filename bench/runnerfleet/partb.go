@@ -46,6 +46,7 @@ func partB(ctx context.Context, c *config) error {
 		}
 	}
 	results := make([]applied, c.hosts)
+	during := startProbers(ctx, c, addr)
 	began := time.Now()
 	if c.sequential {
 		for i, f := range files {
@@ -59,7 +60,9 @@ func partB(ctx context.Context, c *config) error {
 		}
 		wg.Wait()
 	}
-	fmt.Printf("applies done after %.2f s:\n", time.Since(began).Seconds())
+	took := time.Since(began)
+	st, rn := during.stop()
+	fmt.Printf("applies done after %.2f s:\n", took.Seconds())
 	failed := map[string]int{}
 	nfailed := 0
 	for i, a := range results {
@@ -75,6 +78,8 @@ func partB(ctx context.Context, c *config) error {
 		fmt.Printf("failed steps, by message (plugin names and numbers as N):\n")
 		printCounts(failed)
 	}
+	fmt.Printf("while the hosts applied, from a prober's side (each call %s after the last answer):\n  GET /v1/status: %s\n  POST renew:     %s\n",
+		c.probeEvery, &st, &rn)
 	// The hosts' own view, once their applies returned (and retries had
 	// a moment).
 	sessionsRunning := func() (int, string) {
@@ -173,51 +178,15 @@ func (w *window) String() string {
 // times GET /v1/status and another the renewals of a session of its own.
 func measure(ctx context.Context, c *config, r *proc, watcher *runnerClient, addr string, probe bool) (*window, error) {
 	w := &window{watchErrs: map[string]int{}}
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
+	var pr *probers
 	own := ""
 	if probe {
-		sp := newRunnerClient(addr, c.token)
-		rp := newRunnerClient(addr, c.token)
-		defer sp.close()
-		defer rp.close()
-		var err error
-		if own, err = rp.openSession(ctx, 15*time.Second); err != nil {
-			w.renew.add(0, fmt.Errorf("open a session: %w", err))
-		}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for pctx.Err() == nil {
-				t := time.Now()
-				_, err := sp.status(pctx)
-				if pctx.Err() != nil {
-					return
-				}
-				w.status.add(time.Since(t), err)
-				sleepCtx(pctx, c.probeEvery)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for own != "" && pctx.Err() == nil {
-				t := time.Now()
-				err := rp.renew(pctx, own)
-				if pctx.Err() != nil {
-					return
-				}
-				w.renew.add(time.Since(t), err)
-				sleepCtx(pctx, c.probeEvery)
-			}
-		}()
-		if own != "" {
-			defer rp.endSession(context.Background(), own)
-		}
+		pr = startProbers(ctx, c, addr)
+		own = pr.session
 	}
 	expires := map[string]time.Time{}
 	renewed := map[string]bool{}
-	cpu0, err := cpuTicks(r.pid())
+	cpu0, err := cpuNanos(r.pid())
 	if err != nil {
 		return nil, err
 	}
@@ -245,14 +214,15 @@ func measure(ctx context.Context, c *config, r *proc, watcher *runnerClient, add
 		}
 	}
 	w.took = time.Since(began)
-	cpu1, err := cpuTicks(r.pid())
+	cpu1, err := cpuNanos(r.pid())
 	if err != nil {
 		return nil, err
 	}
-	w.cpu = float64(cpu1-cpu0) / ticksPerSecond / w.took.Seconds() * 100
+	w.cpu = float64(cpu1-cpu0) / float64(w.took) * 100
 	w.rssKB, w.hwmKB = memKB(r.pid())
-	cancel()
-	wg.Wait()
+	if pr != nil {
+		w.status, w.renew = pr.stop()
+	}
 	if last != nil {
 		w.instancesByStatus = map[string]int{}
 		for _, in := range last.Instances {
@@ -269,6 +239,57 @@ func measure(ctx context.Context, c *config, r *proc, watcher *runnerClient, add
 		}
 	}
 	return w, nil
+}
+
+// probers time the runner's answers from a client's side: one calls
+// GET /v1/status, another renews a session of its own, each on a
+// kept-alive connection of its own, c.probeEvery after the last answer.
+type probers struct {
+	session       string
+	cancel        func()
+	wg            sync.WaitGroup
+	status, renew latencies
+	sp, rp        *runnerClient
+}
+
+func startProbers(ctx context.Context, c *config, addr string) *probers {
+	pctx, cancel := context.WithCancel(ctx)
+	pr := &probers{cancel: cancel, sp: newRunnerClient(addr, c.token), rp: newRunnerClient(addr, c.token)}
+	var err error
+	if pr.session, err = pr.rp.openSession(ctx, 15*time.Second); err != nil {
+		pr.renew.add(0, fmt.Errorf("open a session: %w", err))
+	}
+	loop := func(l *latencies, call func(context.Context) error) {
+		defer pr.wg.Done()
+		for pctx.Err() == nil {
+			t := time.Now()
+			err := call(pctx)
+			if pctx.Err() != nil {
+				return
+			}
+			l.add(time.Since(t), err)
+			sleepCtx(pctx, c.probeEvery)
+		}
+	}
+	pr.wg.Add(1)
+	go loop(&pr.status, func(ctx context.Context) error { _, err := pr.sp.status(ctx); return err })
+	if pr.session != "" {
+		pr.wg.Add(1)
+		go loop(&pr.renew, func(ctx context.Context) error { return pr.rp.renew(ctx, pr.session) })
+	}
+	return pr
+}
+
+// stop ends the probes and the prober's session, and returns what they saw.
+func (pr *probers) stop() (status, renew latencies) {
+	pr.cancel()
+	pr.wg.Wait()
+	if pr.session != "" {
+		pr.rp.endSession(context.Background(), pr.session)
+	}
+	pr.sp.close()
+	pr.rp.close()
+	return pr.status, pr.renew
 }
 
 var (

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -151,29 +150,27 @@ func waitListen(ctx context.Context, addr string, p *proc, within time.Duration)
 	}
 }
 
-// cpuTicks is the user and system time of pid's threads, in clock ticks
-// (/proc/PID/stat fields 14 and 15).
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
+// cpuNanos is the time pid's threads have spent on a CPU, in
+// nanoseconds (the first field of /proc/PID/task/*/schedstat), as
+// bench/runner.sh reads it: finer than stat's clock ticks.
+func cpuNanos(pid int) (int64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("no schedstat of pid %d", pid)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad /proc stat")
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseInt(f[0], 10, 64)
+			n += v
+		}
 	}
-	f := strings.Fields(s[i+1:]) // f[0] is field 3, state
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st, nil
+	return n, nil
 }
-
-// ticksPerSecond is USER_HZ, 100 on every Linux graft runs on.
-const ticksPerSecond = 100
 
 // memKB reads VmRSS and VmHWM (the peak) of pid, in KiB.
 func memKB(pid int) (rss, hwm int64) {
