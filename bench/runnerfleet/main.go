@@ -149,7 +149,12 @@ func cleanup(c *config) {
 	list := procs.list
 	procs.list = nil
 	procs.Unlock()
-	var wg sync.WaitGroup
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = map[string]int{}
+		nfail  int
+	)
 	for _, p := range list {
 		if p.file == "" || p.exited() {
 			continue
@@ -158,11 +163,20 @@ func cleanup(c *config) {
 		go func() {
 			defer wg.Done()
 			if out, err := graftCmd(context.Background(), c.graft, 2*time.Minute, "--file", p.file, "down"); err != nil {
-				log.Printf("cleanup: graft down (%s): %v: %s", p.name, err, lastLine(out))
+				mu.Lock()
+				defer mu.Unlock()
+				nfail++
+				for msg, n := range stepFailures(out) {
+					failed[msg] += n
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	if nfail > 0 {
+		fmt.Printf("cleanup: graft down failed on %d hosts (each still ends its host; the runners stop the rest); failed steps:\n", nfail)
+		printCounts(failed)
+	}
 	for _, p := range list {
 		if p.file != "" {
 			wg.Add(1)

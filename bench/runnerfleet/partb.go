@@ -302,7 +302,7 @@ func stepFailures(out []byte) map[string]int {
 	n := map[string]int{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if m := stepLine.FindStringSubmatch(line); m != nil {
-			n[m[1]+": "+clip(numbers.ReplaceAllString(strings.TrimSpace(m[2]), "N"), 200)]++
+			n[m[1]+": "+clip(numbers.ReplaceAllString(strings.TrimSpace(m[2]), "N"), 320)]++
 		}
 	}
 	return n
