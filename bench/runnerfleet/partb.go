@@ -129,6 +129,17 @@ func partB(ctx context.Context, c *config) error {
 		return err
 	}
 	fmt.Printf("probed window (%s; besides, a prober's GET /v1/status and another's renewals of a session of its own, each %s after the last answer):\n%s", c.window, c.probeEvery, probed)
+	if nfailed > 0 {
+		// Whether the failures were for the moment only: the hosts whose
+		// applies failed apply again, one after another.
+		for i, a := range results {
+			if a.err != nil {
+				fmt.Printf("  again h%02d: %s\n", i, apply(ctx, c, files[i]))
+			}
+		}
+		again, view := sessionsRunning()
+		fmt.Printf("after those hosts applied again, one after another: %d of %d running: %s\n", again, total, view)
+	}
 	fmt.Printf("the runner's log, warnings and errors by message:\n")
 	printCounts(logCounts(runnerLog))
 	hostLogs := map[string]int{}
