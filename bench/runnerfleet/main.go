@@ -43,12 +43,13 @@ import (
 )
 
 type config struct {
-	graft, sleep string
+	graft, sleep, sh string
 	dir          string // the run's directory
 	token        string
 	tokenFile    string
 	marker       string // RUNNERFLEET=<id>, in every plugin's environment
 	retry        string // every plugin's retry, in YAML; "" none
+	tree         bool   // each plugin a shell with a child, not a lone sleep
 
 	runners, plugins, kills int
 	down, waitApply         time.Duration
@@ -69,6 +70,7 @@ func main() {
 	flag.DurationVar(&c.down, "down", 12*time.Second, "part A: how long the runners stay dead while the host's status is sampled (the host gives a session up 10 s after its last renewal, with the default lease)")
 	flag.DurationVar(&c.waitApply, "wait-apply", 0, "part A: how long after the restart to wait before the first re-apply, the host's status sampled meanwhile (0: at once)")
 	flag.StringVar(&c.retry, "retry", "", "every plugin's retry, as in plugins.yaml, such as '{delay: 1 second, max: 5 seconds}' (default: none)")
+	flag.BoolVar(&c.tree, "tree", false, "each plugin a shell that starts a sleep in the background and then runs another, so that it has a family (with GRAFT_PID_NAMESPACE=off, the child outlives a killed runner until the next one stops it)")
 	flag.IntVar(&c.hosts, "hosts", 10, "part B: hosts against the one runner")
 	flag.IntVar(&c.hostPlugins, "host-plugins", 100, "part B: sleeps per host")
 	flag.DurationVar(&c.window, "window", 30*time.Second, "part B: each measuring window (one quiet, one probed)")
@@ -86,6 +88,9 @@ func main() {
 		log.Fatal(err)
 	}
 	if c.sleep, err = exec.LookPath("sleep"); err != nil {
+		log.Fatal(err)
+	}
+	if c.sh, err = exec.LookPath("sh"); err != nil {
 		log.Fatal(err)
 	}
 	if *root != "" {
@@ -266,9 +271,13 @@ func writeSpec(c *config, file, project string, runners []runnerRef, n int, on f
 	if c.retry != "" {
 		retry = ", retry: " + c.retry
 	}
+	command := fmt.Sprintf("[%q, \"3600\"]", c.sleep)
+	if c.tree {
+		command = fmt.Sprintf("[%q, -c, %q]", c.sh, c.sleep+" 3600 & exec "+c.sleep+" 3600")
+	}
 	for i := range n {
-		fmt.Fprintf(&b, "  p%04d: {run: runner, runner: %s, command: [%q, \"3600\"], env: {%s: %q}%s}\n",
-			i, runners[on(i)].name, c.sleep, k, v, retry)
+		fmt.Fprintf(&b, "  p%04d: {run: runner, runner: %s, command: %s, env: {%s: %q}%s}\n",
+			i, runners[on(i)].name, command, k, v, retry)
 	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return err

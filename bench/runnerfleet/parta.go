@@ -137,12 +137,9 @@ func partA(ctx context.Context, c *config) error {
 		if err := startAll(); err != nil {
 			return err
 		}
-		listening := time.Since(restarted)
-		ps, err := hostStatus(ctx, c.graft, file)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("runners restarted, all listening after %.0f ms; the host shows %s%s\n", ms(listening), counts(ps), errorsOf(ps))
+		// Nothing between the restart and the first apply but the runners'
+		// start: the host's view is read after it.
+		fmt.Printf("runners restarted, all listening after %.0f ms\n", ms(time.Since(restarted)))
 		// Apply at once, then again whenever the host shows a plugin that
 		// is not running (it gave its session up: unconfirmed), until every
 		// plugin runs a larger generation. An apply made before the host saw
@@ -185,7 +182,8 @@ func partA(ctx context.Context, c *config) error {
 			}
 		}
 		converged := time.Since(restarted)
-		fmt.Printf("converged: all %d running again %.2f s after the restart (%d applies)\n", total, converged.Seconds(), applies)
+		fmt.Printf("converged: all %d running again %.2f s after the restart (%d applies); plugin processes alive: %d\n",
+			total, converged.Seconds(), applies, len(marked(c.marker)))
 		bad := 0
 		for inst, p := range now {
 			if o := old[inst]; p.Generation <= o.Generation {
