@@ -16,8 +16,16 @@
 //     latency of GET /v1/status and of a renewal, timed from a client, and
 //     the runner's CPU and RSS.
 //
-//     go run ./bench/runnerfleet -graft PATH [-parts a,b] [-runners 10] [-plugins 100] [-kills 2] \
-//     [-down 12s] [-hosts 10] [-host-plugins 100] [-window 30s] [-sequential]
+// Usage:
+//
+//	go run ./bench/runnerfleet -graft PATH [-parts a,b] [-runners 10] [-plugins 100] [-kills 2]
+//		[-down 12s] [-wait-apply 0] [-retry YAML] [-tree]
+//		[-hosts 10] [-host-plugins 100] [-window 30s] [-sequential]
+//
+// -wait-apply holds part A's re-apply back, and -retry gives the plugins a
+// retry, to see whether the host brings them back alone; -tree gives each
+// plugin a child (run with GRAFT_PID_NAMESPACE=off to see what a killed
+// runner leaves of a family).
 //
 // Everything runs in a temporary directory, removed at the end; every
 // daemon is stopped at the end, on failure or interrupt too, and plugin
@@ -44,12 +52,12 @@ import (
 
 type config struct {
 	graft, sleep, sh string
-	dir          string // the run's directory
-	token        string
-	tokenFile    string
-	marker       string // RUNNERFLEET=<id>, in every plugin's environment
-	retry        string // every plugin's retry, in YAML; "" none
-	tree         bool   // each plugin a shell with a child, not a lone sleep
+	dir              string // the run's directory
+	token            string
+	tokenFile        string
+	marker           string // RUNNERFLEET=<id>, in every plugin's environment
+	retry            string // every plugin's retry, in YAML; "" none
+	tree             bool   // each plugin a shell with a child, not a lone sleep
 
 	runners, plugins, kills int
 	down, waitApply         time.Duration

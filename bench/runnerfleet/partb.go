@@ -82,7 +82,7 @@ func partB(ctx context.Context, c *config) error {
 		c.probeEvery, &st, &rn)
 	// The hosts' own view, once their applies returned (and retries had
 	// a moment).
-	sessionsRunning := func() (int, string) {
+	hostsRunning := func() (int, string) {
 		running := 0
 		var parts []string
 		for i, f := range files {
@@ -102,7 +102,7 @@ func partB(ctx context.Context, c *config) error {
 	}
 	running, view := 0, ""
 	for deadline := time.Now().Add(min(c.timeout, 30*time.Second)); ; {
-		running, view = sessionsRunning()
+		running, view = hostsRunning()
 		if running == total || time.Now().After(deadline) {
 			break
 		}
@@ -137,7 +137,7 @@ func partB(ctx context.Context, c *config) error {
 				fmt.Printf("  again h%02d: %s\n", i, apply(ctx, c, files[i]))
 			}
 		}
-		again, view := sessionsRunning()
+		again, view := hostsRunning()
 		fmt.Printf("after those hosts applied again, one after another: %d of %d running: %s\n", again, total, view)
 	}
 	fmt.Printf("the runner's log, warnings and errors by message:\n")
