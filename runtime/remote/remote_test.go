@@ -83,10 +83,16 @@ func serveRunner(t *testing.T, dir string, ln net.Listener, token string) (stop 
 // process to killing it.
 func serveRunnerWithGrace(t *testing.T, dir string, ln net.Listener, token string, grace time.Duration) (stop func()) {
 	t.Helper()
-	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t)})
+	return serveRunnerWith(t, dir, ln, token, grace, guard.Limits{})
+}
+
+// serveRunnerWith is serveRunnerWithGrace with lim on its listener.
+func serveRunnerWith(t *testing.T, dir string, ln net.Listener, token string, grace time.Duration, lim guard.Limits) (stop func()) {
+	t.Helper()
+	r, err := runner.Open(dir, runner.Options{Lease: lease, Grace: grace, Token: token, Logger: testLogger(t), Limits: lim})
 	require.NoError(t, err)
-	srv := guard.Server(r.Handler(), guard.Limits{}, testLogger(t))
-	ln = guard.Listener(ln, guard.Limits{})
+	srv := guard.Server(r.Handler(), lim, testLogger(t))
+	ln = guard.Listener(ln, lim)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -172,6 +178,33 @@ func TestTerminatedIsLogged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runtime.Exited, outcome)
 	assert.Contains(t, buf.String(), `"level":"INFO","msg":"Remote execution terminated","plugin":"api","remote.termination":"Exited","remote.instance":"shop.api","remote.generation":1`)
+}
+
+// TestRefusedStreamEndsItsSession: a host whose session's event stream
+// the runner refuses (every stream taken) fails its start, and ends the
+// session it opened at once, instead of leaving it to the runner until
+// its lease runs out.
+func TestRefusedStreamEndsItsSession(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(serveRunnerWith(t, t.TempDir(), ln, testToken, grace, guard.Limits{MaxConns: 8, MaxStreams: 1}))
+	addr := "tcp://" + ln.Addr().String()
+	first := newRemote(t, addr, nil)
+	defer first.Close()
+	out := runtimetest.NewRecorder()
+	h, err := first.Start(context.Background(), runtime.Request{Project: "shop", Output: out}.For(helper("api", "cooperative")))
+	require.NoError(t, err)
+	require.True(t, out.WaitFor("ready", 10*time.Second))
+
+	second := newRemote(t, addr, nil)
+	defer second.Close()
+	_, err = second.Start(context.Background(), runtime.Request{Project: "other"}.For(helper("api", "cooperative")))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused the stream")
+	assert.Len(t, runnerStatus(t, addr).Sessions, 1, "the refused session is left on the runner")
+
+	_, err = h.Stop(context.Background())
+	require.NoError(t, err)
 }
 
 // TestConnectionLoss cuts the network between host and runner without

@@ -66,6 +66,14 @@ func openSession(ctx context.Context, r *Remote, cfg Config, c *client) (*sessio
 	}
 	s, events, err := newSession(ctx, r, cfg, c, opened.Session, opened.LeaseMillis)
 	if err != nil {
+		// Nothing runs under it yet: end it at once, rather than leave
+		// the runner a session for every start refused (its streams
+		// all taken, say) until each lease runs out.
+		dctx, dcancel := context.WithTimeout(context.Background(), openTimeout)
+		if derr := c.call(dctx, "end the session", http.MethodDelete, "/v1/sessions/"+url.PathEscape(opened.Session), nil, nil); derr != nil {
+			r.log.Debug("could not end a session whose event stream did not open", "runner", cfg.Name, "session", opened.Session, "err", derr)
+		}
+		dcancel()
 		return nil, err
 	}
 	s.start(events, sent)
