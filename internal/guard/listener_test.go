@@ -250,8 +250,8 @@ func TestDefaultLimits(t *testing.T) {
 	l := Limits{}.WithDefaults()
 	assert.Equal(t, DefaultAuthTimeout, l.AuthTimeout)
 	assert.Equal(t, 256, l.MaxUnauthenticated)
-	assert.Equal(t, 256, l.MaxIdle)
-	assert.Equal(t, 32, l.MaxStreams)
+	assert.Equal(t, 1024, l.MaxIdle)
+	assert.Equal(t, 128, l.MaxStreams)
 	assert.Equal(t, 3, Limits{MaxConns: 4, MaxStreams: 10}.WithDefaults().MaxStreams)
 }
 

@@ -16,7 +16,7 @@ const (
 	DefaultAuthTimeout   = 5 * time.Second
 	DefaultBodyTimeout   = time.Minute
 	DefaultIdleTimeout   = 2 * time.Minute
-	DefaultMaxConns      = 64
+	DefaultMaxConns      = 256
 	DefaultLogEvery      = time.Second
 )
 
@@ -42,22 +42,24 @@ type Limits struct {
 	// (or sooner, past MaxIdle).
 	IdleTimeout time.Duration
 	// MaxConns is the requests that passed the token check that a
-	// listener serves at once: 64. A connection kept alive between
-	// requests holds none.
+	// listener serves at once: 256, streams included. A connection kept
+	// alive between requests holds none.
 	MaxConns int
 	// MaxIdle is the authenticated connections kept alive between
 	// requests that a listener keeps; past it, the one idle the longest
-	// is closed: four times MaxConns, 256.
+	// is closed: four times MaxConns, 1,024, so that as many hosts as a
+	// runner serves streams for keep theirs (each keeps a dozen).
 	MaxIdle int
 	// MaxUnauthenticated is the unauthenticated connections a listener
-	// keeps at once; a newer one evicts one of them: four times MaxConns,
-	// 256, so that a burst of token holders' fresh connections (hosts
-	// starting their plugins on one runner at once) gets in whole.
+	// keeps at once; a newer one evicts one of them: MaxConns, 256, so
+	// that a burst of token holders' fresh connections (hosts starting
+	// their plugins on one runner at once) gets in whole.
 	MaxUnauthenticated int
 	// MaxStreams is the answers that last until their client goes
-	// (status watches, log follows, a runner's event streams) that a
-	// listener serves at once, below MaxConns so that other requests
-	// always have slots: half MaxConns, 32; at most MaxConns-1.
+	// (status watches, log follows, a runner's event streams, one for
+	// each host's session) that a listener serves at once, below MaxConns
+	// so that other requests always have slots: half MaxConns, 128; at
+	// most MaxConns-1.
 	MaxStreams int
 	// LogEvery is the least time between two logged refusals: a second.
 	LogEvery time.Duration
@@ -81,7 +83,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxIdle = 4 * l.MaxConns
 	}
 	if l.MaxUnauthenticated <= 0 {
-		l.MaxUnauthenticated = 4 * l.MaxConns
+		l.MaxUnauthenticated = l.MaxConns
 	}
 	if l.MaxStreams <= 0 {
 		l.MaxStreams = l.MaxConns / 2
