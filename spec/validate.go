@@ -219,9 +219,11 @@ func (d *decoder) reservedEnv(p *Plugin, path string) {
 	for k := range p.Env {
 		reserved = reserved || instance.Reserved(k)
 	}
-	for _, k := range sortedIf(reserved, p.Env) {
-		if kp := path + ".env." + k; instance.Reserved(k) {
-			d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
+	if reserved {
+		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+			if kp := path + ".env." + k; instance.Reserved(k) {
+				d.errorf(d.atKey(kp), kp, "the GRAFT_ prefix is reserved: graft sets GRAFT_INSTANCE_ID, GRAFT_GENERATION and GRAFT_PLUGIN itself")
+			}
 		}
 	}
 	for i, k := range p.InheritEnv {
@@ -328,12 +330,4 @@ func (d *decoder) positive(path string, v Duration) {
 func (d *decoder) written(path string) bool {
 	_, ok := d.pos[path]
 	return ok && !d.isBad(path)
-}
-
-// sortedIf is the keys of m, sorted, when want is true; else none.
-func sortedIf(want bool, m map[string]string) []string {
-	if !want {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(m))
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -181,22 +182,10 @@ func counts(ps []hostPlugin) string {
 	for _, p := range ps {
 		n[p.Status]++
 	}
-	keys := make([]string, 0, len(n))
-	for k := range n {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%d %s", n[k], k)
-	}
-	if b.Len() == 0 {
+	if len(n) == 0 {
 		return "no plugins"
 	}
-	return b.String()
+	return joinSorted(n, func(k string, v int) string { return fmt.Sprintf("%d %s", v, k) })
 }
 
 func firstLine(b []byte) string {
@@ -248,4 +237,13 @@ func clip(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// joinSorted is f of each entry of m, by key, joined with ", ".
+func joinSorted[V any](m map[string]V, f func(k string, v V) string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, f(k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -353,19 +353,7 @@ func metricSummary(ctx context.Context, clients []*runnerClient) string {
 			}
 		}
 	}
-	keys := make([]string, 0, len(sum))
-	for k := range sum {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %g", k, sum[k])
-	}
-	return b.String()
+	return joinSorted(sum, func(k string, v float64) string { return fmt.Sprintf("%s %g", k, v) })
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

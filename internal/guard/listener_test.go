@@ -388,23 +388,47 @@ func TestIdleConnectionsHoldNoSlot(t *testing.T) {
 }
 
 // TestMaxIdle: past MaxIdle connections kept alive, the one idle the
-// longest is closed: the first clients dial again, the last reuse theirs.
+// longest is closed: the first clients dial again (a GET sent on a
+// connection found closed is sent again on a new one, whose GotConn comes
+// last), the last reuse theirs.
 func TestMaxIdle(t *testing.T) {
 	lim := Limits{MaxConns: 4, MaxIdle: 2}
-	s := serve(t, Config{Token: testToken, Limits: lim}, echo)
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := Listener(raw, lim).(*limited)
+	srv := Server(Handler(http.HandlerFunc(echo), Config{Daemon: "test", Token: testToken, MaxBody: 1 << 10, Limits: lim}), lim, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	url := "http://" + raw.Addr().String()
+	// get is reusedGet, once the server has noted its connection idle
+	// (the answer reaches the client before that).
+	get := func(c *http.Client) (int, bool) {
+		status, reused := reusedGet(t, c, url)
+		require.Eventually(t, func() bool {
+			ln.mu.Lock()
+			defer ln.mu.Unlock()
+			return ln.used == 0
+		}, 5*time.Second, time.Millisecond)
+		return status, reused
+	}
 	var clients []*http.Client
 	for range 4 {
 		c := keptAlive(t)
 		clients = append(clients, c)
-		status, _ := reusedGet(t, c, s.url)
+		status, _ := get(c)
 		require.Equal(t, 200, status)
 	}
-	// The closed ones' clients see the close on their own.
-	time.Sleep(100 * time.Millisecond)
 	// The kept ones first: the others' new connections, idle in turn,
 	// have the oldest idle closed.
 	for _, i := range []int{3, 2, 0, 1} {
-		status, reused := reusedGet(t, clients[i], s.url)
+		status, reused := get(clients[i])
 		assert.Equal(t, 200, status)
 		assert.Equal(t, i >= 2, reused, "client %d", i)
 	}
