@@ -47,6 +47,7 @@ type served struct {
 	addr string
 	log  *logBuf
 	runs atomic.Int64 // requests that reached the handler
+	ln   *limited     // the listener served
 }
 
 const testToken = "s3cret-token"
@@ -70,10 +71,11 @@ func serve(t *testing.T, c Config, next http.HandlerFunc) *served {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := Server(h, c.Limits, c.Log)
+	s.ln = Listener(ln, c.Limits).(*limited)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		srv.Serve(Listener(ln, c.Limits))
+		srv.Serve(s.ln)
 	}()
 	t.Cleanup(func() {
 		srv.Close()

@@ -393,28 +393,15 @@ func TestIdleConnectionsHoldNoSlot(t *testing.T) {
 // last), the last reuse theirs.
 func TestMaxIdle(t *testing.T) {
 	lim := Limits{MaxConns: 4, MaxIdle: 2}
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ln := Listener(raw, lim).(*limited)
-	srv := Server(Handler(http.HandlerFunc(echo), Config{Daemon: "test", Token: testToken, MaxBody: 1 << 10, Limits: lim}), lim, nil)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
-	url := "http://" + raw.Addr().String()
+	s := serve(t, Config{Token: testToken, Limits: lim}, echo)
 	// get is reusedGet, once the server has noted its connection idle
 	// (the answer reaches the client before that).
 	get := func(c *http.Client) (int, bool) {
-		status, reused := reusedGet(t, c, url)
+		status, reused := reusedGet(t, c, s.url)
 		require.Eventually(t, func() bool {
-			ln.mu.Lock()
-			defer ln.mu.Unlock()
-			return ln.used == 0
+			s.ln.mu.Lock()
+			defer s.ln.mu.Unlock()
+			return s.ln.used == 0
 		}, 5*time.Second, time.Millisecond)
 		return status, reused
 	}
