@@ -71,6 +71,9 @@ func TestFleet(t *testing.T) {
 				if f.Kind == harness.KillMember {
 					assert.Zero(t, f.Lost, "a follower's death moves no plugin")
 				}
+				if f.Kind == harness.KillLeader {
+					assert.NotZero(t, f.Elections, "the death of etcd's leader elects another")
+				}
 				assert.Zero(t, f.Extra, "epoch changes beyond one per plugin that lost its leader, after %s", f.Kind)
 			}
 			procsGone(t, root)

@@ -360,7 +360,24 @@ type memberStatus struct {
 	Header struct {
 		MemberID string `json:"member_id"`
 	} `json:"header"`
-	Leader string `json:"leader"`
+	Leader   string `json:"leader"`
+	RaftTerm uint64 `json:"raftTerm,string"`
+}
+
+// Term is the highest raft term a running member that answers is in: it
+// grows by one with each election, and is kept on disk across restarts.
+// 0 when none answers.
+func (c *Cluster) Term() uint64 {
+	var term uint64
+	for _, m := range c.Members {
+		if !m.Running() {
+			continue
+		}
+		if st, err := m.status(); err == nil {
+			term = max(term, st.RaftTerm)
+		}
+	}
+	return term
 }
 
 func (s *Server) status() (memberStatus, error) {

@@ -109,6 +109,11 @@ type Fault struct {
 	// Extra counts the epoch changes beyond one per lost plugin, and any
 	// change of a plugin whose leader the fault did not touch.
 	Extra int
+	// Elections counts the etcd elections (raft terms begun) from the
+	// fault until the fleet settled after it. etcd extends every lease to
+	// a whole TTL when it elects a leader, so a failover that takes longer
+	// than the TTL may have had one in its way.
+	Elections int
 }
 
 // Report is what a run saw.
@@ -130,8 +135,9 @@ type Report struct {
 	CPU []float64
 	RSS []int64
 	// EtcdCPU is the etcd members' share of one core, together, in the
-	// steady window.
-	EtcdCPU float64
+	// steady window, and EtcdElections the elections it held in it.
+	EtcdCPU       float64
+	EtcdElections int
 }
 
 // Run runs the fleet through its faults and reports. It stops every host
@@ -178,6 +184,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		if !sleep(ctx, time.Duration(f.rng.Int64N(int64(3*cfg.Renew)+1))) {
 			return rep, ctx.Err()
 		}
+		term := f.etcdTerm()
 		fault, err := f.inject(ctx, k)
 		if err != nil {
 			return rep, fmt.Errorf("fault %d (%s): %w", i+1, k, err)
@@ -186,7 +193,9 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			f.cfg.Logf("fleet: after %s on %s: %v", k, fault.Target, err)
 		}
 		f.account(&fault)
-		f.cfg.Logf("fleet: %s on %s: %d lost, failovers %v, extra changes %d", k, fault.Target, fault.Lost, fault.Failovers, fault.Extra)
+		fault.Elections = int(f.etcdTerm() - term)
+		f.cfg.Logf("fleet: %s on %s: %d lost, failovers %v, extra changes %d, etcd elections %d",
+			k, fault.Target, fault.Lost, fault.Failovers, fault.Extra, fault.Elections)
 		rep.Faults = append(rep.Faults, fault)
 	}
 	// Settled: each plugin has one leader, for a while.
@@ -433,7 +442,7 @@ func (f *fleet) measure(ctx context.Context, rep *Report) {
 	if window <= 0 {
 		return
 	}
-	etcd0, etcdCPU0 := f.etcdRequests(), f.etcdCPU()
+	etcd0, etcdCPU0, term := f.etcdRequests(), f.etcdCPU(), f.etcdTerm()
 	cpu0 := make([]time.Duration, len(f.hosts))
 	for i, h := range f.hosts {
 		cpu0[i], _ = h.usage()
@@ -444,6 +453,7 @@ func (f *fleet) measure(ctx context.Context, rep *Report) {
 	if f.etcd != nil {
 		rep.EtcdPerHost = (f.etcdRequests() - etcd0) / took.Seconds() / float64(len(f.hosts))
 		rep.EtcdCPU = float64(f.etcdCPU()-etcdCPU0) / float64(took)
+		rep.EtcdElections = int(f.etcdTerm() - term)
 	}
 	for i, h := range f.hosts {
 		cpu, rss := h.usage()
@@ -461,6 +471,15 @@ func (f *fleet) etcdRequests() float64 {
 		n += m.Metric("grpc_server_msg_received_total")
 	}
 	return n
+}
+
+// etcdTerm is the raft term of the etcd cluster now (etcdtest.Cluster.Term),
+// 0 on the file backend.
+func (f *fleet) etcdTerm() uint64 {
+	if f.etcd == nil {
+		return 0
+	}
+	return f.etcd.Term()
 }
 
 func (f *fleet) etcdCPU() time.Duration {

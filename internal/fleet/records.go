@@ -202,7 +202,11 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, "  without a leader: %s\n", strings.Join(r.Leaderless, ", "))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "fault\tfaults\tplugins lost\tfailover p50\tp99\tmax\textra epoch changes")
+	header := "fault\tfaults\tplugins lost\tfailover p50\tp99\tmax\textra epoch changes"
+	if r.Backend == Etcd {
+		header += "\tetcd elections"
+	}
+	fmt.Fprintln(tw, header)
 	var kinds []Kind
 	for _, f := range r.Faults {
 		if !slices.Contains(kinds, f.Kind) {
@@ -210,22 +214,27 @@ func (r *Report) String() string {
 		}
 	}
 	for _, k := range kinds {
-		var n, lost, extra int
+		var n, lost, extra, elected int
 		var fos []time.Duration
 		for _, f := range r.Faults {
 			if f.Kind == k {
 				n++
 				lost += f.Lost
 				extra += f.Extra
+				elected += f.Elections
 				fos = append(fos, f.Failovers...)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\n", k, n, lost, pct(fos, 50), pct(fos, 99), pct(fos, 100), extra)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d", k, n, lost, pct(fos, 50), pct(fos, 99), pct(fos, 100), extra)
+		if r.Backend == Etcd {
+			fmt.Fprintf(tw, "\t%d", elected)
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	if len(r.CPU) > 0 {
 		if r.Backend == Etcd {
-			fmt.Fprintf(&b, "etcd: %.1f requests/s per host; the 3 members use %.1f%% of a core\n", r.EtcdPerHost, 100*r.EtcdCPU)
+			fmt.Fprintf(&b, "etcd: %.1f requests/s per host; the 3 members use %.1f%% of a core; elections: %d\n", r.EtcdPerHost, 100*r.EtcdCPU, r.EtcdElections)
 		}
 		fmt.Fprintf(&b, "host CPU: mean %.2f%%, max %.2f%% of a core; RSS: mean %.1f MB, max %.1f MB\n",
 			100*mean(r.CPU), 100*slices.Max(r.CPU), mean(toFloat(r.RSS))/(1<<20), float64(slices.Max(r.RSS))/(1<<20))
