@@ -218,16 +218,20 @@ func TestInitKeepsReadEndsOffItsTable(t *testing.T) {
 		require.NoError(t, err)
 		return len(entries)
 	}
-	// The last batch is handed over after the last start's answer.
-	own, most := 0, 0
-	if !assert.Eventually(t, func() bool {
-		own = fds(filepath.Join("/proc", strconv.Itoa(init), "fd"))
+	// threads is the most descriptors a thread of the init holds.
+	threads := func() int {
 		tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(init), "task"))
 		require.NoError(t, err)
-		most = 0
+		most := 0
 		for _, task := range tasks {
 			most = max(most, fds(filepath.Join("/proc", strconv.Itoa(init), "task", task.Name(), "fd")))
 		}
+		return most
+	}
+	// The last batch is handed over after the last start's answer.
+	own, most := 0, 0
+	if !assert.Eventually(t, func() bool {
+		own, most = fds(filepath.Join("/proc", strconv.Itoa(init), "fd")), threads()
 		return own < keepBatch/2 && most >= n
 	}, 5*time.Second, 10*time.Millisecond, "the init's own table holds no read end, a thread of the init holds them all") {
 		t.Logf("the init's table: %d descriptors; the most a thread of it holds: %d", own, most)
@@ -246,6 +250,10 @@ func TestInitKeepsReadEndsOffItsTable(t *testing.T) {
 		assert.Equal(t, syscall.SIGKILL, st.Signal)
 		p.pidfd.Close()
 	}
+	// Reaped, each one's read end is closed, keepBatch at a time.
+	assert.Eventually(t, func() bool {
+		return threads() < keepBatch/2
+	}, 5*time.Second, 10*time.Millisecond, "the read ends of the plugins reaped are closed")
 }
 
 // TestHandoverOfKeptReadEnds: the next host gets the read end of every

@@ -16,27 +16,31 @@ import (
 // started each plugin 70 to 140 µs later than one that held a handful
 // (bench/README.md, "What the init's kept read ends cost"). So the
 // init's own table keeps a handful, and it hands each read end to the
-// keeper's thread once it has started keepBatch plugins, has it dropped
-// as it forgets the plugin, and takes a copy back for a host that
-// attaches. Handed over one by one, each start would wake the thread,
-// which on a machine of two cores took what the fork gained.
+// keeper's thread once it has started keepBatch plugins, has the thread
+// close it once it has forgotten keepBatch plugins, and takes a copy back
+// for a host that attaches. One by one, each start and each stop would
+// wake the thread, which on a machine of two cores took what the fork
+// gained. A read end left open a while after its plugin is gone holds
+// nothing up: the host's end of the pipe ends with its writers.
 //
 // Init and keeper talk over a SOCK_SEQPACKET pair, with messages of
 // words, as the init and its host do (nswire_linux.go):
 //
 //	init → keeper   keep NSPID…  + the read ends of the plugins of the NSPIDs, in order
-//	                drop NSPID   close it
+//	                drop NSPID…  close those of the NSPIDs
 //	                give NSPID   send a copy of it back
 //	keeper → init   given NSPID  + the copy, if it holds one
 //
 // The init's end is used under initState.mu, so one request is under
 // way at a time and an answer follows its request.
 type keeper struct {
-	w       *wire       // the init's end
-	pending map[int]int // by nspid, the read ends not handed over yet
+	w       *wire        // the init's end
+	pending map[int]int  // by nspid, the read ends not handed over yet
+	drops   map[int]bool // the nspids whose read ends the keeper is yet to close
 }
 
-// keepBatch is how many read ends the init hands the keeper at once.
+// keepBatch is how many read ends the init hands the keeper at once, and
+// has it close.
 const keepBatch = 32
 
 // startKeeper starts the keeper's thread, whose table is a copy of the
@@ -83,7 +87,7 @@ func startKeeper(own ...int) (*keeper, error) {
 		return nil, err
 	}
 	unix.Close(fds[1]) // the init's copy: the thread has its own
-	return &keeper{w: newWire(fds[0]), pending: map[int]int{}}, nil
+	return &keeper{w: newWire(fds[0]), pending: map[int]int{}, drops: map[int]bool{}}, nil
 }
 
 // keepReadEnds serves the init's requests on the keeper's thread, until
@@ -112,17 +116,21 @@ func keepReadEnds(w *wire) {
 			continue
 		}
 		closeAll(fds)
+		if err == nil && word == "drop" {
+			for _, nspid := range nums {
+				if kept, ok := held[nspid]; ok {
+					unix.Close(kept)
+					delete(held, nspid)
+				}
+			}
+			continue
+		}
 		if err != nil || len(nums) != 1 {
 			continue
 		}
 		nspid := nums[0]
 		kept, ok := held[nspid]
 		switch word {
-		case "drop":
-			if ok {
-				unix.Close(kept)
-				delete(held, nspid)
-			}
 		case "give":
 			if !ok {
 				kept = -1
@@ -140,6 +148,9 @@ func (k *keeper) put(nspid, fd int) {
 	if old, ok := k.pending[nspid]; ok {
 		unix.Close(old)
 	}
+	// A pid handed out again: the keeper's read end of the plugin that
+	// had it, not closed yet, is replaced by this one when it comes.
+	delete(k.drops, nspid)
 	k.pending[nspid] = fd
 	if len(k.pending) < keepBatch {
 		return
@@ -164,14 +175,24 @@ func (k *keeper) put(nspid, fd int) {
 }
 
 // drop closes the read end of the plugin of nspid, or has the keeper
-// close it.
+// close it with keepBatch others.
 func (k *keeper) drop(nspid int) {
 	if fd, ok := k.pending[nspid]; ok {
 		unix.Close(fd)
 		delete(k.pending, nspid)
 		return
 	}
-	k.w.sendf(-1, "drop %d", nspid)
+	k.drops[nspid] = true
+	if len(k.drops) < keepBatch {
+		return
+	}
+	msg := []byte("drop")
+	for n := range k.drops {
+		msg = fmt.Appendf(msg, " %d", n)
+	}
+	if k.w.send(msg) == nil {
+		clear(k.drops)
+	}
 }
 
 // give returns a copy of the read end of the plugin of nspid, for the
