@@ -26,6 +26,16 @@ func handoverIn(t *testing.T) Handover {
 	return Handover{Socket: filepath.Join(dir, "init.sock"), Record: filepath.Join(dir, "init.log")}
 }
 
+// holdingSpawner is a Spawner whose init holds its plugins for 5 seconds
+// at h, closed when t ends; it ends t where no namespace can be made.
+func holdingSpawner(t *testing.T, h Handover) *Spawner {
+	s := NewSpawner()
+	t.Cleanup(s.Close)
+	s.SetHandover(h, 5*time.Second)
+	testsupport.NeedNamespace(t, s.Isolation().Err)
+	return s
+}
+
 // startHeld starts script in s's namespace with its output on a pipe whose
 // read end the init keeps too, and returns the process and the read end.
 func startHeld(t *testing.T, s *Spawner, script, tag string, hold bool) (*Process, *os.File) {
@@ -77,10 +87,7 @@ func numbers(t *testing.T, r *bufio.Reader, want int, last *int) {
 // is killed as soon as its host goes, and the kill recorded.
 func TestHandover(t *testing.T) {
 	h := handoverIn(t)
-	first := NewSpawner()
-	defer first.Close()
-	first.SetHandover(h, 5*time.Second)
-	testsupport.NeedNamespace(t, first.Isolation().Err)
+	first := holdingSpawner(t, h)
 	kept, keptOut := startHeld(t, first, counting, "kept", true)
 	dropped, droppedOut := startHeld(t, first, counting, "dropped", false)
 	droppedOut.Close()
@@ -262,10 +269,7 @@ func TestInitKeepsReadEndsOffItsTable(t *testing.T) {
 // on, though the first host closed its own read ends as it went.
 func TestHandoverOfKeptReadEnds(t *testing.T) {
 	h := handoverIn(t)
-	first := NewSpawner()
-	defer first.Close()
-	first.SetHandover(h, 5*time.Second)
-	testsupport.NeedNamespace(t, first.Isolation().Err)
+	first := holdingSpawner(t, h)
 	const n = keepBatch + 3
 	var ps []*Process
 	for i := range n {
