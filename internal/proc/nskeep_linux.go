@@ -14,7 +14,8 @@ import (
 // that forks, and the child closes each close-on-exec descriptor at its
 // exec: an init that held a read end of each of its thousand plugins
 // started each plugin 70 to 140 µs later than one that held a handful
-// (bench/README.md, "What the init's kept read ends cost"). So the
+// (bench/README.md, "1,000 starts: what the init's kept read ends
+// cost"). So the
 // init's own table keeps a handful, and it hands each read end to the
 // keeper's thread once it has started keepBatch plugins, has the thread
 // close it once it has forgotten keepBatch plugins, and takes a copy back
@@ -125,19 +126,15 @@ func keepReadEnds(w *wire) {
 			}
 			continue
 		}
-		if err != nil || len(nums) != 1 {
+		if err != nil || word != "give" || len(nums) != 1 {
 			continue
 		}
-		nspid := nums[0]
-		kept, ok := held[nspid]
-		switch word {
-		case "give":
-			if !ok {
-				kept = -1
-			}
-			if w.sendf(kept, "given %d", nspid) != nil {
-				return
-			}
+		kept, ok := held[nums[0]]
+		if !ok {
+			kept = -1
+		}
+		if w.sendf(kept, "given %d", nums[0]) != nil {
+			return
 		}
 	}
 }
