@@ -12,12 +12,12 @@ import (
 // output pipes (heldPlugin.keep), on a thread of the init's with a
 // descriptor table of its own. A fork copies the table of the process
 // that forks, and the child closes each close-on-exec descriptor at its
-// exec: an init that held a read end of each of its thousand plugins
-// started each plugin 70 to 140 µs later than one that held a handful
-// (bench/README.md, "1,000 starts: what the init's kept read ends
-// cost"). So the
-// init's own table keeps a handful, and it hands each read end to the
-// keeper's thread once it has started keepBatch plugins, has the thread
+// exec: a fork/exec from a process holding a thousand descriptors took 70
+// to 140 µs longer than from one holding none, and an init that held a
+// read end of each of its plugins started a thousand of them 15 to 20%
+// slower (bench/README.md, "1,000 starts: what the init's kept read ends
+// cost"). So the init's own table keeps a handful, and it hands each read
+// end to the keeper's thread once it has started keepBatch plugins, has the thread
 // close it once it has forgotten keepBatch plugins, and takes a copy back
 // for a host that attaches. One by one, each start and each stop would
 // wake the thread, which on a machine of two cores took what the fork
