@@ -317,15 +317,8 @@ func (in *initState) attach(fd int) *wire {
 			break
 		}
 		body := h.Marker + "\x00" + h.Tag
-		keep := h.keep
-		if h.kept {
-			keep = in.keeper.give(nspid)
-		}
-		err = w.send(fmt.Appendf(nil, "plugin %d %d\n%s", nspid, len(body), body), pidfd, keep)
+		err = w.send(fmt.Appendf(nil, "plugin %d %d\n%s", nspid, len(body), body), pidfd, h.keep)
 		unix.Close(pidfd)
-		if h.kept && keep >= 0 {
-			unix.Close(keep)
-		}
 	}
 	if err != nil {
 		w.close()
