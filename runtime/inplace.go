@@ -58,14 +58,31 @@ type TermSetter interface {
 }
 
 // SetTerm sets the term of the plugin's current process (TermSetter),
-// if it has one; an error when its placement cannot end a term.
+// and of every process it starts later as soon as it runs, before its
+// start returns (Request.Started): a host frozen while its plugin starts,
+// or passes its ready check, leaves the process a term all the same. An
+// error when its placement cannot end a term.
 func (s *Supervisor) SetTerm(d time.Duration) error {
+	s.termMu.Lock()
+	defer s.termMu.Unlock()
 	s.mu.Lock()
+	s.term = time.Time{}
+	if d > 0 {
+		s.term = time.Now().Add(d)
+	}
 	h := s.handle
+	if h == nil {
+		h = s.launched
+	}
 	s.mu.Unlock()
 	if h == nil {
 		return nil
 	}
+	return setTerm(h, d)
+}
+
+// setTerm sets the term of h's process to d (TermSetter).
+func setTerm(h Handle, d time.Duration) error {
 	t, ok := h.(TermSetter)
 	if !ok {
 		return errors.New("its placement cannot end a term")

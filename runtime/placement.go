@@ -66,11 +66,11 @@ type Request struct {
 	// Output receives the plugin's stdout and stderr.
 	Output Output
 	// Started, when set, is called once the plugin's process has started
-	// (exec'd), before its ready check: the condition started of
-	// docs/semantics.md, "Dependency conditions". A placement that cannot
-	// tell leaves it to the Supervisor, which counts the plugin started
-	// when its start returns.
-	Started func()
+	// (exec'd), before its ready check, with its handle: the condition
+	// started of docs/semantics.md, "Dependency conditions". A placement
+	// that cannot tell leaves it to the Supervisor, which counts the
+	// plugin started when its start returns.
+	Started func(Handle)
 	// Log, when set, receives the transitions of the plugin's health.
 	Log *slog.Logger
 	// Identity, when set, is the identity the plugin gets, instead of the

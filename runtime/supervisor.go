@@ -48,6 +48,13 @@ type Supervisor struct {
 	// started is set once the process of the current run has started
 	// (Request.Started, or its start returned): the condition started.
 	started bool
+	// launched is the process of the start under way once it runs
+	// (Request.Started), before the start returns; then it is handle.
+	launched Handle
+	// term is the end of the term SetTerm set last (zero: none), which
+	// each process gets as soon as it runs; termMu orders the terms sent.
+	term   time.Time
+	termMu sync.Mutex
 	// health is the verdict of the current run's liveness check; nil
 	// without one (health.go).
 	health *health.Tracker
@@ -83,11 +90,18 @@ func NewSupervisor(p Placement, req Request) *Supervisor {
 
 // markStarted records that the current run's process started, as a
 // placement reports through Request.Started.
-func (s *Supervisor) markStarted() {
+func (s *Supervisor) markStarted(h Handle) {
+	s.termMu.Lock()
+	defer s.termMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.started = true
+	s.launched = h
+	term := s.term
 	s.notify()
+	s.mu.Unlock()
+	if !term.IsZero() {
+		setTerm(h, max(time.Until(term), time.Millisecond))
+	}
 }
 
 // notify wakes every Await, and tells OnChange's f. Called with s.mu held.
@@ -140,7 +154,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.starting, s.cancelStart = nil, nil
+	s.starting, s.cancelStart, s.launched = nil, nil, nil
 	return s.settle(ctx, h, err, lost)
 }
 

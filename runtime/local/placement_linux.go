@@ -125,7 +125,7 @@ func (l *Local) start(ctx context.Context, req runtime.Request) (runtime.Handle,
 		l.opt.Started(p)
 	}
 	if req.Started != nil {
-		req.Started()
+		req.Started(p)
 	}
 
 	if req.Launch.Ready != nil {

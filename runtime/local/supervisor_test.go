@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/graftland/graft/internal/testsupport"
+	"github.com/graftland/graft/launch"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/spec"
 )
@@ -158,4 +160,25 @@ func TestSupervisorStop(t *testing.T) {
 	assert.Equal(t, runtime.Stopped, st.Status)
 	assert.Zero(t, st.PID)
 	assert.Empty(t, st.LastError)
+}
+
+// TestTermReachesAStartingProcess: a term set before a start reaches the
+// process as soon as it runs, before its ready check passes, so that a
+// host frozen while its floating plugin starts leaves the process a term
+// all the same: the init of the namespace stops it at the term's end, and
+// the start fails long before its ready timeout.
+func TestTermReachesAStartingProcess(t *testing.T) {
+	l := newLocal(t, short)
+	testsupport.NeedNamespace(t, l.Isolation().Err)
+	p := helper("relay", "cooperative")
+	p.Ready = &spec.Ready{Probe: launch.Probe{Exec: []string{"test", "-f", "never"}}, Timeout: spec.FromStd(20 * time.Second)}
+	s := runtime.NewSupervisor(l, runtime.Request{Dir: t.TempDir(), Output: &stamps{}}.For(p))
+	t.Cleanup(func() { s.Stop(context.Background()) })
+	require.NoError(t, s.SetTerm(300*time.Millisecond))
+	began := time.Now()
+	err := s.Start(context.Background())
+	took := time.Since(began)
+	require.Error(t, err, "the process was stopped at the end of its term")
+	assert.Less(t, took, 10*time.Second, "stopped at the end of its term, not at the ready timeout: %v", err)
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond, "not before the term's end")
 }
