@@ -224,16 +224,7 @@ func orphansMain() int {
 		registry.pids[plugin] = true // a Spawner's child
 		registry.Unlock()
 		reapOrphans()
-		if _, err := stat(orphan); err == nil {
-			fmt.Println("the orphan was not reaped")
-			return 1
-		}
-		if e, err := stat(plugin); err != nil || !e.zombie {
-			fmt.Println("the Spawner's child was reaped:", err)
-			return 1
-		}
-		fmt.Println("ok")
-		return 0
+		return onlyTheOrphanReaped(orphan, plugin, "the Spawner's child")
 	}
 	in := &initState{held: map[int]*heldPlugin{plugin: {keep: -1, host: plugin}}, hosts: map[int]bool{plugin: true}, self: os.Getpid()}
 	if in.reapOrphans(false) {
@@ -248,12 +239,19 @@ func orphansMain() int {
 		fmt.Println("a whole look said it did not see every exit")
 		return 1
 	}
+	return onlyTheOrphanReaped(orphan, plugin, "the plugin")
+}
+
+// onlyTheOrphanReaped is the exit status of a child that checks that
+// orphan was reaped and kept, a zombie, was not; it prints ok, or what is
+// wrong.
+func onlyTheOrphanReaped(orphan, kept int, what string) int {
 	if _, err := stat(orphan); err == nil {
 		fmt.Println("the orphan was not reaped")
 		return 1
 	}
-	if e, err := stat(plugin); err != nil || !e.zombie {
-		fmt.Println("the plugin was reaped:", err)
+	if e, err := stat(kept); err != nil || !e.zombie {
+		fmt.Println(what, "was reaped:", err)
 		return 1
 	}
 	fmt.Println("ok")
