@@ -317,8 +317,15 @@ func (in *initState) attach(fd int) *wire {
 			break
 		}
 		body := h.Marker + "\x00" + h.Tag
-		err = w.send(fmt.Appendf(nil, "plugin %d %d\n%s", nspid, len(body), body), pidfd, h.keep)
+		keep := h.keep
+		if h.kept {
+			keep = in.keeper.give(nspid)
+		}
+		err = w.send(fmt.Appendf(nil, "plugin %d %d\n%s", nspid, len(body), body), pidfd, keep)
 		unix.Close(pidfd)
+		if h.kept && keep >= 0 {
+			unix.Close(keep)
+		}
 	}
 	if err != nil {
 		w.close()

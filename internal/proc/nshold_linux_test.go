@@ -202,14 +202,75 @@ func TestHandoverQuit(t *testing.T) {
 	assert.Zero(t, n)
 }
 
+// TestInitKeepsReadEndsOffItsTable: the init hands each plugin's read end
+// to its keeper's thread (keepBatch at a time), whose descriptor table is its own, so that the
+// table its forks copy stays a handful long however many plugins run
+// (nskeep_linux.go); the read ends, kept there, still hold each pipe open
+// once the host has closed its own, and a plugin that writes on meets no
+// pipe without a reader.
+func TestInitKeepsReadEndsOffItsTable(t *testing.T) {
+	s := NewSpawner()
+	defer s.Close()
+	testsupport.NeedNamespace(t, s.Isolation().Err)
+	const n = 2 * keepBatch // handed over whole
+	var ps []*Process
+	for i := range n {
+		p, r := startHeld(t, s, counting, "p"+strconv.Itoa(i), false)
+		r.Close() // the host's: the keeper's copy holds the pipe open
+		ps = append(ps, p)
+	}
+	init := s.ns.proc.Pid
+	fds := func(dir string) int {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		return len(entries)
+	}
+	// threads is the most descriptors a thread of the init holds.
+	threads := func() int {
+		tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(init), "task"))
+		require.NoError(t, err)
+		most := 0
+		for _, task := range tasks {
+			most = max(most, fds(filepath.Join("/proc", strconv.Itoa(init), "task", task.Name(), "fd")))
+		}
+		return most
+	}
+	// The last batch is handed over after the last start's answer.
+	own, most := 0, 0
+	if !assert.Eventually(t, func() bool {
+		own, most = fds(filepath.Join("/proc", strconv.Itoa(init), "fd")), threads()
+		return own < keepBatch/2 && most >= n
+	}, 5*time.Second, 10*time.Millisecond, "the init's own table holds no read end, a thread of the init holds them all") {
+		t.Logf("the init's table: %d descriptors; the most a thread of it holds: %d", own, most)
+	}
+
+	time.Sleep(100 * time.Millisecond) // each writes a line every 10 ms meanwhile
+	for _, p := range ps {
+		select {
+		case <-p.Exited():
+			t.Fatal("a plugin whose host closed its read end died writing")
+		default:
+		}
+		require.NoError(t, p.SignalGroup(syscall.SIGKILL))
+		st, err := p.Reap()
+		require.NoError(t, err)
+		assert.Equal(t, syscall.SIGKILL, st.Signal)
+		p.pidfd.Close()
+	}
+	// Reaped, each one's read end is closed, keepBatch at a time.
+	assert.Eventually(t, func() bool {
+		return threads() < keepBatch/2
+	}, 5*time.Second, 10*time.Millisecond, "the read ends of the plugins reaped are closed")
+}
+
 // TestHandoverOfKeptReadEnds: the next host gets the read end of every
-// plugin held, and reads each one's output on, though the first host
-// closed its own read ends as it went: the init's copies held each pipe
-// open meanwhile.
+// plugin held, those the keeper's thread holds (each batch of keepBatch)
+// and those the init has not handed it yet, and reads each one's output
+// on, though the first host closed its own read ends as it went.
 func TestHandoverOfKeptReadEnds(t *testing.T) {
 	h := handoverIn(t)
 	first := holdingSpawner(t, h)
-	const n = 35
+	const n = keepBatch + 3
 	var ps []*Process
 	for i := range n {
 		p, r := startHeld(t, first, counting, "p"+strconv.Itoa(i), true)

@@ -213,6 +213,11 @@ func runInit() int {
 		in.listen, in.record = initListenFD, initRecordFD
 	}
 	in.self, _ = strconv.Atoi(self)
+	own := []int{initCtlFD}
+	if in.listen >= 0 {
+		own = append(own, in.listen, in.record)
+	}
+	in.keeper, _ = startKeeper(own...)
 	go func() {
 		for {
 			select {
@@ -289,13 +294,17 @@ type initState struct {
 	// with no host; -1 without.
 	listen, record int
 	gone           time.Time // when the last host was gone
+	// keeper holds the plugins' read ends (nskeep_linux.go); nil: the
+	// init holds them itself.
+	keeper *keeper
 }
 
 // heldPlugin is a plugin of the init's, until it is reaped.
 type heldPlugin struct {
 	held
-	host int // its pid on the machine; 0 until known
-	keep int // the read end of its output pipe, or -1
+	host int  // its pid on the machine; 0 until known
+	keep int  // the read end of its output pipe, or -1
+	kept bool // the read end is the keeper's
 	// term, when set, stops the plugin at the end of its term, unless
 	// the host extends it first ("term NSPID MS").
 	term *time.Timer
@@ -443,6 +452,9 @@ func (in *initState) forget(nspid int, h *heldPlugin) {
 	if h.keep >= 0 {
 		unix.Close(h.keep)
 	}
+	if h.kept {
+		in.keeper.drop(nspid)
+	}
 	if h.term != nil {
 		h.term.Stop()
 	}
@@ -494,6 +506,10 @@ func (in *initState) start(id int, b []byte, out, keep int, files []int) {
 	if host, err := pidfdPid(pidfd); err == nil {
 		h.host = host
 		in.hosts[host] = true
+	}
+	if keep >= 0 && in.keeper != nil {
+		in.keeper.put(pid, keep)
+		h.keep, h.kept = -1, true
 	}
 }
 
