@@ -54,7 +54,10 @@ const keepBatch = 32
 // they have in the init's table, for the runtime may use them on any
 // thread, and the poller is started first, so that it has them before.
 // Nothing else on the thread opens or names a descriptor but its end of
-// the pair and the read ends it is given.
+// the pair and the read ends it is given. The thread is never the main
+// one, which the package's init keeps locked while the init runs: so
+// /proc/self/fd, the main thread's table, stays the init's, which
+// pidfdPid reads.
 func startKeeper(own ...int) (*keeper, error) {
 	r, w, err := os.Pipe() // a file the poller watches: the poller starts
 	if err != nil {
