@@ -158,23 +158,17 @@ func (k *keeper) put(nspid, fd int) {
 	if len(k.pending) < keepBatch {
 		return
 	}
-	nspids := make([]int, 0, len(k.pending))
 	msg := []byte("keep")
-	for n := range k.pending {
-		nspids = append(nspids, n)
+	fds := make([]int, 0, len(k.pending))
+	for n, fd := range k.pending {
 		msg = fmt.Appendf(msg, " %d", n)
-	}
-	fds := make([]int, len(nspids))
-	for i, n := range nspids {
-		fds[i] = k.pending[n]
+		fds = append(fds, fd)
 	}
 	if k.w.send(msg, fds...) != nil {
 		return // they stay the init's, as without a keeper
 	}
-	for i, n := range nspids {
-		unix.Close(fds[i])
-		delete(k.pending, n)
-	}
+	closeAll(fds) // the keeper has its copies
+	clear(k.pending)
 }
 
 // drop closes the read end of the plugin of nspid, or has the keeper
