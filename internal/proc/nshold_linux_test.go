@@ -203,11 +203,11 @@ func TestHandoverQuit(t *testing.T) {
 }
 
 // TestInitKeepsReadEndsOffItsTable: the init hands each plugin's read end
-// to its keeper's thread (keepBatch at a time), whose descriptor table is its own, so that the
-// table its forks copy stays a handful long however many plugins run
-// (nskeep_linux.go); the read ends, kept there, still hold each pipe open
-// once the host has closed its own, and a plugin that writes on meets no
-// pipe without a reader.
+// to its keeper's thread (keepBatch at a time), whose descriptor table is
+// its own, so that the table its forks copy stays a handful long however
+// many plugins run (nskeep_linux.go); the read ends, kept there, still
+// hold each pipe open once the host has closed its own, and a plugin that
+// writes on meets no pipe without a reader.
 func TestInitKeepsReadEndsOffItsTable(t *testing.T) {
 	s := NewSpawner()
 	defer s.Close()
