@@ -15,6 +15,7 @@ import (
 
 	"github.com/graftland/graft/hostapi"
 	"github.com/graftland/graft/internal/contentdigest"
+	"github.com/graftland/graft/internal/proc"
 	"github.com/graftland/graft/internal/statedir"
 	"github.com/graftland/graft/runtime"
 	"github.com/graftland/graft/runtime/floating"
@@ -207,7 +208,7 @@ func preflight(ctx context.Context, bin, dir string) (string, error) {
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "host", "--preflight", "--state-dir", dir)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	err := proc.Run(cmd) // beside the host's Reaper
 	var a PreflightAnswer
 	if err == nil {
 		if jerr := json.Unmarshal(out.Bytes(), &a); jerr != nil || a.Version == "" {

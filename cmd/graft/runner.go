@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -127,10 +128,13 @@ func upgradeRunner(r *runner.Runner, ln net.Listener, log *slog.Logger) {
 	}
 	log = log.With("binary", bin)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	out, err := exec.CommandContext(ctx, bin, append(os.Args[1:], "--preflight")...).CombinedOutput()
+	var out bytes.Buffer
+	preflight := exec.CommandContext(ctx, bin, append(os.Args[1:], "--preflight")...)
+	preflight.Stdout, preflight.Stderr = &out, &out
+	err = proc.Run(preflight) // beside the runner's Reaper
 	cancel()
 	if err != nil {
-		log.Error("upgrade: the new program cannot take over: the runner goes on unchanged", "err", err, "output", strings.TrimSpace(string(out)))
+		log.Error("upgrade: the new program cannot take over: the runner goes on unchanged", "err", err, "output", strings.TrimSpace(out.String()))
 		return
 	}
 	f, err := runner.ListenerFile(ln)

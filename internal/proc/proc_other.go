@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"os/exec"
 	"syscall"
 	"time"
 )
@@ -73,3 +74,6 @@ func (s *Spawner) Attach() ([]Held, error) { return nil, nil }
 
 // EndNamespaces does nothing off Linux.
 func EndNamespaces() {}
+
+// Run runs cmd: there is no Reaper to keep it from.
+func Run(cmd *exec.Cmd) error { return cmd.Run() }

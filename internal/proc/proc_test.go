@@ -187,6 +187,18 @@ func TestStartErrors(t *testing.T) {
 	assert.Equal(t, 3, st.Code)
 }
 
+// TestRunBesideAReaper: a child started by os/exec through Run is left to
+// its own Wait by this process's Reaper, which reaps every other child it
+// finds exited.
+func TestRunBesideAReaper(t *testing.T) {
+	r, err := StartReaper()
+	require.NoError(t, err)
+	defer r.Stop()
+	for i := range 100 {
+		require.NoError(t, Run(exec.Command("true")), "run %d", i)
+	}
+}
+
 // TestReaper: an orphan adopted by this process (a subreaper) is reaped
 // when it exits; a child a Spawner started is left to its owner.
 func TestReaper(t *testing.T) {

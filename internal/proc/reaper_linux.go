@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -18,8 +19,9 @@ import (
 // children started by a Spawner are left to their owners. runc's
 // signals.go does the same for containers.
 //
-// Only a process that starts children through Spawners, and no other way,
-// may run a Reaper: it would reap any other child before its owner could.
+// Only a process that starts children through Spawners or Run, and no
+// other way, may run a Reaper: it would reap any other child before its
+// owner could.
 type Reaper struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -123,4 +125,26 @@ func reapTerminatedBut(mu sync.Locker, keep func(pid int) bool) bool {
 			return false
 		}
 	}
+}
+
+// Run runs cmd, a child started without a Spawner, to its end, and leaves
+// it to its own Wait: it starts under the registry's lock and stays
+// registered until it is reaped, so that a Reaper of this process, which
+// reaps every child no Spawner registered, cannot reap it first (its
+// Wait would then fail: "no child processes").
+func Run(cmd *exec.Cmd) error {
+	registry.Lock()
+	err := cmd.Start()
+	if err == nil {
+		registry.pids[cmd.Process.Pid] = true
+	}
+	registry.Unlock()
+	if err != nil {
+		return err
+	}
+	err = cmd.Wait()
+	registry.Lock()
+	delete(registry.pids, cmd.Process.Pid)
+	registry.Unlock()
+	return err
 }
